@@ -1,0 +1,41 @@
+# AgentChemist ROS. `make demo` and `make test` bootstrap first (idempotent; seconds when up to date).
+SHELL := /bin/bash
+ENV := . scripts/env.sh &&
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-all test-slow shell bench lock clean help
+
+help:
+	@echo "make demo      run the HCl/NaOH worked example in the lab twin (report under runs/)"
+	@echo "make test      bootstrap, then the default test suite (unit, graph, replay, e2e; slow ones excluded)"
+	@echo "make test-all  every test, slow ones included"
+	@echo "make shell     a shell with the ROS 2 + agentchemist environment"
+	@echo "make bench     benchmarks -> bench/results/*.json and the README table"
+	@echo "make setup     only the bootstrap"
+
+setup:
+	@bash scripts/bootstrap.sh
+
+demo: setup
+	@$(ENV) python -m agentchemist_ros.demo $(DEMO_ARGS)
+
+test: setup
+	@$(ENV) python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+test-all: setup
+	@$(ENV) python -m pytest -p no:cacheprovider -m "" $(PYTEST_ARGS)
+
+test-slow: setup
+	@$(ENV) python -m pytest -p no:cacheprovider -m slow $(PYTEST_ARGS)
+
+shell: setup
+	@$(ENV) exec bash --rcfile <(echo 'PS1="(agentchemist) \w$$ "')
+
+bench: setup
+	@$(ENV) python -m bench.run_all
+
+lock:
+	@.venv/bin/pip freeze --exclude-editable | grep -v '^agentchemist' | sed '1i # Pinned versions of every Python dependency (pip freeze of a working .venv). Regenerate with make lock.' > requirements/constraints.txt
+
+clean:
+	rm -rf ros2_ws/build ros2_ws/install ros2_ws/log .venv/.agentchemist-stamps

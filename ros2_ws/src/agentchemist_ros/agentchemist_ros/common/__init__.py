@@ -1,0 +1,1 @@
+"""Plumbing shared by the node modules (QoS, time, parameters, message conversions)."""

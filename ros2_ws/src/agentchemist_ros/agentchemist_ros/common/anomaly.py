@@ -1,0 +1,12 @@
+"""Building Anomaly messages the same way in every node."""
+from agentchemist_interfaces.msg import Anomaly
+
+from .timeconv import to_msg
+
+
+def make_anomaly(*, now: float, experiment_id: str, source: str, kind: str, severity: str,
+                 description: str, fsm_state: str = "", subtask_id: str = "", response: str = "",
+                 resolved: bool = False) -> Anomaly:
+    return Anomaly(stamp=to_msg(now), experiment_id=experiment_id, source=source, kind=kind,
+                   severity=severity, description=description, fsm_state=fsm_state,
+                   subtask_id=subtask_id, response=response, resolved=resolved)

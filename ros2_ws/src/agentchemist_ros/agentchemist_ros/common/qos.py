@@ -1,0 +1,22 @@
+"""QoS profiles chosen on purpose (DESIGN.md conventions)."""
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
+                       qos_profile_sensor_data)
+
+#: plan, FSM state and reports: late joiners get the last value.
+LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: records, anomalies, agent messages, quantity estimates: nothing may be dropped.
+RELIABLE = QoSProfile(depth=500, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+#: camera, audio and instrument streams.
+SENSOR = qos_profile_sensor_data
+#: instrument readings are few and each one matters to the recorder: reliable, but shallow.
+READINGS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+#: audio: reliable within the process so that drops are not lost at high real-time factors.
+AUDIO = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
+                   reliability=ReliabilityPolicy.RELIABLE,
+                   durability=DurabilityPolicy.VOLATILE)

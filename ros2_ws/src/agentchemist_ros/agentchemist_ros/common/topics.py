@@ -1,0 +1,39 @@
+"""Default topic names (DESIGN.md topic map); all are remappable."""
+PLAN = "/agentchemist/plan"
+MESSAGES = "/agentchemist/messages"
+FSM_STATE = "/agentchemist/fsm_state"
+QUANTITY = "/agentchemist/quantity"
+ANOMALIES = "/agentchemist/anomalies"
+RECORDS = "/agentchemist/records"
+AUDIO_EVENTS = "/agentchemist/audio_events"
+PH_READING = "/lab/ph_meter/reading"
+BALANCE_READING = "/lab/balance/reading"
+JOINT_STATES = "/joint_states"
+GROUND_TRUTH = "/lab_sim/ground_truth"
+CAMERAS = ("front", "left_wrist", "right_wrist")
+SIDES = ("left", "right")
+
+
+def camera_topic(name: str) -> str:
+    return f"/camera/{name}/color/image_raw"
+
+
+def audio_topic(side: str) -> str:
+    return f"/audio/{side}_gripper/raw"
+
+
+def arm_trajectory_topic(side: str) -> str:
+    return f"/{side}_arm_controller/joint_trajectory"
+
+
+def gripper_command_topic(side: str) -> str:
+    return f"/{side}_gripper_controller/commands"
+
+
+# Action and service names.
+RUN_EXPERIMENT = "/agentchemist/run_experiment"
+EXECUTE_SUBTASK = "/agentchemist/execute_subtask"
+DISPENSE = "/agentchemist/dispense"
+DESCRIBE_SCENE = "/agentchemist/describe_scene"
+CALIBRATE = "/agentchemist/calibrate"
+QUERY_RECORDS = "/agentchemist/query_records"

@@ -1,0 +1,169 @@
+"""Result and configuration types of the titration analysis (re-exported by ``chemistry.analysis``).
+
+Every claim carries ``supported`` and ``reason``: a value is only *stated* when the data support it;
+otherwise ``supported`` is False, ``reason`` says what is missing, and the value is NaN whenever the
+data give no basis for a number at all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "AnalysisConfig",
+    "AnalysisInputError",
+    "CurveFit",
+    "EquivalencePoint",
+    "PkaEstimate",
+    "TitrationAnalysis",
+]
+
+
+class AnalysisInputError(ValueError):
+    """Input the analysis refuses (NaN, mismatched lengths, negative volume, unknown reagent ...)."""
+
+
+@dataclass
+class EquivalencePoint:
+    """An equivalence point located on the titration curve.
+
+    ``volume_ml`` cumulative titrant volume (mL); ``ph`` interpolated from the measured points at that
+    volume; ``uncertainty_ml`` standard uncertainty (mL) combining the gap between the two measured
+    points that bracket it, derivative noise and the disagreement of the two derivative criteria.
+    ``index`` is 1 for the first equivalence point; ``jump_region_ml`` the volumes where the first
+    derivative is above half its peak; ``window_points`` the local Savitzky-Golay window used.
+    """
+
+    volume_ml: float
+    ph: float
+    method: str
+    uncertainty_ml: float
+    supported: bool
+    reason: str
+    index: int = 1
+    d1_peak_ml: float = float("nan")
+    jump_region_ml: tuple[float, float] = (float("nan"), float("nan"))
+    window_points: int = 0
+    points_before: int = 0
+    points_after: int = 0
+
+
+@dataclass
+class PkaEstimate:
+    """A pKa estimate; ``method`` is "half_equivalence" or "curve_fit", ``index`` 1 for pKa1."""
+
+    value: float
+    method: str
+    uncertainty: float
+    supported: bool
+    reason: str
+    index: int = 1
+    half_equivalence_volume_ml: float = float("nan")
+
+
+@dataclass
+class CurveFit:
+    """Nonlinear least-squares fit of the equilibrium model to the measured curve.
+
+    ``parameters`` maps names ("pka1", "pka2", "analyte_m") to fitted values and ``uncertainties`` to
+    standard errors from the Jacobian at the optimum (residual variance times (J^T J)^-1);
+    ``equivalence_volumes_ml`` are implied by the fitted concentration; ``rms_ph`` is the residual
+    root mean square (pH units); ``ph_fit`` the model on ``TitrationAnalysis.grid_ml``.
+    """
+
+    model: str
+    parameters: dict[str, float]
+    uncertainties: dict[str, float]
+    rms_ph: float
+    n_points: int
+    excluded_points: int
+    converged: bool
+    message: str
+    equivalence_volumes_ml: list[float] = field(default_factory=list)
+    ph_fit: np.ndarray | None = None
+
+
+@dataclass
+class TitrationAnalysis:
+    """Everything the analysis concluded, and what it could not conclude (``warnings``).
+
+    ``volume_ml``/``ph``: the input sorted by volume with duplicate volumes averaged. ``grid_ml``,
+    ``ph_smooth``, ``d1`` (pH/mL), ``d2`` (pH/mL^2): the uniform resampled grid. ``smoothing``: the
+    parameters and why they were chosen. ``concentration``: analyte concentration (mol/L) with its
+    uncertainty and method, or None when titrant concentration or analyte volume is unknown.
+    """
+
+    volume_ml: np.ndarray
+    ph: np.ndarray
+    grid_ml: np.ndarray
+    ph_smooth: np.ndarray
+    d1: np.ndarray
+    d2: np.ndarray
+    smoothing: dict
+    equivalence_points: list[EquivalencePoint]
+    pka: list[PkaEstimate]
+    concentration: dict | None
+    warnings: list[str]
+    fit: CurveFit | None = None
+    analyte: str | None = None
+    titrant: str | None = None
+    titrant_m: float | None = None
+    analyte_volume_ml: float | None = None
+    quality_flags: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def supported_equivalence_points(self) -> list[EquivalencePoint]:
+        """Only the equivalence points the evidence check accepted."""
+        return [e for e in self.equivalence_points if e.supported]
+
+    def best_pka(self, index: int) -> PkaEstimate | None:
+        """The supported estimate of pKa ``index`` with the smallest uncertainty (None if none)."""
+        candidates = [p for p in self.pka if p.index == index and p.supported and math.isfinite(p.value)]
+        return min(candidates, key=lambda p: p.uncertainty) if candidates else None
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Thresholds of the analysis and of the evidence check (units in the field names or comments)."""
+
+    min_points: int = 8                    # fewer measured points: no smoothing, nothing concluded
+    max_grid_points: int = 20000
+    prominence_sigma: float = 8.0          # d1 peak prominence, in sd of the smoothed d1 noise
+    slope_floor_fraction: float = 0.5      # ... and at least this fraction of the mean slope pH/mL
+    min_jump_ph: float = 0.3               # pH rise across a peak's half-maximum region
+    jump_points_each_side: int = 3         # measured points on each side of V_eq near the jump
+    max_gap_factor: float = 3.0            # largest gap in the jump region, in median volume steps
+    half_eq_points_each_side: int = 2      # measured points on each side of a half-equivalence point
+    half_eq_max_bias_ph: float = 0.02      # largest [H+]/[OH-] bias of pH(V_half) accepted as pKa
+    fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error above which it is unsupported
+    fit_max_rms_factor: float = 5.0        # fit residual rms above this times the noise: model misfit
+    fit_min_rms_ph: float = 0.02           # ... but never demand a better rms than this
+
+    def __post_init__(self) -> None:
+        ints = {
+            "min_points": (self.min_points, 7),
+            "max_grid_points": (self.max_grid_points, 100),
+            "jump_points_each_side": (self.jump_points_each_side, 1),
+            "half_eq_points_each_side": (self.half_eq_points_each_side, 1),
+        }
+        for name, (value, lowest) in ints.items():
+            if not isinstance(value, int) or value < lowest:
+                raise ValueError(f"AnalysisConfig.{name} must be an integer >= {lowest}, got {value!r}")
+        floats = {
+            "prominence_sigma": self.prominence_sigma,
+            "slope_floor_fraction": self.slope_floor_fraction,
+            "min_jump_ph": self.min_jump_ph,
+            "max_gap_factor": self.max_gap_factor,
+            "half_eq_max_bias_ph": self.half_eq_max_bias_ph,
+            "fit_max_pka_uncertainty": self.fit_max_pka_uncertainty,
+            "fit_max_rms_factor": self.fit_max_rms_factor,
+            "fit_min_rms_ph": self.fit_min_rms_ph,
+        }
+        for name, value in floats.items():
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"AnalysisConfig.{name} must be a positive finite number, got {value!r}")
+        if self.max_gap_factor < 1:
+            raise ValueError(f"AnalysisConfig.max_gap_factor must be >= 1, got {self.max_gap_factor}")

@@ -1,0 +1,556 @@
+"""Aqueous acid-base equilibrium: pH of mixtures of strong and weak (polyprotic) acids and bases.
+
+The pH is the root of the charge balance
+
+    [H+] - [OH-] + sum(spectator charge) + sum_k C_k * (z0_k - nbar_k(pH)) = 0
+
+where system k (concentration C_k, fully protonated charge z0_k) has lost on average nbar_k protons.
+The left side falls strictly with pH, so a bracket in pH always holds exactly one root: single mixtures
+use :func:`scipy.optimize.brentq`, titrations a vectorised safeguarded Newton (bisection whenever a
+Newton step leaves the bracket or stops shrinking) on all points at once.
+
+Water autoprotolysis follows Bandura and Lvov (2006) with the Kell (1975) density of water; optional
+activity coefficients follow Davies, with the Debye-Hueckel A(T) from the Malmberg and Maryott (1956)
+dielectric constant, and the ionic strength iterated to self-consistency. pH is then -log10 a(H+).
+pKa values are used as given (25 C); their temperature dependence is not modelled.
+
+Units: amounts in mol, volumes in L (titration helpers take mL, as a burette reads), concentrations in
+mol/L, temperature in degrees Celsius.
+
+Example::
+
+    >>> round(ph_of_mixture({"hcl": 0.0025, "naoh": 0.0025}, 0.050), 3)
+    6.998
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .reagents import Reagent, ReagentLibrary, default_library
+
+__all__ = [
+    "ChemistryInputError",
+    "ConvergenceError",
+    "alpha_fractions",
+    "davies_a",
+    "equivalence_volumes_ml",
+    "kw_at",
+    "ph_of_mixture",
+    "ph_of_mixtures",
+    "pkw_at",
+    "titration_curve",
+    "water_density_g_cm3",
+]
+
+LN10 = math.log(10.0)
+T_MIN_C, T_MAX_C = 0.0, 100.0  # liquid water at 1 atm; the fits below are not used outside
+_PH_BRACKET = (-2.0, 16.0)
+_PH_TOL = 1e-12
+_I_RTOL = 1e-10  # relative; the pH then moves < 1e-11
+_MAX_NEWTON = 200
+_MAX_I_ITER = 100
+
+
+class ChemistryInputError(ValueError):
+    """Bad input to the chemistry models: NaN or negative amount, non-positive volume, bad temperature."""
+
+
+class ConvergenceError(ArithmeticError):
+    """The solver did not converge (should not happen for valid input; report it as a bug)."""
+
+
+# --------------------------------------------------------------------------------------------- water
+def _check_temperature(temperature_c: float | np.ndarray) -> np.ndarray:
+    t = np.asarray(temperature_c, dtype=float)
+    if not np.all(np.isfinite(t)):
+        raise ChemistryInputError(f"temperature must be finite, got {temperature_c!r}")
+    if np.any(t < T_MIN_C) or np.any(t > T_MAX_C):
+        raise ChemistryInputError(
+            f"temperature {temperature_c!r} C outside {T_MIN_C:g}..{T_MAX_C:g} C (liquid water at 1 atm)"
+        )
+    return t
+
+
+def water_density_g_cm3(temperature_c: float | np.ndarray) -> float | np.ndarray:
+    """Density of air-free water at 1 atm (g/cm3), Kell (1975), J. Chem. Eng. Data 20, 97."""
+    t = _check_temperature(temperature_c)
+    num = (
+        999.83952
+        + 16.945176 * t
+        - 7.9870401e-3 * t**2
+        - 46.170461e-6 * t**3
+        + 105.56302e-9 * t**4
+        - 280.54253e-12 * t**5
+    )
+    rho = num / (1.0 + 16.879850e-3 * t) / 1000.0
+    return float(rho) if rho.ndim == 0 else rho
+
+
+def pkw_at(temperature_c: float | np.ndarray) -> float | np.ndarray:
+    """pKw of water at 1 atm (molal scale, ~ molar in dilute solution).
+
+    Bandura and Lvov (2006), J. Phys. Chem. Ref. Data 35, 15: pKw from temperature and density,
+    valid 0-1000 C; here used 0-100 C with the Kell density. pKw(25 C) = 13.995.
+    """
+    t = _check_temperature(temperature_c)
+    T = t + 273.15
+    rho = np.asarray(water_density_g_cm3(t))
+    n, a0, a1, a2 = 6.0, -0.864671, 8659.19, -22786.2
+    b0, b1, b2 = 0.642044, -56.8534, -0.375754
+    molar_mass_water = 18.015268e-3  # kg/mol, times m0 = 1 mol/kg
+    q = rho * np.exp(a0 + a1 / T + a2 / T**2 * rho ** (2.0 / 3.0))
+    pkw_gas = 0.61415 + 48251.33 / T - 67707.93 / T**2 + 10102100.0 / T**3
+    pkw = (
+        -2.0 * n * (np.log10(1.0 + q) - q / (q + 1.0) * rho * (b0 + b1 / T + b2 * rho))
+        + pkw_gas
+        + 2.0 * np.log10(molar_mass_water)
+    )
+    return float(pkw) if pkw.ndim == 0 else pkw
+
+
+def kw_at(temperature_c: float | np.ndarray) -> float | np.ndarray:
+    """Ion product of water Kw = 10**-pKw(T) (mol2/L2); see :func:`pkw_at`."""
+    kw = 10.0 ** (-np.asarray(pkw_at(temperature_c)))
+    return float(kw) if np.ndim(kw) == 0 else kw
+
+
+def davies_a(temperature_c: float | np.ndarray) -> float | np.ndarray:
+    """Debye-Hueckel A (log10 units, (L/mol)^0.5) at 1 atm, ~0.511 at 25 C.
+
+    A = 1.82483e6 * sqrt(rho) / (eps * T)^1.5 with the dielectric constant of water from
+    Malmberg and Maryott (1956), J. Res. NBS 56, 1 (0-100 C).
+    """
+    t = _check_temperature(temperature_c)
+    eps = 87.740 - 0.40008 * t + 9.398e-4 * t**2 - 1.410e-6 * t**3
+    a = 1.82483e6 * np.sqrt(np.asarray(water_density_g_cm3(t))) / (eps * (t + 273.15)) ** 1.5
+    return float(a) if a.ndim == 0 else a
+
+
+def _davies_s(ionic_strength: np.ndarray) -> np.ndarray:
+    """The Davies ionic-strength term: log10 gamma(z) = -A z^2 s(I)."""
+    sq = np.sqrt(ionic_strength)
+    return sq / (1.0 + sq) - 0.3 * ionic_strength
+
+
+# ----------------------------------------------------------------------------------------- speciation
+def alpha_fractions(pka: Sequence[float], ph: float | np.ndarray) -> np.ndarray:
+    """Fractions of H_nA, H_(n-1)A, ..., A (protons removed 0..n) at each pH (concentration constants).
+
+    Shape: (n+1,) for a scalar pH, else ph.shape + (n+1,). Rows sum to 1. Computed in log space, so
+    exact for any pH and pKa.
+    """
+    pka_arr = np.asarray(pka, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(pka_arr)):
+        raise ChemistryInputError(f"pKa values must be finite, got {pka!r}")
+    ph_arr = np.asarray(ph, dtype=float)
+    if not np.all(np.isfinite(ph_arr)):
+        raise ChemistryInputError("pH must be finite")
+    steps = np.arange(pka_arr.size + 1)
+    cum = np.concatenate(([0.0], np.cumsum(pka_arr)))
+    w = ph_arr[..., None] * steps - cum  # log10 of [H_(n-i)A] / [H_nA] * h^0 ...
+    w = w - w.max(axis=-1, keepdims=True)
+    e = np.exp(LN10 * w)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# ------------------------------------------------------------------------------------ mixture model
+@dataclass(frozen=True)
+class _System:
+    """One weak acid-base system summed over all reagents that carry it (mol/L per point)."""
+
+    pka: tuple[float, ...]
+    z0: int
+    conc: np.ndarray  # (N,)
+
+    @property
+    def charges(self) -> np.ndarray:
+        return self.z0 - np.arange(len(self.pka) + 1)
+
+
+@dataclass(frozen=True)
+class _Mixture:
+    spectator_charge: np.ndarray  # (N,) mol/L of net spectator charge
+    spectator_pos: np.ndarray  # (N,) mol/L of positive spectator charge (Na+, K+, 2 x Ca2+)
+    spectator_neg: np.ndarray  # (N,) mol/L of negative spectator charge (Cl-)
+    spectator_i2: np.ndarray  # (N,) sum c z^2 of spectator ions, mol/L
+    systems: tuple[_System, ...]
+
+
+def _resolve(library: ReagentLibrary | None) -> ReagentLibrary:
+    return default_library() if library is None else library
+
+
+def _check_amount(name: str, value: np.ndarray, what: str = "amount") -> None:
+    if not np.all(np.isfinite(value)):
+        raise ChemistryInputError(f"{what} of {name!r} must be finite, got NaN or infinity")
+    if np.any(value < 0):
+        raise ChemistryInputError(f"{what} of {name!r} must be >= 0, got {value.min()!r}")
+
+
+def _compile(
+    amounts_mol: Mapping[str, np.ndarray | float], volume_l: np.ndarray | float, library: ReagentLibrary
+) -> tuple[_Mixture, int]:
+    """Turn reagent amounts into concentrations of spectator charge and of acid-base systems."""
+    if not isinstance(amounts_mol, Mapping):
+        raise ChemistryInputError(f"amounts must be a mapping reagent -> mol, got {type(amounts_mol).__name__}")
+    volume = np.asarray(volume_l, dtype=float)
+    if not np.all(np.isfinite(volume)) or np.any(volume <= 0):
+        raise ChemistryInputError(f"volume must be finite and > 0 L, got {volume_l!r}")
+    per_reagent: dict[str, tuple[Reagent, np.ndarray]] = {}
+    for key, amount in amounts_mol.items():
+        reagent = library.get(key)
+        value = np.asarray(amount, dtype=float)
+        _check_amount(str(key), value)
+        if reagent.name in per_reagent:  # "hcl" and "hydrochloric acid" in the same mapping add up
+            value = per_reagent[reagent.name][1] + value
+        per_reagent[reagent.name] = (reagent, value)
+    try:
+        shape = np.broadcast_shapes(volume.shape, *(v.shape for _, v in per_reagent.values()))
+    except ValueError:
+        raise ChemistryInputError("amount arrays and volume must have the same length") from None
+    if len(shape) > 1:
+        raise ChemistryInputError(f"amounts and volume must be scalars or 1-D arrays, got shape {shape}")
+    n_points = shape[0] if shape else 1
+    volume = np.broadcast_to(volume, (n_points,))
+
+    # Sum in moles first, divide once: keeps exactly balanced mixtures (HCl + NaOH) balanced in floats.
+    charge_mol = np.zeros(n_points)
+    pos_mol = np.zeros(n_points)
+    neg_mol = np.zeros(n_points)
+    i2_mol = np.zeros(n_points)
+    systems: dict[tuple[tuple[float, ...], int], np.ndarray] = {}
+    for reagent, amount in per_reagent.values():
+        moles = np.broadcast_to(amount, (n_points,))
+        if reagent.spectator_ions:
+            charge_mol = charge_mol + reagent.spectator_charge_per_mol * moles
+            pos_mol = pos_mol + sum(i.charge * i.count for i in reagent.spectator_ions if i.charge > 0) * moles
+            neg_mol = neg_mol - sum(i.charge * i.count for i in reagent.spectator_ions if i.charge < 0) * moles
+            i2_mol = i2_mol + reagent.spectator_ionic_strength_per_mol * moles
+        if reagent.has_acid_base_system:
+            key = (reagent.pka, reagent.charge_fully_protonated)
+            systems[key] = systems.get(key, np.zeros(n_points)) + moles
+    mixture = _Mixture(
+        spectator_charge=charge_mol / volume,
+        spectator_pos=pos_mol / volume,
+        spectator_neg=neg_mol / volume,
+        spectator_i2=i2_mol / volume,
+        systems=tuple(_System(pka, z0, moles / volume) for (pka, z0), moles in systems.items()),
+    )
+    return mixture, n_points
+
+
+def _effective_cum_pka(system: _System, a_s: np.ndarray | float) -> np.ndarray:
+    """Cumulative concentration pKa sums (N, n+1) at Davies factor a_s = A * s(I) (0 without activity).
+
+    With activities, [A_(i+1)]/[A_i] = Ka gamma(z_i) / (a_H gamma(z_i - 1)), i.e. an effective
+    pKa_i - log gamma(z_i) + log gamma(z_i - 1) = pKa_i + a_s * (2 z_i - 1).
+    """
+    z = system.charges[:-1]
+    pka_eff = np.asarray(system.pka)[None, :] + np.asarray(a_s).reshape(-1, 1) * (2 * z - 1)[None, :]
+    return np.concatenate((np.zeros((pka_eff.shape[0], 1)), np.cumsum(pka_eff, axis=1)), axis=1)
+
+
+def _balance(
+    ph: np.ndarray, mix: _Mixture, cum_pkas: Sequence[np.ndarray], kw: np.ndarray, lg_gamma1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Charge balance as G(pH) = ln(positive charge) - ln(negative charge), dG/dpH, ionic strength.
+
+    G has the same root as the difference of the two sides but is nearly linear in pH over decades
+    (both sides are sums of exponentials in pH), so Newton converges in a few steps from anywhere, and
+    it never subtracts large numbers. dE[g(i)]/dpH = ln10 * Cov(i, g(i)) for the protons removed i.
+    """
+    a_h = np.exp(-LN10 * ph)
+    gamma1 = np.exp(LN10 * lg_gamma1)
+    h = a_h / gamma1
+    oh = kw / (a_h * gamma1)
+    pos = h + mix.spectator_pos
+    neg = oh + mix.spectator_neg
+    dpos = -h
+    dneg = oh.copy()
+    i2 = h + oh + mix.spectator_i2
+    for system, cum in zip(mix.systems, cum_pkas):
+        steps = np.arange(len(system.pka) + 1, dtype=float)
+        z = system.charges.astype(float)
+        zpos, zneg = np.maximum(z, 0.0), np.maximum(-z, 0.0)
+        w = ph[:, None] * steps - cum
+        w -= w.max(axis=1, keepdims=True)
+        e = np.exp(LN10 * w)
+        alpha = e / e.sum(axis=1, keepdims=True)
+        nbar = alpha @ steps
+        if zpos.any():
+            e_pos = alpha @ zpos
+            pos = pos + system.conc * e_pos
+            dpos = dpos + system.conc * (alpha @ (steps * zpos) - nbar * e_pos)
+        if zneg.any():
+            e_neg = alpha @ zneg
+            neg = neg + system.conc * e_neg
+            dneg = dneg + system.conc * (alpha @ (steps * zneg) - nbar * e_neg)
+        i2 = i2 + system.conc * (alpha @ (z * z))
+    g = np.log(pos) - np.log(neg)
+    dg = LN10 * (dpos / pos - dneg / neg)
+    return g, dg, 0.5 * i2
+
+
+def _solve_vectorised(
+    mix: _Mixture, n: int, kw: np.ndarray, a_s: np.ndarray, guess: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Root of the charge balance at every point; returns (pH, ionic strength at that pH)."""
+    cum = [_effective_cum_pka(s, a_s) for s in mix.systems]
+    cum = [np.broadcast_to(c, (n, c.shape[1])) for c in cum]
+    lg_gamma1 = -a_s * np.ones(n)
+
+    def evaluate(ph: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _balance(ph, mix, cum, kw, lg_gamma1)
+
+    # A warm start (the previous ionic-strength iterate) needs only a narrow bracket.
+    if guess is None:
+        lo, hi, widen = np.full(n, _PH_BRACKET[0]), np.full(n, _PH_BRACKET[1]), 4.0
+    else:
+        lo, hi, widen = guess - 0.05, guess + 0.05, 0.5
+    for _ in range(30):  # widen until the bracket holds the root (G falls with pH: G(lo) > 0 > G(hi))
+        bad_lo = evaluate(lo)[0] < 0
+        bad_hi = evaluate(hi)[0] > 0
+        if not (bad_lo.any() or bad_hi.any()):
+            break
+        lo = np.where(bad_lo, lo - widen, lo)
+        hi = np.where(bad_hi, hi + widen, hi)
+        widen *= 2.0
+    else:
+        raise ConvergenceError("could not bracket the pH; concentrations are beyond any physical range")
+
+    ph = 0.5 * (lo + hi) if guess is None else np.clip(guess, lo, hi)
+    dx_old = hi - lo
+    dx = dx_old.copy()
+    last_newton = np.full(n, np.inf)
+    active = np.ones(n, dtype=bool)
+    for _ in range(_MAX_NEWTON):
+        f, df, _ = evaluate(ph)
+        lo = np.where(f > 0, ph, lo)
+        hi = np.where(f < 0, ph, hi)
+        newton_step = -f / df
+        newton = ph + newton_step
+        # At the floating-point noise floor of G the Newton step stops shrinking: the root is found.
+        size = np.abs(newton_step)
+        stalled = (size < 1e-9) & (size >= 0.5 * last_newton)
+        last_newton = np.where(active, size, last_newton)
+        # rtsafe rule: bisect when Newton leaves the bracket or does not halve the step before last.
+        bisect = ~np.isfinite(newton) | (newton <= lo) | (newton >= hi) | (np.abs(2.0 * f) > np.abs(dx_old * df))
+        step = np.where(bisect, 0.5 * (lo + hi) - ph, newton_step)
+        step = np.where(active & (f != 0) & ~stalled, step, 0.0)
+        dx_old = np.where(active, dx, dx_old)
+        dx = np.where(active, np.abs(step), dx)
+        ph = ph + step
+        active &= (np.abs(step) > _PH_TOL) & (hi - lo > _PH_TOL)
+        if not active.any():
+            break
+    else:
+        raise ConvergenceError(f"pH iteration did not converge at {int(active.sum())} point(s)")
+    return ph, evaluate(ph)[2]
+
+
+def _solve_mixture(mix: _Mixture, n: int, temperature_c: float | np.ndarray, activity: bool) -> np.ndarray:
+    kw = np.broadcast_to(np.asarray(kw_at(temperature_c), dtype=float), (n,))
+    if not activity:
+        return _solve_vectorised(mix, n, kw, np.zeros(n), None)[0]
+    a_const = np.broadcast_to(np.asarray(davies_a(temperature_c), dtype=float), (n,))
+    ionic = 0.5 * mix.spectator_i2 + 0.0
+    ph = None
+    for iteration in range(_MAX_I_ITER):
+        ph, ionic_new = _solve_vectorised(mix, n, kw, a_const * _davies_s(ionic), ph)
+        converged = np.abs(ionic_new - ionic) <= _I_RTOL * np.maximum(ionic_new, 1e-9)
+        # Plain fixed-point iteration converges fast at ordinary strengths; damp if it ever lingers.
+        ionic = ionic_new if iteration < 20 else 0.5 * (ionic + ionic_new)
+        if converged.all():
+            return ph
+    raise ConvergenceError("ionic strength iteration did not converge")
+
+
+# ------------------------------------------------------------------------------------------ public
+def _scalar_balance(ph: float, spectator: float, systems: list[tuple[list[float], int, float]], kw: float) -> float:
+    """Charge balance at one pH in plain floats (no activity): the fast path for single mixtures."""
+    h = 10.0**-ph
+    f = h - kw / h + spectator
+    for cum, z0, conc in systems:
+        w = [i * ph - c for i, c in enumerate(cum)]
+        top = max(w)
+        e = [10.0 ** (x - top) for x in w]
+        total = sum(e)
+        nbar = sum(i * x for i, x in enumerate(e)) / total
+        f += conc * (z0 - nbar)
+    return f
+
+
+def ph_of_mixture(
+    amounts_mol: Mapping[str, float],
+    volume_l: float,
+    temperature_c: float = 25.0,
+    activity: bool = False,
+    library: ReagentLibrary | None = None,
+) -> float:
+    """pH of reagent amounts (mol, by name or alias) dissolved to ``volume_l`` litres at ``temperature_c``.
+
+    Water is implicit (an amount of "water" is accepted and ignored). With ``activity=True`` activity
+    coefficients follow Davies (sensible up to an ionic strength of about 0.5 mol/L) and the result is
+    -log10 a(H+); otherwise -log10 [H+].
+    Raises ChemistryInputError / UnknownReagentError (both ValueError) on bad input.
+    """
+    for key, value in amounts_mol.items() if isinstance(amounts_mol, Mapping) else ():
+        if np.ndim(value) != 0:
+            raise ChemistryInputError(f"amount of {key!r} must be a scalar; use ph_of_mixtures for arrays")
+    if np.ndim(volume_l) != 0 or np.ndim(temperature_c) != 0:
+        raise ChemistryInputError("volume_l and temperature_c must be scalars; use ph_of_mixtures for arrays")
+    mix, n = _compile(amounts_mol, volume_l, _resolve(library))
+    if activity:
+        return float(_solve_mixture(mix, n, temperature_c, True)[0])
+    kw = float(kw_at(temperature_c))
+    spectator = float(mix.spectator_charge[0])
+    systems = [([0.0, *np.cumsum(s.pka).tolist()], s.z0, float(s.conc[0])) for s in mix.systems]
+    lo, hi = _PH_BRACKET
+    while _scalar_balance(lo, spectator, systems, kw) < 0:
+        lo -= 4.0
+    while _scalar_balance(hi, spectator, systems, kw) > 0:
+        hi += 4.0
+    return float(brentq(_scalar_balance, lo, hi, args=(spectator, systems, kw), xtol=_PH_TOL))
+
+
+def ph_of_mixtures(
+    amounts_mol: Mapping[str, np.ndarray],
+    volume_l: np.ndarray,
+    temperature_c: float | np.ndarray = 25.0,
+    activity: bool = False,
+    library: ReagentLibrary | None = None,
+) -> np.ndarray:
+    """pH at each of N points (amount arrays in mol and volumes in L of length N; scalars broadcast).
+
+    Solved for all points at once (vectorised safeguarded Newton, converged to 1e-12 in pH or to the
+    floating-point noise of the charge balance). Same conventions as :func:`ph_of_mixture`.
+    """
+    mix, n = _compile(amounts_mol, volume_l, _resolve(library))
+    temperature = _check_temperature(temperature_c)
+    if temperature.ndim > 1 or (temperature.ndim == 1 and temperature.shape[0] not in (1, n)):
+        raise ChemistryInputError(f"temperature must be a scalar or have length {n}")
+    return _solve_mixture(mix, n, temperature, activity)
+
+
+def _concentrations(name: str, mapping: Mapping[str, float], library: ReagentLibrary) -> dict[str, float]:
+    if not isinstance(mapping, Mapping):
+        raise ChemistryInputError(f"{name} must be a mapping reagent -> mol/L, got {type(mapping).__name__}")
+    out: dict[str, float] = {}
+    for key, value in mapping.items():
+        reagent = library.get(key)
+        conc = np.asarray(value, dtype=float)
+        if conc.ndim != 0:
+            raise ChemistryInputError(f"{name} concentration of {key!r} must be a scalar")
+        _check_amount(str(key), conc, f"{name} concentration")
+        out[reagent.name] = out.get(reagent.name, 0.0) + float(conc)
+    return out
+
+
+def _check_volume_ml(name: str, value: float, allow_zero: bool = False) -> float:
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ChemistryInputError(f"{name} must be a finite volume {'>=' if allow_zero else '>'} 0 mL, got {value!r}")
+    return v
+
+
+def titration_curve(
+    analyte: Mapping[str, float],
+    analyte_volume_ml: float,
+    titrant: Mapping[str, float],
+    titrant_volume_ml: np.ndarray,
+    temperature_c: float = 25.0,
+    activity: bool = False,
+    library: ReagentLibrary | None = None,
+) -> np.ndarray:
+    """pH after adding each titrant volume (mL) to ``analyte_volume_ml`` mL of analyte.
+
+    ``analyte`` and ``titrant`` map reagent -> concentration (mol/L); volumes are taken as additive.
+    """
+    lib = _resolve(library)
+    c_analyte = _concentrations("analyte", analyte, lib)
+    c_titrant = _concentrations("titrant", titrant, lib)
+    va = _check_volume_ml("analyte_volume_ml", analyte_volume_ml)
+    vt = np.atleast_1d(np.asarray(titrant_volume_ml, dtype=float))
+    if vt.ndim != 1:
+        raise ChemistryInputError("titrant_volume_ml must be a 1-D array of volumes (mL)")
+    _check_amount("titrant", vt, "added volume")
+    amounts: dict[str, np.ndarray] = {}
+    for name, c in c_analyte.items():
+        amounts[name] = np.full(vt.shape, c * va * 1e-3)
+    for name, c in c_titrant.items():
+        amounts[name] = amounts.get(name, np.zeros(vt.shape)) + c * vt * 1e-3
+    return ph_of_mixtures(amounts, (va + vt) * 1e-3, temperature_c, activity, lib)
+
+
+# Proton sites for equivalence counting: strong acids bind protons at pKa -inf (never), OH- at +inf.
+def _sites(conc: Mapping[str, float], library: ReagentLibrary) -> tuple[list[tuple[float, float]], float]:
+    """(pKa, mol/L) of every proton-binding site, and the protons available (mol/L)."""
+    sites: list[tuple[float, float]] = []
+    protons = 0.0
+    for name, c in conc.items():
+        reagent = library.get(name)
+        if reagent.strong_protons > 0:
+            sites.append((-math.inf, reagent.strong_protons * c))
+            protons += reagent.strong_protons * c
+        elif reagent.strong_protons < 0:
+            sites.append((math.inf, -reagent.strong_protons * c))
+        sites.extend((pka, c) for pka in reagent.pka)
+        protons += reagent.protons_as_added * c
+    return sites, protons
+
+
+def _fill(sites: list[tuple[float, float]], protons: float) -> tuple[dict[float, float], dict[float, float]]:
+    """Equilibrium (idealised) filling of sites, strongest base first: (filled, empty) mol/L by pKa."""
+    filled: dict[float, float] = {}
+    empty: dict[float, float] = {}
+    for pka, amount in sorted(sites, key=lambda s: -s[0]):
+        take = min(amount, protons)
+        protons -= take
+        if take > 0:
+            filled[pka] = filled.get(pka, 0.0) + take
+        if amount - take > 0:
+            empty[pka] = empty.get(pka, 0.0) + amount - take
+    return filled, empty
+
+
+def equivalence_volumes_ml(
+    analyte: Mapping[str, float],
+    analyte_volume_ml: float,
+    titrant: Mapping[str, float],
+    library: ReagentLibrary | None = None,
+) -> list[float]:
+    """Theoretical equivalence volumes (mL, ascending) of a titration, one per titratable step.
+
+    A basic titrant removes the analyte's protons in order of increasing pKa (strong acid first), an
+    acidic titrant fills its empty sites in order of decreasing pKa (hydroxide first); sites with the
+    same pKa are one step. Every step is listed, visible on the curve or not.
+    """
+    lib = _resolve(library)
+    c_analyte = _concentrations("analyte", analyte, lib)
+    c_titrant = _concentrations("titrant", titrant, lib)
+    va = _check_volume_ml("analyte_volume_ml", analyte_volume_ml)
+    t_filled, t_empty = _fill(*_sites(c_titrant, lib))
+    t_acid = sum(v for k, v in t_filled.items() if k != math.inf)  # protons on OH- are water
+    t_base = sum(v for k, v in t_empty.items() if k != -math.inf)  # Cl- takes no protons
+    if t_acid > 0 and t_base > 0:
+        raise ChemistryInputError("titrant is both acidic and basic (a buffer); equivalence is ambiguous")
+    if t_acid == 0 and t_base == 0:
+        raise ChemistryInputError("titrant has no acid or base capacity")
+    a_filled, a_empty = _fill(*_sites(c_analyte, lib))
+    if t_base > 0:
+        steps = [(k, v) for k, v in sorted(a_filled.items()) if k != math.inf]
+        capacity = t_base
+    else:
+        steps = [(k, v) for k, v in sorted(a_empty.items(), reverse=True) if k != -math.inf]
+        capacity = t_acid
+    volumes, total = [], 0.0
+    for _, amount in steps:
+        total += amount
+        volumes.append(total * va / capacity)
+    return volumes

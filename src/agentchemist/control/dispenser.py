@@ -1,0 +1,391 @@
+"""The dispenser controller: the paper's statistics-based chemical quantity logger.
+
+The gripper squeezes a rubber-bulb pipette; every millimetre of closing expels k mL (offline linear
+calibration, no flow meter). The controller is a three-state machine, MOTION / WAIT / RESET, with an
+explicit transition table (`TRANSITIONS`); it takes the *measured* gripper opening, pH readings and drop
+events, and returns the command to send. It never reads a clock: `now` is always an argument.
+
+    Q_stat = sum over closing increments of k * dd      (from the measured opening)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from agentchemist.perception.ph_stability import PhStabilityDetector, StabilityConfig
+
+
+class State(str, Enum):
+    MOTION = "MOTION"
+    WAIT = "WAIT"
+    RESET = "RESET"
+    DONE = "DONE"
+
+
+class GoalError(ValueError):
+    """A goal the controller refuses; nothing moves."""
+
+
+#: (state, condition) -> (next state, action). The controller's `update` evaluates the conditions
+#: of the current state in this order; tests walk every row.
+TRANSITIONS: tuple[tuple[State, str, State, str], ...] = (
+    (State.MOTION, "goal_reached", State.DONE, "hold; report success"),
+    (State.MOTION, "anomaly", State.RESET, "retract to the safe opening; report the anomaly"),
+    (State.MOTION, "change_rate_high", State.WAIT, "hold position"),
+    (State.MOTION, "drop_landed_settle", State.WAIT, "hold position until the pH settles"),
+    (State.MOTION, "near_target_drop", State.WAIT, "fine mode: one drop, then settle"),
+    (State.WAIT, "goal_reached", State.DONE, "hold; report success"),
+    (State.WAIT, "anomaly", State.RESET, "retract to the safe opening; report the anomaly"),
+    (State.WAIT, "settled", State.MOTION, "resume closing"),
+    (State.WAIT, "resume_command", State.MOTION, "resume closing"),
+    (State.RESET, "retracted_resume", State.MOTION, "squeeze again from the safe opening"),
+    (State.RESET, "retracted_give_up", State.DONE, "hold open; report failure"),
+)
+
+
+@dataclass(frozen=True)
+class DispenserConfig:
+    """Every threshold of the controller, with its unit and why it has its default."""
+    k_ml_per_mm: float = 1.0            #: calibration: mL expelled per mm of closing
+    drop_volume_ml: float = 0.046875    #: calibrated mean drop (the paper's 0.046875 mL)
+    calibration_residual_ml: float = 0.002  #: RMS residual of the calibration fit (mL per drop)
+    rate_mm_s: float = 0.2              #: default closing rate in MOTION
+    max_rate_mm_s: float = 5.0          #: beyond this the bulb jets instead of dripping
+    fine_rate_mm_s: float = 0.05        #: closing rate near the target
+    resolution_mm: float = 0.001        #: Piper gripper command resolution
+    min_opening_mm: float = 0.0
+    max_opening_mm: float = 70.0        #: Piper gripper usable travel
+    safe_opening_mm: float = 62.0       #: RESET retracts here (clear of the bulb)
+    change_rate_threshold: float = 0.05  #: |dpH/dt| (pH/s) above which MOTION holds
+    settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
+    near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
+    near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
+    no_drop_factor: float = 4.0         #: no drop after this many drop-displacements -> anomaly
+    sensor_timeout_s: float = 3.0       #: no pH reading for this long while titrating -> anomaly
+    operation_timeout_s: float = 7200.0
+    stall_tolerance_mm: float = 0.3     #: commanded vs measured opening beyond this ...
+    stall_time_s: float = 1.0           #: ... for this long -> gripper stall
+    max_resets: int = 2                 #: RESETs before giving up
+    settle_timeout_s: float = 60.0      #: a WAIT that never settles ends in RESET
+
+    def __post_init__(self):
+        for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
+                     "resolution_mm", "sensor_timeout_s", "operation_timeout_s", "stall_time_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"DispenserConfig.{name} must be a finite number > 0, got {value!r}")
+        if not self.min_opening_mm < self.safe_opening_mm <= self.max_opening_mm:
+            raise ValueError("DispenserConfig: need min_opening_mm < safe_opening_mm <= max_opening_mm")
+
+    @property
+    def drop_displacement_mm(self) -> float:
+        return self.drop_volume_ml / self.k_ml_per_mm
+
+
+@dataclass(frozen=True)
+class DispenseGoal:
+    target_volume_ml: float = 0.0        #: 0: no volume target
+    target_ph: float | None = None       #: None: no pH target
+    ph_direction: int = +1               #: +1 when the titrant raises the pH
+    rate_mm_s: float = 0.0               #: 0: the configured default
+    settle_each_drop: bool = False
+    change_rate_threshold: float = 0.0   #: 0: the configured default
+    stable_window_s: float = 0.0         #: 0: the configured default
+    timeout_s: float = 0.0               #: 0: the configured default
+
+    def validate(self, config: DispenserConfig) -> None:
+        numbers = {"target_volume_ml": self.target_volume_ml, "rate_mm_s": self.rate_mm_s,
+                   "change_rate_threshold": self.change_rate_threshold,
+                   "stable_window_s": self.stable_window_s, "timeout_s": self.timeout_s}
+        for name, value in numbers.items():
+            if not math.isfinite(value):
+                raise GoalError(f"{name} is {value!r}: not a number")
+            if value < 0:
+                raise GoalError(f"{name} is {value}: must not be negative")
+        if self.target_ph is not None:
+            if not math.isfinite(self.target_ph) or not 0.0 <= self.target_ph <= 14.0:
+                raise GoalError(f"target_ph {self.target_ph!r} is outside 0..14")
+        if self.target_volume_ml == 0 and self.target_ph is None:
+            raise GoalError("the goal has neither a target volume nor a target pH")
+        if self.rate_mm_s > config.max_rate_mm_s:
+            raise GoalError(f"rate {self.rate_mm_s} mm/s exceeds the gripper's dispensing limit "
+                            f"{config.max_rate_mm_s} mm/s")
+        if 0 < self.rate_mm_s < config.resolution_mm:
+            raise GoalError(f"rate {self.rate_mm_s} mm/s is below the gripper resolution")
+        if self.ph_direction not in (-1, 1):
+            raise GoalError("ph_direction must be +1 or -1")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistical-channel estimate of the dispensed volume (cumulative and increment)."""
+    stamp: float
+    value_ml: float
+    delta_ml: float
+    confidence: float
+    state: str
+
+
+@dataclass(frozen=True)
+class ControllerAnomaly:
+    stamp: float
+    kind: str          #: no_drop | sensor_timeout | operation_timeout | gripper_stall | pipette_empty | settle_timeout
+    description: str
+    severity: str = "warn"
+
+
+@dataclass(frozen=True)
+class StopResult:
+    success: bool
+    reason: str        #: target_volume | target_ph | canceled | anomaly | timeout
+    dispensed_ml: float
+    drops: int
+    final_ph: float
+    message: str
+
+
+@dataclass
+class Output:
+    command_opening_mm: float
+    state: State
+    estimates: list[Estimate] = field(default_factory=list)
+    anomalies: list[ControllerAnomaly] = field(default_factory=list)
+    transitions: list[tuple[State, str, State]] = field(default_factory=list)
+    done: StopResult | None = None
+
+
+class DispenserController:
+    """One dispensing goal from start to stop. Create a new controller per goal."""
+
+    def __init__(self, config: DispenserConfig, goal: DispenseGoal, *, start_opening_mm: float, now: float):
+        goal.validate(config)
+        if not (math.isfinite(start_opening_mm)
+                and config.min_opening_mm <= start_opening_mm <= config.max_opening_mm):
+            raise GoalError(f"gripper opening {start_opening_mm!r} mm is outside the gripper range")
+        self.config = config
+        self.goal = goal
+        self.state = State.MOTION
+        self.rate = goal.rate_mm_s or config.rate_mm_s
+        self.change_threshold = goal.change_rate_threshold or config.change_rate_threshold
+        settle = config.settle
+        if goal.stable_window_s:
+            settle = StabilityConfig(window_s=goal.stable_window_s, max_slope=settle.max_slope,
+                                     max_spread=settle.max_spread, min_samples=settle.min_samples)
+        self._settle = PhStabilityDetector(settle)
+        self.timeout = goal.timeout_s or config.operation_timeout_s
+        self.started = now
+        self.command = start_opening_mm
+        self._last_update = now
+        self._last_measured = start_opening_mm
+        self.q_stat = 0.0
+        self._reported_q = 0.0
+        self.drops = 0
+        self._disp_since_drop = 0.0
+        self._drop_pending_settle: str | None = None
+        self._fine_drop_started = False
+        self._last_ph: float | None = None
+        self._last_ph_stamp: float | None = None
+        self._ph_history: list[tuple[float, float]] = []
+        self._wait_since: float | None = None
+        self._stall_since: float | None = None
+        self.resets = 0
+        self._reset_reason: ControllerAnomaly | None = None
+        self._resume_requested = False
+        self._cancel = False
+        self.result: StopResult | None = None
+
+    # ----------------------------------------------------------------- inputs
+    def on_ph(self, stamp: float, ph: float) -> None:
+        """A pH reading. Bad readings raise ReadingError (the node reports it; nothing moves on it)."""
+        self._settle.add(stamp, ph)
+        self._last_ph, self._last_ph_stamp = ph, stamp
+        self._ph_history.append((stamp, ph))
+        if len(self._ph_history) > 64:
+            del self._ph_history[:32]
+
+    def on_drop(self, stamp: float) -> None:
+        """A drop landed (heard by the audio supervisor or seen by the twin's ground truth)."""
+        self.drops += 1
+        self._disp_since_drop = 0.0
+        if self.state == State.MOTION:
+            if self.goal.settle_each_drop:
+                self._drop_pending_settle = "drop_landed_settle"
+            elif self._near_target():
+                self._drop_pending_settle = "near_target_drop"
+
+    def request_resume(self) -> None:
+        """The supervisor's command to leave WAIT."""
+        self._resume_requested = True
+
+    def cancel(self) -> None:
+        self._cancel = True
+
+    # ----------------------------------------------------------------- step
+    def update(self, now: float, measured_opening_mm: float) -> Output:
+        out = Output(command_opening_mm=self.command, state=self.state)
+        if self.state == State.DONE:
+            out.done = self.result
+            return out
+        dt = max(0.0, now - self._last_update)
+        self._last_update = now
+        self._account_displacement(now, measured_opening_mm, out)
+
+        if self._cancel:
+            return self._finish(out, now, False, "canceled", "canceled by the supervisor")
+
+        anomaly = self._detect_anomaly(now, measured_opening_mm)
+        if self.state == State.MOTION:
+            if self._goal_reached():
+                return self._finish_goal(out, now)
+            if anomaly:
+                self._enter_reset(out, now, anomaly, "anomaly")
+            elif self._change_rate_high():
+                self._go(out, State.WAIT, "change_rate_high", now)
+            elif self._drop_pending_settle:
+                condition, self._drop_pending_settle = self._drop_pending_settle, None
+                self._go(out, State.WAIT, condition, now)
+            else:
+                rate = self.config.fine_rate_mm_s if self._near_target() else self.rate
+                self.command = self._quantise(max(self.config.min_opening_mm, self.command - rate * dt))
+        elif self.state == State.WAIT:
+            if self._goal_reached():
+                return self._finish_goal(out, now)
+            if anomaly:
+                self._enter_reset(out, now, anomaly, "anomaly")
+            elif self._resume_requested:
+                self._resume_requested = False
+                self._go(out, State.MOTION, "resume_command", now)
+            elif self._settle.is_stable():
+                self._go(out, State.MOTION, "settled", now)
+            elif now - (self._wait_since or now) > self.config.settle_timeout_s:
+                a = ControllerAnomaly(now, "settle_timeout",
+                                      f"pH did not settle within {self.config.settle_timeout_s:.0f} s")
+                self._enter_reset(out, now, a, "anomaly")
+        elif self.state == State.RESET:
+            retracted = abs(measured_opening_mm - self.config.safe_opening_mm) <= self.config.stall_tolerance_mm
+            if retracted:
+                if self.resets > self.config.max_resets or self._reset_reason.kind in ("pipette_empty", "operation_timeout"):
+                    out.transitions.append((State.RESET, "retracted_give_up", State.DONE))
+                    reason = "timeout" if self._reset_reason.kind == "operation_timeout" else "anomaly"
+                    return self._finish(out, now, False, reason, self._reset_reason.description)
+                # Squeeze again from the safe opening: the released bulb has refilled with air.
+                self._go(out, State.MOTION, "retracted_resume", now)
+                self._disp_since_drop = 0.0
+                self._stall_since = None
+        out.command_opening_mm = self.command
+        out.state = self.state
+        return out
+
+    # ----------------------------------------------------------------- internals
+    def _account_displacement(self, now: float, measured: float, out: Output) -> None:
+        if not math.isfinite(measured):
+            return
+        dd = self._last_measured - measured
+        self._last_measured = measured
+        if dd > 0 and self.state != State.RESET:
+            # Only closing squeezes liquid out; opening lets air back into the bulb.
+            self.q_stat += self.config.k_ml_per_mm * dd
+            self._disp_since_drop += dd
+        # One statistical estimate per drop-volume of displacement keeps the channel in step with audio.
+        if self.q_stat - self._reported_q >= self.config.drop_volume_ml - 1e-12:
+            delta = self.q_stat - self._reported_q
+            self._reported_q = self.q_stat
+            out.estimates.append(Estimate(now, self.q_stat, delta, self.confidence(), self.state.value))
+
+    def confidence(self) -> float:
+        """Confidence of Q_stat: calibration residual relative to a drop, discounted by execution state."""
+        c = self.config
+        calib = max(0.0, 1.0 - c.calibration_residual_ml / c.drop_volume_ml)
+        state_factor = {State.MOTION: 1.0, State.WAIT: 1.0, State.RESET: 0.3, State.DONE: 1.0}[self.state]
+        stall_factor = 0.5 if self._stall_since is not None else 1.0
+        return max(0.0, min(1.0, calib * state_factor * stall_factor))
+
+    def _near_target(self) -> bool:
+        g, c = self.goal, self.config
+        if g.target_ph is not None and self._last_ph is not None:
+            if g.ph_direction * (g.target_ph - self._last_ph) <= c.near_target_ph:
+                return True
+        if g.target_volume_ml > 0 and g.target_volume_ml - self.q_stat <= c.near_target_ml:
+            return True
+        return False
+
+    def _goal_reached(self) -> bool:
+        g = self.goal
+        if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
+            return True
+        if g.target_ph is not None and self._last_ph is not None and self._settle.is_stable():
+            return g.ph_direction * (self._last_ph - g.target_ph) >= 0
+        return False
+
+    def _change_rate_high(self) -> bool:
+        slope = self._settle.slope()
+        return math.isfinite(slope) and abs(slope) > self.change_threshold
+
+    def _detect_anomaly(self, now: float, measured: float) -> ControllerAnomaly | None:
+        c = self.config
+        if now - self.started > self.timeout:
+            return ControllerAnomaly(now, "operation_timeout",
+                                     f"dispensing ran longer than {self.timeout:.0f} s", "halt")
+        if self.state == State.RESET:
+            return None
+        if self.goal.target_ph is not None:
+            last = self._last_ph_stamp if self._last_ph_stamp is not None else self.started
+            if now - last > c.sensor_timeout_s:
+                return ControllerAnomaly(now, "sensor_timeout",
+                                         f"no pH reading for {now - last:.1f} s", "warn")
+        if self.state == State.MOTION:
+            if self.command <= c.min_opening_mm + c.resolution_mm and measured <= c.min_opening_mm + c.stall_tolerance_mm:
+                return ControllerAnomaly(now, "pipette_empty",
+                                         "the bulb is fully squeezed: the pipette is empty", "warn")
+            if self._disp_since_drop > c.no_drop_factor * c.drop_displacement_mm:
+                return ControllerAnomaly(
+                    now, "no_drop",
+                    f"no drop after {self._disp_since_drop:.3f} mm of squeeze "
+                    f"(expected one every {c.drop_displacement_mm:.3f} mm)", "warn")
+        if abs(self.command - measured) > c.stall_tolerance_mm:
+            if self._stall_since is None:
+                self._stall_since = now
+            elif now - self._stall_since > c.stall_time_s:
+                return ControllerAnomaly(
+                    now, "gripper_stall",
+                    f"gripper at {measured:.3f} mm, commanded {self.command:.3f} mm for "
+                    f"{now - self._stall_since:.1f} s", "warn")
+        else:
+            self._stall_since = None
+        return None
+
+    def _enter_reset(self, out: Output, now: float, anomaly: ControllerAnomaly, condition: str) -> None:
+        self.resets += 1
+        self._reset_reason = anomaly
+        out.anomalies.append(anomaly)
+        self._go(out, State.RESET, condition, now)
+        self.command = self.config.safe_opening_mm
+
+    def _go(self, out: Output, target: State, condition: str, now: float) -> None:
+        out.transitions.append((self.state, condition, target))
+        self.state = target
+        self._wait_since = now if target == State.WAIT else None
+        out.state = target
+
+    def _finish_goal(self, out: Output, now: float) -> Output:
+        g = self.goal
+        if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
+            reason, msg = "target_volume", f"dispensed {self.q_stat:.4f} mL (target {g.target_volume_ml:.4f} mL)"
+        else:
+            reason, msg = "target_ph", f"pH {self._last_ph:.2f} reached the target {g.target_ph:.2f}"
+        out.transitions.append((self.state, "goal_reached", State.DONE))
+        return self._finish(out, now, True, reason, msg)
+
+    def _finish(self, out: Output, now: float, success: bool, reason: str, message: str) -> Output:
+        self.state = State.DONE
+        self.result = StopResult(success, reason, self.q_stat, self.drops,
+                                 self._last_ph if self._last_ph is not None else float("nan"), message)
+        out.state = State.DONE
+        out.command_opening_mm = self.command
+        out.done = self.result
+        return out
+
+    def _quantise(self, opening_mm: float) -> float:
+        r = self.config.resolution_mm
+        return round(round(opening_mm / r) * r, 6)

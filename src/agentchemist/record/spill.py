@@ -1,0 +1,98 @@
+"""A local, fsync'd JSON-lines file that holds store operations while the database cannot take them.
+
+Each line is one operation (see :mod:`agentchemist.record.store`): an insert with its unique ``uid``, or an
+experiment start/finish. ``append`` returns only after the bytes and the file size are on disk, so an
+operation in the spill is as durable as a committed row. Replay is idempotent (inserts carry their uid and
+the database ignores a uid it already has), so a crash between replaying and truncating loses nothing and
+duplicates nothing. A torn final line (the process died inside ``append``) was never acknowledged and is
+dropped on read; any other undecodable line raises :class:`SpillCorruptError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agentchemist.record.errors import SpillCorruptError
+from agentchemist.record.schema import dumps
+
+
+class SpillFile:
+    """Append-only JSON-lines file with fsync, read back in order, truncated after a successful replay."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def append(self, operations: Iterable[dict[str, Any]]) -> int:
+        """Append operations and fsync; returns how many were written."""
+        lines = [dumps(op) + "\n" for op in operations]
+        if not lines:
+            return 0
+        new_file = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            data = "".join(lines).encode("utf-8")
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if new_file:
+            # The directory entry of a new file must be durable too, or a crash can lose the file.
+            _fsync_dir(self.path.parent)
+        return len(lines)
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete operations in append order ([] when the file does not exist)."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        operations: list[dict[str, Any]] = []
+        lines = raw.split(b"\n")
+        # The element after the last newline is "" for a clean file, or a torn line.
+        for number, line in enumerate(lines[:-1], start=1):
+            if not line.strip():
+                continue
+            try:
+                operations.append(json.loads(line))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise SpillCorruptError(f"{self.path}: line {number} is not valid JSON ({exc})") from exc
+        return operations
+
+    def __len__(self) -> int:
+        return len(self.read())
+
+    def exists(self) -> bool:
+        """True when the file holds at least one byte (possibly a torn line)."""
+        try:
+            return self.path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+
+    def clear(self) -> None:
+        """Remove the file once its operations are committed to the database."""
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return
+        _fsync_dir(self.path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the data fsync above still happened
+    finally:
+        os.close(fd)

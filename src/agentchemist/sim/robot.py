@@ -1,0 +1,146 @@
+"""Kinematic stand-in for the two Piper arms: joint limits, clamping, first-order follow, gripper stall.
+
+Joint limits are the Piper SDK's software limits (piper_sdk ``C_PiperParamManager``: joint1 +-150 deg,
+joint2 0..180 deg, joint3 -170..0 deg, joint4 +-100 deg, joint5 +-70 deg, joint6 +-120 deg; gripper
+0..0.07 m). The Piper URDF is slightly wider on joint4 (+-105 deg) and joint6 (+-180 deg); the firmware
+enforces the SDK values, so commands are clamped to those.
+
+Arms follow their command with a first-order lag (``arm_tau_s``); grippers with a first-order lag whose
+speed is capped at ``gripper_max_speed_m_s`` (a closed-form update, exact for any step length). A stalled
+gripper (fault) holds its position while the command keeps changing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from agentchemist.sim.errors import SimCommandError
+
+__all__ = [
+    "ARM_JOINT_LIMITS_RAD",
+    "GRIPPER_RANGE_M",
+    "JOINT_NAMES",
+    "SIDES",
+    "Arm",
+    "Gripper",
+    "check_side",
+]
+
+SIDES = ("left", "right")
+ARM_JOINT_LIMITS_RAD: tuple[tuple[float, float], ...] = (
+    (-2.618, 2.618),
+    (0.0, 3.14),
+    (-2.967, 0.0),
+    (-1.745, 1.745),
+    (-1.22, 1.22),
+    (-2.0944, 2.0944),
+)
+GRIPPER_RANGE_M = (0.0, 0.07)
+JOINT_NAMES: tuple[str, ...] = tuple(
+    f"{side}_{j}" for side in SIDES for j in (*(f"joint{i}" for i in range(1, 7)), "gripper")
+)
+
+
+def check_side(side: str) -> str:
+    if side not in SIDES:
+        raise SimCommandError(f"side must be 'left' or 'right', got {side!r}")
+    return side
+
+
+def _finite(value: float, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SimCommandError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise SimCommandError(f"{what} must be finite, got {value!r}")
+    return v
+
+
+@dataclass
+class Gripper:
+    """One parallel gripper: commanded and measured opening (m)."""
+
+    command_m: float
+    position_m: float
+    tau_s: float
+    max_speed_m_s: float
+    stalled: bool = False
+
+    def set_command(self, opening_m: float) -> tuple[float, bool]:
+        """Clamp to the Piper range; returns (applied value, clamped?)."""
+        v = _finite(opening_m, "gripper opening (m)")
+        lo, hi = GRIPPER_RANGE_M
+        applied = min(max(v, lo), hi)
+        self.command_m = applied
+        return applied, applied != v
+
+    @property
+    def moving(self) -> bool:
+        return not self.stalled and abs(self.command_m - self.position_m) > 1e-9
+
+    def position_after(self, dt: float) -> float:
+        """Measured opening after ``dt`` s of following the present command (does not change state)."""
+        x, c = self.position_m, self.command_m
+        if self.stalled or dt <= 0.0 or x == c:
+            return x
+        e = c - x
+        knee = self.max_speed_m_s * self.tau_s  # below this error the lag, not the speed cap, limits
+        if abs(e) > knee:
+            t_lin = (abs(e) - knee) / self.max_speed_m_s
+            d = min(dt, t_lin)
+            x += math.copysign(self.max_speed_m_s * d, e)
+            dt -= d
+            e = c - x
+        if dt > 0.0:
+            x = c - e * math.exp(-dt / self.tau_s)
+        if abs(c - x) < 1e-9:
+            x = c
+        return x
+
+    def advance(self, dt: float) -> None:
+        self.position_m = self.position_after(dt)
+
+    def time_to_settle(self) -> float:
+        """Rough time (s) until the measured opening reaches the command (speed phase + 3 tau)."""
+        e = abs(self.command_m - self.position_m)
+        knee = self.max_speed_m_s * self.tau_s
+        return max(e - knee, 0.0) / self.max_speed_m_s + 3.0 * self.tau_s if e > 1e-9 else 0.0
+
+    def peak_speed(self) -> float:
+        """Fastest the gripper will move toward the present command (m/s)."""
+        return min(self.max_speed_m_s, abs(self.command_m - self.position_m) / self.tau_s)
+
+
+@dataclass
+class Arm:
+    """Six joints (rad) following their command with a first-order lag."""
+
+    command: list[float]
+    position: list[float]
+    tau_s: float
+
+    def set_command(self, positions_rad: Sequence[float]) -> tuple[list[float], bool, str]:
+        """Clamp each joint to the Piper limits; returns (applied, clamped?, reason)."""
+        try:
+            values = [_finite(p, f"joint{i + 1} position (rad)") for i, p in enumerate(positions_rad)]
+        except TypeError:
+            raise SimCommandError(f"arm command must be a sequence of 6 numbers, got {positions_rad!r}") from None
+        if len(values) != 6:
+            raise SimCommandError(f"arm command needs 6 joint positions, got {len(values)}")
+        applied, notes = [], []
+        for i, (v, (lo, hi)) in enumerate(zip(values, ARM_JOINT_LIMITS_RAD)):
+            a = min(max(v, lo), hi)
+            if a != v:
+                notes.append(f"joint{i + 1} {v:.4f} rad clamped to {a:.4f} (limits {lo:.4f}..{hi:.4f})")
+            applied.append(a)
+        self.command = applied
+        return applied, bool(notes), "; ".join(notes)
+
+    def advance(self, dt: float) -> None:
+        if dt <= 0.0:
+            return
+        f = math.exp(-dt / self.tau_s)
+        self.position = [c + (p - c) * f for p, c in zip(self.position, self.command)]
