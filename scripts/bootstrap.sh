@@ -102,7 +102,7 @@ if [ "$(cat "$STAMPS/ws" 2>/dev/null)" != "$WS_HASH" ] || [ ! -f "$WS/install/se
       export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
     fi
     export PATH="$VENV/bin:$PATH"
-    colcon build --merge-install --symlink-install --event-handlers console_start_end+ \
+    colcon build --merge-install --event-handlers console_start_end+ \
       --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF > "$WS/colcon-build.log" 2>&1 \
       || { tail -40 "$WS/colcon-build.log" >&2; fail "colcon build failed (full log: ros2_ws/colcon-build.log)"; }
   )

@@ -7,8 +7,8 @@ slope of the whole curve, and when the pH actually rises (or falls, for a base t
 first jump of maleic acid from the buffer regions beside it.
 
 Refinement is local because one window cannot suit a 0.1 mL strong-acid jump and a 5 mL polyprotic
-one: starting from the global window, the window is set to half the width of the derivative peak it
-produces, until it no longer changes. Within the final peak, the volume where the second derivative
+one: starting from the global window, the window is set to three quarters of the width of the
+derivative peak it produces, until it no longer changes. Within the final peak, the volume where the second derivative
 changes sign is found by linear interpolation between grid points; the first-derivative maximum
 (parabolic interpolation) is kept as a cross-check and their disagreement enters the uncertainty.
 """
@@ -27,6 +27,11 @@ from .analysis_types import AnalysisConfig, EquivalencePoint
 __all__ = ["locate_equivalence_points"]
 
 MAX_REFINE_ITERATIONS = 8
+# Local window as a fraction of the derivative peak's full width at half maximum. Wider windows cut
+# the noise of the zero crossing (as W^-2.5) but bias it on asymmetric peaks; 0.75 gave the smallest
+# error on synthetic maleic (broad) and HCl (sharp) curves with 0.01 pH noise, and converges to the
+# minimum window on a jump only one or two drops wide.
+LOCAL_WINDOW_FRACTION = 0.75
 
 
 def _half_max_region(y: np.ndarray, i: int, lo: int, hi: int) -> tuple[int, int]:
@@ -66,7 +71,7 @@ def _refine(curve: SmoothedCurve, direction: float, i_peak: int, region: tuple[i
         b = min(hi, region[1] + window)
         i_loc = a + int(np.argmax(y[a : b + 1]))
         left, right = _half_max_region(y, i_loc, lo, hi)
-        new_window = min(odd_at_least((right - left + 1) / 2.0), cap)
+        new_window = min(odd_at_least(LOCAL_WINDOW_FRACTION * (right - left + 1)), cap)
         if new_window == window or new_window in seen:
             break
         window = new_window

@@ -25,6 +25,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -52,6 +54,7 @@ LN10 = math.log(10.0)
 T_MIN_C, T_MAX_C = 0.0, 100.0  # liquid water at 1 atm; the fits below are not used outside
 _PH_BRACKET = (-2.0, 16.0)
 _PH_TOL = 1e-12
+_EPS = float(np.finfo(float).eps)
 _I_RTOL = 1e-10  # relative; the pH then moves < 1e-11
 _MAX_NEWTON = 200
 _MAX_I_ITER = 100
@@ -186,61 +189,83 @@ def _resolve(library: ReagentLibrary | None) -> ReagentLibrary:
     return default_library() if library is None else library
 
 
-def _check_amount(name: str, value: np.ndarray, what: str = "amount") -> None:
+def _check_amount(name: str, value: np.ndarray | float, what: str = "amount") -> None:
+    if np.ndim(value) == 0:  # plain floats: the single-mixture path is called in tight loops
+        v = float(value)
+        if not math.isfinite(v):
+            raise ChemistryInputError(f"{what} of {name!r} must be finite, got {v!r}")
+        if v < 0:
+            raise ChemistryInputError(f"{what} of {name!r} must be >= 0, got {v!r}")
+        return
     if not np.all(np.isfinite(value)):
         raise ChemistryInputError(f"{what} of {name!r} must be finite, got NaN or infinity")
     if np.any(value < 0):
-        raise ChemistryInputError(f"{what} of {name!r} must be >= 0, got {value.min()!r}")
+        raise ChemistryInputError(f"{what} of {name!r} must be >= 0, got {np.min(value)!r}")
+
+
+def _as_values(value: object, name: str) -> np.ndarray | float:
+    try:
+        return float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ChemistryInputError(f"{name} must be a number or an array of numbers, got {value!r}") from None
 
 
 def _compile(
     amounts_mol: Mapping[str, np.ndarray | float], volume_l: np.ndarray | float, library: ReagentLibrary
 ) -> tuple[_Mixture, int]:
-    """Turn reagent amounts into concentrations of spectator charge and of acid-base systems."""
+    """Turn reagent amounts into concentrations of spectator charge and of acid-base systems.
+
+    Scalars stay Python floats until the end (the single-mixture path runs in tight loops).
+    """
     if not isinstance(amounts_mol, Mapping):
         raise ChemistryInputError(f"amounts must be a mapping reagent -> mol, got {type(amounts_mol).__name__}")
-    volume = np.asarray(volume_l, dtype=float)
-    if not np.all(np.isfinite(volume)) or np.any(volume <= 0):
+    volume = _as_values(volume_l, "volume_l")
+    if np.ndim(volume) == 0:
+        if not (math.isfinite(volume) and volume > 0):  # type: ignore[arg-type]
+            raise ChemistryInputError(f"volume must be finite and > 0 L, got {volume_l!r}")
+    elif not np.all(np.isfinite(volume)) or np.any(volume <= 0):
         raise ChemistryInputError(f"volume must be finite and > 0 L, got {volume_l!r}")
-    per_reagent: dict[str, tuple[Reagent, np.ndarray]] = {}
+    per_reagent: dict[str, tuple[Reagent, np.ndarray | float]] = {}
     for key, amount in amounts_mol.items():
         reagent = library.get(key)
-        value = np.asarray(amount, dtype=float)
+        value = _as_values(amount, f"amount of {key!r}")
         _check_amount(str(key), value)
         if reagent.name in per_reagent:  # "hcl" and "hydrochloric acid" in the same mapping add up
             value = per_reagent[reagent.name][1] + value
         per_reagent[reagent.name] = (reagent, value)
     try:
-        shape = np.broadcast_shapes(volume.shape, *(v.shape for _, v in per_reagent.values()))
+        shape = np.broadcast_shapes(np.shape(volume), *(np.shape(v) for _, v in per_reagent.values()))
     except ValueError:
         raise ChemistryInputError("amount arrays and volume must have the same length") from None
     if len(shape) > 1:
         raise ChemistryInputError(f"amounts and volume must be scalars or 1-D arrays, got shape {shape}")
     n_points = shape[0] if shape else 1
-    volume = np.broadcast_to(volume, (n_points,))
 
     # Sum in moles first, divide once: keeps exactly balanced mixtures (HCl + NaOH) balanced in floats.
-    charge_mol = np.zeros(n_points)
-    pos_mol = np.zeros(n_points)
-    neg_mol = np.zeros(n_points)
-    i2_mol = np.zeros(n_points)
-    systems: dict[tuple[tuple[float, ...], int], np.ndarray] = {}
-    for reagent, amount in per_reagent.values():
-        moles = np.broadcast_to(amount, (n_points,))
+    charge_mol: np.ndarray | float = 0.0
+    pos_mol: np.ndarray | float = 0.0
+    neg_mol: np.ndarray | float = 0.0
+    i2_mol: np.ndarray | float = 0.0
+    systems: dict[tuple[tuple[float, ...], int], np.ndarray | float] = {}
+    for reagent, moles in per_reagent.values():
         if reagent.spectator_ions:
             charge_mol = charge_mol + reagent.spectator_charge_per_mol * moles
-            pos_mol = pos_mol + sum(i.charge * i.count for i in reagent.spectator_ions if i.charge > 0) * moles
-            neg_mol = neg_mol - sum(i.charge * i.count for i in reagent.spectator_ions if i.charge < 0) * moles
+            pos_mol = pos_mol + reagent.spectator_cation_charge_per_mol * moles
+            neg_mol = neg_mol + reagent.spectator_anion_charge_per_mol * moles
             i2_mol = i2_mol + reagent.spectator_ionic_strength_per_mol * moles
         if reagent.has_acid_base_system:
             key = (reagent.pka, reagent.charge_fully_protonated)
-            systems[key] = systems.get(key, np.zeros(n_points)) + moles
+            systems[key] = systems.get(key, 0.0) + moles
+
+    def per_litre(moles: np.ndarray | float) -> np.ndarray:
+        return np.broadcast_to(np.asarray(moles / volume, dtype=float), (n_points,))
+
     mixture = _Mixture(
-        spectator_charge=charge_mol / volume,
-        spectator_pos=pos_mol / volume,
-        spectator_neg=neg_mol / volume,
-        spectator_i2=i2_mol / volume,
-        systems=tuple(_System(pka, z0, moles / volume) for (pka, z0), moles in systems.items()),
+        spectator_charge=per_litre(charge_mol),
+        spectator_pos=per_litre(pos_mol),
+        spectator_neg=per_litre(neg_mol),
+        spectator_i2=per_litre(i2_mol),
+        systems=tuple(_System(pka, z0, per_litre(moles)) for (pka, z0), moles in systems.items()),
     )
     return mixture, n_points
 
@@ -258,12 +283,13 @@ def _effective_cum_pka(system: _System, a_s: np.ndarray | float) -> np.ndarray:
 
 def _balance(
     ph: np.ndarray, mix: _Mixture, cum_pkas: Sequence[np.ndarray], kw: np.ndarray, lg_gamma1: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Charge balance as G(pH) = ln(positive charge) - ln(negative charge), dG/dpH, ionic strength.
 
     G has the same root as the difference of the two sides but is nearly linear in pH over decades
     (both sides are sums of exponentials in pH), so Newton converges in a few steps from anywhere, and
     it never subtracts large numbers. dE[g(i)]/dpH = ln10 * Cov(i, g(i)) for the protons removed i.
+    Returns (G, dG/dpH, ionic strength in mol/L, rounding-noise bound of G).
     """
     a_h = np.exp(-LN10 * ph)
     gamma1 = np.exp(LN10 * lg_gamma1)
@@ -292,9 +318,9 @@ def _balance(
             neg = neg + system.conc * e_neg
             dneg = dneg + system.conc * (alpha @ (steps * zneg) - nbar * e_neg)
         i2 = i2 + system.conc * (alpha @ (z * z))
-    g = np.log(pos) - np.log(neg)
-    dg = LN10 * (dpos / pos - dneg / neg)
-    return g, dg, 0.5 * i2
+    ln_pos, ln_neg = np.log(pos), np.log(neg)
+    noise = _EPS * (4.0 + np.abs(ln_pos) + np.abs(ln_neg))
+    return ln_pos - ln_neg, LN10 * (dpos / pos - dneg / neg), 0.5 * i2, noise
 
 
 def _solve_vectorised(
@@ -305,7 +331,7 @@ def _solve_vectorised(
     cum = [np.broadcast_to(c, (n, c.shape[1])) for c in cum]
     lg_gamma1 = -a_s * np.ones(n)
 
-    def evaluate(ph: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def evaluate(ph: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return _balance(ph, mix, cum, kw, lg_gamma1)
 
     # A warm start (the previous ionic-strength iterate) needs only a narrow bracket.
@@ -327,26 +353,24 @@ def _solve_vectorised(
     ph = 0.5 * (lo + hi) if guess is None else np.clip(guess, lo, hi)
     dx_old = hi - lo
     dx = dx_old.copy()
-    last_newton = np.full(n, np.inf)
     active = np.ones(n, dtype=bool)
     for _ in range(_MAX_NEWTON):
-        f, df, _ = evaluate(ph)
+        f, df, _, noise = evaluate(ph)
         lo = np.where(f > 0, ph, lo)
         hi = np.where(f < 0, ph, hi)
         newton_step = -f / df
+        # Done when the Newton correction is below tolerance or G is down to its rounding noise
+        # (G = ln P - ln N is good to a few ulp; below that the step is noise, not information).
+        done = (np.abs(newton_step) <= _PH_TOL) | (np.abs(f) <= noise)
         newton = ph + newton_step
-        # At the floating-point noise floor of G the Newton step stops shrinking: the root is found.
-        size = np.abs(newton_step)
-        stalled = (size < 1e-9) & (size >= 0.5 * last_newton)
-        last_newton = np.where(active, size, last_newton)
         # rtsafe rule: bisect when Newton leaves the bracket or does not halve the step before last.
         bisect = ~np.isfinite(newton) | (newton <= lo) | (newton >= hi) | (np.abs(2.0 * f) > np.abs(dx_old * df))
         step = np.where(bisect, 0.5 * (lo + hi) - ph, newton_step)
-        step = np.where(active & (f != 0) & ~stalled, step, 0.0)
+        step = np.where(active & ~done, step, 0.0)
         dx_old = np.where(active, dx, dx_old)
         dx = np.where(active, np.abs(step), dx)
         ph = ph + step
-        active &= (np.abs(step) > _PH_TOL) & (hi - lo > _PH_TOL)
+        active &= ~done & (hi - lo > _PH_TOL)
         if not active.any():
             break
     else:
@@ -372,18 +396,77 @@ def _solve_mixture(mix: _Mixture, n: int, temperature_c: float | np.ndarray, act
 
 
 # ------------------------------------------------------------------------------------------ public
-def _scalar_balance(ph: float, spectator: float, systems: list[tuple[list[float], int, float]], kw: float) -> float:
-    """Charge balance at one pH in plain floats (no activity): the fast path for single mixtures."""
-    h = 10.0**-ph
-    f = h - kw / h + spectator
+_ScalarSystem = tuple[list[float], int, float]  # (cumulative effective pKa sums, z0, mol/L)
+
+
+def _scalar_alpha(ph: float, cum: list[float]) -> list[float]:
+    w = [i * ph - c for i, c in enumerate(cum)]
+    top = max(w)
+    e = [10.0 ** (x - top) for x in w]
+    total = sum(e)
+    return [x / total for x in e]
+
+
+def _scalar_balance(ph: float, spectator: float, systems: list[_ScalarSystem], kw: float, lg_g1: float) -> float:
+    """Charge balance (mol/L) at one pH in plain floats: the fast path for single mixtures."""
+    a_h = 10.0**-ph
+    g1 = 10.0**lg_g1
+    f = a_h / g1 - kw / (a_h * g1) + spectator
     for cum, z0, conc in systems:
-        w = [i * ph - c for i, c in enumerate(cum)]
-        top = max(w)
-        e = [10.0 ** (x - top) for x in w]
-        total = sum(e)
-        nbar = sum(i * x for i, x in enumerate(e)) / total
+        nbar = sum(i * a for i, a in enumerate(_scalar_alpha(ph, cum)))
         f += conc * (z0 - nbar)
     return f
+
+
+def _scalar_ionic(ph: float, spectator_i2: float, systems: list[_ScalarSystem], kw: float, lg_g1: float) -> float:
+    a_h = 10.0**-ph
+    g1 = 10.0**lg_g1
+    i2 = a_h / g1 + kw / (a_h * g1) + spectator_i2
+    for cum, z0, conc in systems:
+        i2 += conc * sum(a * (z0 - i) ** 2 for i, a in enumerate(_scalar_alpha(ph, cum)))
+    return 0.5 * i2
+
+
+@functools.lru_cache(maxsize=64)
+def _water_constants(temperature_c: float) -> tuple[float, float]:
+    """(Kw, Davies A) at one temperature, cached: single mixtures are solved in tight loops."""
+    return float(kw_at(temperature_c)), float(davies_a(temperature_c))
+
+
+def _solve_scalar(mix: _Mixture, temperature_c: float, activity: bool) -> float:
+    """One mixture: brentq on the charge balance, inside the ionic-strength iteration when asked."""
+    kw, a_const = _water_constants(temperature_c)
+    spectator = float(mix.spectator_charge[0])
+    spectator_i2 = float(mix.spectator_i2[0])
+    ionic = 0.5 * spectator_i2
+    ph: float | None = None
+    for _ in range(_MAX_I_ITER):
+        a_s = a_const * (math.sqrt(ionic) / (1.0 + math.sqrt(ionic)) - 0.3 * ionic) if activity else 0.0
+        systems = [
+            (
+                [0.0, *itertools.accumulate(p + a_s * (2 * (s.z0 - i) - 1) for i, p in enumerate(s.pka))],
+                s.z0,
+                float(s.conc[0]),
+            )
+            for s in mix.systems
+        ]
+        args = (spectator, systems, kw, -a_s)
+        if ph is None:
+            lo, hi, widen = *_PH_BRACKET, 4.0
+        else:
+            lo, hi, widen = ph - 0.05, ph + 0.05, 0.5
+        while _scalar_balance(lo, *args) < 0:
+            lo, widen = lo - widen, widen * 2.0
+        while _scalar_balance(hi, *args) > 0:
+            hi, widen = hi + widen, widen * 2.0
+        ph = float(brentq(_scalar_balance, lo, hi, args=args, xtol=_PH_TOL))
+        if not activity:
+            return ph
+        ionic_new = _scalar_ionic(ph, spectator_i2, systems, kw, -a_s)
+        if abs(ionic_new - ionic) <= _I_RTOL * max(ionic_new, 1e-9):
+            return ph
+        ionic = ionic_new
+    raise ConvergenceError("ionic strength iteration did not converge")
 
 
 def ph_of_mixture(
@@ -405,18 +488,8 @@ def ph_of_mixture(
             raise ChemistryInputError(f"amount of {key!r} must be a scalar; use ph_of_mixtures for arrays")
     if np.ndim(volume_l) != 0 or np.ndim(temperature_c) != 0:
         raise ChemistryInputError("volume_l and temperature_c must be scalars; use ph_of_mixtures for arrays")
-    mix, n = _compile(amounts_mol, volume_l, _resolve(library))
-    if activity:
-        return float(_solve_mixture(mix, n, temperature_c, True)[0])
-    kw = float(kw_at(temperature_c))
-    spectator = float(mix.spectator_charge[0])
-    systems = [([0.0, *np.cumsum(s.pka).tolist()], s.z0, float(s.conc[0])) for s in mix.systems]
-    lo, hi = _PH_BRACKET
-    while _scalar_balance(lo, spectator, systems, kw) < 0:
-        lo -= 4.0
-    while _scalar_balance(hi, spectator, systems, kw) > 0:
-        hi += 4.0
-    return float(brentq(_scalar_balance, lo, hi, args=(spectator, systems, kw), xtol=_PH_TOL))
+    mix, _ = _compile(amounts_mol, volume_l, _resolve(library))
+    return _solve_scalar(mix, float(_check_temperature(temperature_c)), activity)
 
 
 def ph_of_mixtures(

@@ -202,6 +202,16 @@ class Reagent:
         return float(sum(ion.charge * ion.count for ion in self.spectator_ions))
 
     @property
+    def spectator_cation_charge_per_mol(self) -> float:
+        """Positive spectator charge per mole of reagent (2 for Na2CO3 and for CaCl2)."""
+        return float(sum(ion.charge * ion.count for ion in self.spectator_ions if ion.charge > 0))
+
+    @property
+    def spectator_anion_charge_per_mol(self) -> float:
+        """Negative spectator charge per mole of reagent, as a positive number (2 for CaCl2)."""
+        return float(-sum(ion.charge * ion.count for ion in self.spectator_ions if ion.charge < 0))
+
+    @property
     def spectator_ionic_strength_per_mol(self) -> float:
         """Sum of count * z^2 over the spectator ions (per mole of reagent), for the ionic strength."""
         return float(sum(ion.count * ion.charge**2 for ion in self.spectator_ions))

@@ -136,6 +136,16 @@ RECORD_TABLES: dict[str, Table] = {
     )
 }
 
+# Keys of the dict returned by RecordStore.load_run -> table names.
+RUN_KEYS: dict[str, str] = {
+    "transitions": "fsm_transitions",
+    "raw_observations": "raw_observations",
+    "fused_records": "fused_records",
+    "anomalies": "anomalies",
+    "audio_events": "audio_events",
+    "artifacts": "artifacts",
+}
+
 # fused_records also stores the per-store sequence number returned by add_fused.
 SEQ_COLUMN = "seq"
 

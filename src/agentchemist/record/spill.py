@@ -52,7 +52,7 @@ class SpillFile:
         """All complete operations in append order ([] when the file does not exist)."""
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         operations: list[dict[str, Any]] = []
         lines = raw.split(b"\n")
@@ -73,14 +73,14 @@ class SpillFile:
         """True when the file holds at least one byte (possibly a torn line)."""
         try:
             return self.path.stat().st_size > 0
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return False
 
     def clear(self) -> None:
         """Remove the file once its operations are committed to the database."""
         try:
             self.path.unlink()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         _fsync_dir(self.path.parent)
 

@@ -33,7 +33,6 @@ from agentchemist.record.errors import (
     StoreClosedError,
     StoreDurabilityError,
     StoreError,
-    StoreUnavailableError,
 )
 from agentchemist.record.spill import SpillFile
 from agentchemist.record.sql_backend import SqlBackend
@@ -296,7 +295,7 @@ class QueuedStore:
         if not experiments:
             raise v.UnknownExperimentError(f"no experiment {experiment_id!r} in this store")
         run: dict[str, Any] = {"experiment": _with_metadata(experiments[0])}
-        for key, table in _RUN_KEYS.items():
+        for key, table in schema.RUN_KEYS.items():
             rows = self._merged_records(table, experiment_id)
             run[key] = [{k: r[k] for k in schema.RECORD_TABLES[table].names} for r in rows]
         return run
@@ -416,6 +415,7 @@ class QueuedStore:
         if not self._degraded:
             try:
                 self.backend.write(ops)
+                self._clear_error()
                 return True
             except Exception as exc:  # any failure: the rows must not be lost, so spill them
                 kind = self.backend.classify(exc)
@@ -436,10 +436,13 @@ class QueuedStore:
                 self._error = message
                 self._cond.notify_all()
             return False
+        self._clear_error()
+        return True
+
+    def _clear_error(self) -> None:
         if self._error is not None:
             with self._cond:
                 self._error = None
-        return True
 
     def _try_recover(self, kind: str) -> None:
         self._next_retry = time.monotonic() + self._retry_interval_s
@@ -454,6 +457,7 @@ class QueuedStore:
             self.backend.disconnect()
             return
         self._degraded = False
+        self._clear_error()  # rows held in memory go to the database next
         if self._on_recovery is not None:
             try:
                 self._on_recovery(kind, f"{self.backend.name} writable again; replayed {len(operations)} "
@@ -480,13 +484,9 @@ class QueuedStore:
         return self.spill.read() if self.spill.exists() else []
 
     def _merged_experiments(self, experiment_id: str | None) -> list[dict[str, Any]]:
+        # An unreadable database raises (StoreUnavailableError): a partial answer would look complete.
         spilled = [op for op in self._spilled() if op["op"] in ("start", "finish")]
-        try:
-            rows = {e["experiment_id"]: e for e in self.backend.read_experiments(experiment_id)}
-        except StoreUnavailableError:
-            if not spilled:
-                raise
-            rows = {}
+        rows = {e["experiment_id"]: e for e in self.backend.read_experiments(experiment_id)}
         for op in spilled:
             eid = op["experiment_id"]
             if experiment_id is not None and eid != experiment_id:
@@ -509,12 +509,7 @@ class QueuedStore:
     def _merged_records(self, table: str, experiment_id: str, *, quantity: str | None = None,
                         since: float | None = None, until: float | None = None) -> list[dict[str, Any]]:
         spilled = self._spilled()
-        try:
-            rows = self.backend.read_records(table, experiment_id, quantity=quantity, since=since, until=until)
-        except StoreUnavailableError:
-            if not spilled:
-                raise
-            rows = []
+        rows = self.backend.read_records(table, experiment_id, quantity=quantity, since=since, until=until)
         seen = {r["uid"] for r in rows}
         extra = []
         for op in spilled:
@@ -529,16 +524,6 @@ class QueuedStore:
         if extra:
             rows = sorted(rows + extra, key=lambda r: r["stamp"])  # stable: DB order kept on ties
         return rows
-
-
-_RUN_KEYS = {
-    "transitions": "fsm_transitions",
-    "raw_observations": "raw_observations",
-    "fused_records": "fused_records",
-    "anomalies": "anomalies",
-    "audio_events": "audio_events",
-    "artifacts": "artifacts",
-}
 
 
 def _with_metadata(experiment: Mapping[str, Any]) -> dict[str, Any]:

@@ -142,7 +142,7 @@ class ContactAudioSynth:
         self._noise_key = np.random.SeedSequence([config.seed, 0x6E6F697365]).generate_state(2, np.uint64)
         period = sr / config.stirrer_hum_hz
         self._hum_exact = abs(period - round(period)) < 1e-9
-        self._hum_table = _hum_period(config, int(round(period)) if self._hum_exact else 8193)
+        self._hum_table = _hum_period(config, int(round(period)) if self._hum_exact else 8193, self._hum_exact)
         self._events: list[_Scheduled] = []
         self._starts: list[tuple[int, int]] = []  # sorted (start, index) for block lookup
         self._max_len = 0
@@ -260,16 +260,16 @@ class ContactAudioSynth:
 
 
 # ---------------------------------------------------------------------- synthesis
-def _hum_period(cfg: ContactAudioConfig, points: int) -> np.ndarray:
+def _hum_period(cfg: ContactAudioConfig, points: int, exact: bool) -> np.ndarray:
     """One period of the stirrer hum (harmonics up to 2 kHz, 1/k^2, random phases).
 
-    With ``points`` = samples per period (a whole number) the table is sampled exactly; otherwise it is
-    a closed grid of ``points`` for interpolation."""
+    ``exact``: ``points`` is the number of samples per period and the table is indexed directly;
+    otherwise the table is a closed grid of ``points`` (0..1 cycle inclusive) for interpolation."""
     rng = np.random.default_rng([cfg.seed, 0x68756D])
     k = np.arange(1, max(1, int(2000.0 // cfg.stirrer_hum_hz)) + 1, dtype=np.float64)
     amp = 10.0 ** (cfg.stirrer_hum_dbfs / 20.0) / k**2
     phase = rng.uniform(0.0, 2.0 * np.pi, k.size)
-    c = np.arange(points) / points if points != 8193 else np.linspace(0.0, 1.0, points)
+    c = np.arange(points) / points if exact else np.linspace(0.0, 1.0, points)
     return np.sum(amp[:, None] * np.sin(2.0 * np.pi * k[:, None] * c[None, :] + phase[:, None]), axis=0)
 
 

@@ -82,6 +82,8 @@ class Beaker:
     # ------------------------------------------------------------------------------------------ pH
     def ph(self) -> float:
         """True bulk pH of the beaker (cached by composition)."""
+        if self.volume_ml <= 0.0:
+            return 7.0  # an empty beaker has no pH; the probe reports itself not immersed
         key = self.composition_key()
         hit = self._cache.get(key)
         if hit is not None:

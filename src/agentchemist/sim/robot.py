@@ -140,7 +140,9 @@ class Arm:
         return applied, bool(notes), "; ".join(notes)
 
     def advance(self, dt: float) -> None:
-        if dt <= 0.0:
+        if dt <= 0.0 or self.position == self.command:
             return
         f = math.exp(-dt / self.tau_s)
         self.position = [c + (p - c) * f for p, c in zip(self.position, self.command)]
+        if all(abs(p - c) < 1e-12 for p, c in zip(self.position, self.command)):
+            self.position = list(self.command)  # converged: later advances are free

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -259,7 +260,8 @@ class FaultSpec(_Model):
             "labware_missing": {"id"},
             "labware_moved": {"id", "position", "offset"},
             "gripper_stall": {"side"},
-            "noise_burst": {"gain_db", "side"},
+            "noise_burst": {"side"},
+            "drop_fails": {"count"},
             "extra_drop": {"volume_ml"},
             "ph_stuck": {"value"},
         }.get(self.kind, set())
@@ -270,6 +272,20 @@ class FaultSpec(_Model):
             raise ValueError(f"{self.kind} needs params.id (the labware id)")
         if self.kind == "labware_moved" and not ({"position", "offset"} & set(self.params)):
             raise ValueError("labware_moved needs params.position [u, v] or params.offset [du, dv] (px)")
+        if self.kind == "drop_fails" and not (isinstance(self.params.get("count", 1), int) and self.params.get("count", 1) >= 1):
+            raise ValueError(f"drop_fails params.count must be an int >= 1, got {self.params.get('count')!r}")
+        if self.kind == "extra_drop" and "volume_ml" in self.params:
+            v = self.params["volume_ml"]
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1.0):
+                raise ValueError(f"extra_drop params.volume_ml must be in (0, 1] mL, got {v!r}")
+        for key in ("position", "offset"):
+            if key in self.params:
+                v = self.params[key]
+                if not (isinstance(v, (list, tuple)) and len(v) == 2
+                        and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v)):
+                    raise ValueError(f"params.{key} must be two finite numbers [u, v] (px), got {v!r}")
+        if self.kind in ("noise_burst",) and self.duration_s > 60:
+            raise ValueError(f"noise_burst duration_s must be <= 60 s, got {self.duration_s}")
         if "side" in self.params and self.params["side"] not in ("left", "right"):
             raise ValueError(f"params.side must be 'left' or 'right', got {self.params['side']!r}")
         return self
@@ -374,6 +390,8 @@ class Scenario(_Model):
             if item_id not in known:
                 raise ValueError(f"{role}.id {item_id!r} has no layout item (add it, with present: false if missing)")
         if self.weighing is not None:
+            if self.weighing.target != self.beaker.id:
+                raise ValueError(f"weighing.target {self.weighing.target!r} must be the working beaker {self.beaker.id!r}")
             for key in ("bottle_id", "target"):
                 ref = getattr(self.weighing, key)
                 if ref not in known:
@@ -440,6 +458,21 @@ def _format_errors(exc: ValidationError) -> list[tuple[str, str]]:
     return problems
 
 
+class _Yaml12BoolLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false are booleans, so ``on:`` stays a key."""
+
+
+_Yaml12BoolLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12BoolLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
 def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scenario:
     """Validate a scenario given as a mapping; ScenarioError names ``source``, key path and problem."""
     if not isinstance(data, Mapping):
@@ -458,7 +491,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except OSError as exc:
         raise ScenarioError(str(file), [("", f"cannot read file: {exc.strerror or exc}")]) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Yaml12BoolLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ScenarioError(str(file), [("", f"invalid YAML: {exc}")]) from None
     return scenario_from_dict(data if data is not None else {}, source=str(file))

@@ -1,0 +1,436 @@
+"""Titration curve analysis: equivalence points, pKa values and concentrations, with evidence checks.
+
+Pipeline of :func:`analyze_titration` (volumes in mL, pH dimensionless):
+
+1. sort by volume, average duplicate volumes, refuse NaN/negative input;
+2. resample on a uniform grid (PCHIP) and smooth with Savitzky-Golay, parameters chosen from the data
+   (:mod:`.analysis_smoothing`);
+3. equivalence points from first-derivative peaks refined by the second-derivative zero crossing
+   (:mod:`.analysis_peaks`), each with an evidence check;
+4. pKa at half equivalence: the smoothed pH at V_eq1 / 2, and between successive equivalence points
+   for pKa2, pKa3, ...; checked for points on both sides, flags, and the size of the [H+]/[OH-] bias
+   that makes pH(V_half) differ from pKa (large for strong first protons such as maleic acid's);
+5. nonlinear least-squares fit of the whole curve with the equilibrium model (:mod:`.analysis_fit`):
+   pKa values and analyte concentration with standard errors;
+6. analyte concentration from the equivalence volume (titrant concentration known).
+
+Nothing is invented: a claim the data do not support is returned with ``supported=False`` and the
+reason, its value NaN when there is no basis for a number, and ``warnings`` lists what could not be
+concluded.
+
+    >>> import numpy as np
+    >>> from agentchemist.chemistry.equilibrium import titration_curve
+    >>> v = np.arange(0.0, 50.0, 0.05)
+    >>> ph = titration_curve({"hcl": 0.1}, 25.0, {"naoh": 0.1}, v)
+    >>> result = analyze_titration(v, ph, titrant_m=0.1, analyte_volume_ml=25.0, analyte="hcl")
+    >>> round(result.equivalence_points[0].volume_ml, 2)
+    25.0
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy.signal import savgol_coeffs
+
+from .analysis_fit import fit_titration_curve, generic_acid, titratable_steps
+from .analysis_peaks import locate_equivalence_points
+from .analysis_quant import (
+    WeighingError,
+    ca_concentration_from_endpoint,
+    concentration_from_equivalence,
+    strong_acid_concentration,
+    weighing_error,
+)
+from .analysis_smoothing import POLYORDER, SmoothedCurve, smooth_curve
+from .analysis_types import (
+    AnalysisConfig,
+    AnalysisInputError,
+    CurveFit,
+    EquivalencePoint,
+    PkaEstimate,
+    TitrationAnalysis,
+)
+from .equilibrium import ConvergenceError, kw_at
+from .reagents import Reagent, default_library
+
+__all__ = [
+    "AnalysisConfig",
+    "AnalysisInputError",
+    "CurveFit",
+    "EquivalencePoint",
+    "PkaEstimate",
+    "TitrationAnalysis",
+    "WeighingError",
+    "analyze_titration",
+    "ca_concentration_from_endpoint",
+    "concentration_from_equivalence",
+    "strong_acid_concentration",
+    "weighing_error",
+]
+
+NAN = float("nan")
+
+
+# ------------------------------------------------------------------------------------------ input
+def _clean(volume_ml, ph) -> tuple[np.ndarray, np.ndarray]:
+    v = np.asarray(volume_ml, dtype=float)
+    p = np.asarray(ph, dtype=float)
+    if v.ndim != 1 or p.ndim != 1:
+        raise AnalysisInputError(f"volume_ml and ph must be 1-D, got shapes {v.shape} and {p.shape}")
+    if v.shape != p.shape:
+        raise AnalysisInputError(f"volume_ml has {v.size} values but ph has {p.size}")
+    if not np.all(np.isfinite(v)):
+        raise AnalysisInputError(f"volume_ml contains NaN or infinity at index {int(np.flatnonzero(~np.isfinite(v))[0])}")
+    if not np.all(np.isfinite(p)):
+        raise AnalysisInputError(f"ph contains NaN or infinity at index {int(np.flatnonzero(~np.isfinite(p))[0])}")
+    if np.any(v < 0):
+        raise AnalysisInputError(f"volume_ml must be >= 0 (cumulative titrant), got {v.min()!r}")
+    if np.any((p < -2) | (p > 16)):
+        raise AnalysisInputError(f"ph values must lie in -2..16, got {p.min():.3g}..{p.max():.3g}")
+    order = np.argsort(v, kind="stable")
+    v, p = v[order], p[order]
+    unique, inverse = np.unique(v, return_inverse=True)
+    if unique.size != v.size:
+        p = np.bincount(inverse, weights=p) / np.bincount(inverse)
+        v = unique
+    return v, p
+
+
+def _check_flags(flags: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    out = []
+    for item in flags:
+        try:
+            a, b = (float(x) for x in item)
+        except (TypeError, ValueError):
+            raise AnalysisInputError(f"quality flag {item!r} must be a (start_ml, end_ml) pair") from None
+        if not (math.isfinite(a) and math.isfinite(b)) or b < a:
+            raise AnalysisInputError(f"quality flag {item!r} must be finite with start <= end (mL)")
+        out.append((a, b))
+    return out
+
+
+def _optional_positive(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise AnalysisInputError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise AnalysisInputError(f"{name} must be a finite number > 0, got {value!r}")
+    return x
+
+
+# --------------------------------------------------------------------------------------- chemistry
+def _step_pka_index(step: int, analyte: Reagent | None, titrant: Reagent) -> int | None:
+    """Which pKa of the analyte (1-based, ascending) the k-th titration step neutralises; None: strong."""
+    if analyte is None:
+        return step
+    n, protons = len(analyte.pka), analyte.protons_as_added
+    if titrant.strong_protons < 0:  # base removes strong protons first, then weak ones by rising pKa
+        strong = max(analyte.strong_protons, 0)
+        if step <= strong:
+            return None
+        k = (n - protons) + (step - strong)
+        return k if 1 <= k <= n else None
+    hydroxide = max(-analyte.strong_protons, 0)  # acid neutralises hydroxide first, then fills sites
+    if step <= hydroxide:
+        return None
+    k = n - protons - (step - hydroxide) + 1
+    return k if 1 <= k <= n else None
+
+
+def _half_eq_bias(ph: float, total_m: float, kw: float) -> float:
+    """pH(V_half) - pKa for a conjugate pair at total_m / 2 each (charge balance, no activities)."""
+    h = 10.0**-ph
+    oh = kw / h
+    num, den = total_m / 2 + h - oh, total_m / 2 - h + oh
+    if num <= 0 or den <= 0:
+        return math.inf
+    return math.log10(num / den)
+
+
+def _points_near(v: np.ndarray, centre: float, reach: float) -> tuple[int, int, float]:
+    before = int(np.sum((v >= centre - reach) & (v < centre)))
+    after = int(np.sum((v > centre) & (v <= centre + reach)))
+    k = int(np.searchsorted(v, centre))
+    gap = float(v[k] - v[k - 1]) if 0 < k < v.size else math.inf
+    return before, after, gap
+
+
+def _half_equivalence(
+    v: np.ndarray,
+    curve: SmoothedCurve,
+    eqs: list[EquivalencePoint],
+    analyte: Reagent | None,
+    titrant: Reagent,
+    flags: list[tuple[float, float]],
+    cfg: AnalysisConfig,
+    analyte_m: float | None,
+    analyte_volume_ml: float | None,
+    temperature_c: float,
+    fit: CurveFit | None,
+) -> list[PkaEstimate]:
+    steps = np.diff(v)
+    median_step = float(np.median(steps[steps > 0]))
+    smoothing_gain = float(np.linalg.norm(savgol_coeffs(curve.window, POLYORDER)))
+    out: list[PkaEstimate] = []
+    for k, eq in enumerate(eqs, start=1):
+        index = _step_pka_index(k, analyte, titrant)
+        if index is None:
+            continue
+        previous = eqs[k - 2] if k >= 2 else None
+        v_prev = previous.volume_ml if previous else 0.0
+        v_half = (v_prev + eq.volume_ml) / 2.0
+        u_v = math.hypot(eq.uncertainty_ml, previous.uncertainty_ml if previous else 0.0) / 2.0
+        if not (v[0] <= v_half <= v[-1]):
+            out.append(PkaEstimate(NAN, "half_equivalence", NAN, False,
+                                   f"half-equivalence volume {v_half:.3f} mL lies outside the data "
+                                   f"({v[0]:.3f}-{v[-1]:.3f} mL)", index, v_half))
+            continue
+        value = float(np.interp(v_half, curve.grid_ml, curve.ph_smooth))
+        slope = abs(float(np.interp(v_half, curve.grid_ml, curve.d1)))
+        uncertainty = math.hypot(curve.noise_sd * smoothing_gain, slope * u_v)
+        problems: list[str] = []
+        for used in (previous, eq):
+            if used is not None and not used.supported:
+                problems.append(f"equivalence point {used.index} is not supported ({used.reason})")
+        reach = (cfg.half_eq_points_each_side + 0.5) * median_step
+        before, after, gap = _points_near(v, v_half, reach)
+        need = cfg.half_eq_points_each_side
+        if before < need or after < need:
+            problems.append(f"{before} point(s) before and {after} after {v_half:.3f} mL within {reach:.3g} mL "
+                            f"(need {need} on each side)")
+        if gap > cfg.max_gap_factor * median_step:
+            problems.append(f"no data in a {gap:.3g} mL gap around {v_half:.3f} mL")
+        hit = [(a, b) for a, b in flags if a <= v_half + reach and b >= v_half - reach]
+        if hit:
+            problems.append("quality-flagged data at " + ", ".join(f"{a:.3f}-{b:.3f} mL" for a, b in hit))
+        bias_note = "[H+]/[OH-] bias not checked (analyte concentration unknown)"
+        bias = None
+        if fit is not None and fit.converged and fit.ph_fit is not None and f"pka{index}" in fit.parameters:
+            bias = float(np.interp(v_half, curve.grid_ml, fit.ph_fit)) - fit.parameters[f"pka{index}"]
+            bias_note = f"model bias pH(V_half) - pKa = {bias:+.3f} from the fitted curve"
+        elif analyte_m is not None and analyte_volume_ml is not None:
+            total = analyte_m * analyte_volume_ml / (analyte_volume_ml + v_half)
+            bias = _half_eq_bias(value, total, float(kw_at(temperature_c)))
+            bias_note = f"[H+]/[OH-] bias about {bias:+.3f} at {total:.3g} mol/L"
+        if bias is not None:
+            if not abs(bias) <= cfg.half_eq_max_bias_ph:
+                problems.append(
+                    f"pH at half equivalence is not the pKa here: {bias_note} exceeds "
+                    f"{cfg.half_eq_max_bias_ph:g} (the acid is too strong or the solution too dilute; "
+                    "use the curve fit)"
+                )
+            else:
+                uncertainty = math.hypot(uncertainty, bias)
+        if problems:
+            out.append(PkaEstimate(value, "half_equivalence", uncertainty, False, "; ".join(problems), index, v_half))
+        else:
+            reason = (f"pH {value:.3f} at V = {v_half:.3f} mL; {before} points before and {after} after within "
+                      f"{reach:.3g} mL; {bias_note}")
+            out.append(PkaEstimate(value, "half_equivalence", uncertainty, True, reason, index, v_half))
+    return out
+
+
+def _fit_estimates(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig) -> list[PkaEstimate]:
+    out = []
+    rms_limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+    for name, value in fit.parameters.items():
+        if not name.startswith("pka"):
+            continue
+        index = int(name[3:])
+        u = fit.uncertainties.get(name, NAN)
+        problems = []
+        if not fit.converged:
+            problems.append(f"fit did not converge ({fit.message})")
+        if not fit.rms_ph <= rms_limit:
+            problems.append(f"residual rms {fit.rms_ph:.3g} pH exceeds {rms_limit:.3g} (model does not describe the data)")
+        if not u <= cfg.fit_max_pka_uncertainty:
+            problems.append(f"standard error {u:.3g} exceeds {cfg.fit_max_pka_uncertainty:g}: the data barely "
+                            "constrain this pKa")
+        reason = "; ".join(problems) if problems else (
+            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH, standard error from the Jacobian"
+        )
+        out.append(PkaEstimate(value, "curve_fit", u, not problems, reason, index))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- main
+def analyze_titration(
+    volume_ml,
+    ph,
+    *,
+    expected_equivalents: int | None = None,
+    titrant_m: float | None = None,
+    analyte_volume_ml: float | None = None,
+    analyte: str | None = None,
+    titrant: str = "naoh",
+    quality_flags: Sequence[tuple[float, float]] = (),
+    temperature_c: float = 25.0,
+    activity: bool = False,
+    fit: bool = True,
+    config: AnalysisConfig | None = None,
+) -> TitrationAnalysis:
+    """Analyse a titration curve (cumulative titrant volume in mL, pH); see the module docstring.
+
+    ``analyte``/``titrant`` are reagent names or aliases of the reagent library; ``titrant_m`` (mol/L)
+    and ``analyte_volume_ml`` enable concentrations and the curve fit; ``quality_flags`` are volume
+    ranges (mL) whose data were flagged; ``activity`` fits with Davies activities (for real meters
+    whose pH is -log a(H+)). Raises :class:`AnalysisInputError` (a ValueError) on invalid input and
+    ``UnknownReagentError`` (a ValueError) on an unknown reagent name.
+    """
+    cfg = config or AnalysisConfig()
+    v, p = _clean(volume_ml, ph)
+    flags = _check_flags(quality_flags)
+    c_t = _optional_positive("titrant_m", titrant_m)
+    v_a = _optional_positive("analyte_volume_ml", analyte_volume_ml)
+    if expected_equivalents is not None and (not isinstance(expected_equivalents, int) or expected_equivalents < 1):
+        raise AnalysisInputError(f"expected_equivalents must be an integer >= 1, got {expected_equivalents!r}")
+    if not (isinstance(temperature_c, (int, float)) and 0.0 <= temperature_c <= 100.0):
+        raise AnalysisInputError(f"temperature_c must be within 0..100 C, got {temperature_c!r}")
+    library = default_library()
+    analyte_r = library.get(analyte) if analyte is not None else None
+    titrant_r = library.get(titrant)
+    if titrant_r.strong_protons == 0:
+        raise AnalysisInputError(f"titrant {titrant!r} is not a strong acid or base")
+    warnings: list[str] = []
+    result = TitrationAnalysis(
+        volume_ml=v, ph=p, grid_ml=np.array([]), ph_smooth=np.array([]), d1=np.array([]), d2=np.array([]),
+        smoothing={}, equivalence_points=[], pka=[], concentration=None, warnings=warnings,
+        analyte=analyte_r.name if analyte_r else None, titrant=titrant_r.name, titrant_m=c_t,
+        analyte_volume_ml=v_a, quality_flags=flags,
+    )
+    if v.size < cfg.min_points:
+        why = f"only {v.size} distinct volume(s) measured (need at least {cfg.min_points})"
+        result.smoothing = {"method": "none", "reason": f"not applied: {why}"}
+        warnings.append(f"nothing concluded: {why}; no equivalence point, pKa or concentration can be stated")
+        if analyte_r is not None:
+            for index in range(1, len(analyte_r.pka) + 1):
+                result.pka.append(PkaEstimate(NAN, "half_equivalence", NAN, False, why, index))
+        return result
+
+    curve = smooth_curve(v, p, max_grid_points=cfg.max_grid_points)
+    result.grid_ml, result.ph_smooth, result.d1, result.d2 = curve.grid_ml, curve.ph_smooth, curve.d1, curve.d2
+    result.smoothing = curve.as_dict()
+    if expected_equivalents is None and analyte_r is not None:
+        try:
+            steps, _ = titratable_steps(analyte_r, titrant_r)
+        except ValueError:
+            steps = 0
+        expected = steps or None
+    else:
+        expected = expected_equivalents
+    eqs, details, eq_warnings = locate_equivalence_points(v, p, curve, cfg, expected=expected, flags=flags)
+    # Steps that the data cannot show (phosphoric acid's third proton) are expected, not suspicious.
+    warnings.extend(eq_warnings)
+    result.equivalence_points = eqs
+    result.smoothing["local_windows"] = details
+
+    capacity = abs(titrant_r.strong_protons)
+    per_eq = []
+    if c_t is not None and v_a is not None:
+        for eq in eqs:
+            c = concentration_from_equivalence(eq.volume_ml, c_t, v_a, step=eq.index, titrant_capacity=capacity)
+            per_eq.append({"equivalence_index": eq.index, "analyte_m": c,
+                           "uncertainty_m": c * eq.uncertainty_ml / eq.volume_ml, "supported": eq.supported,
+                           "reason": eq.reason})
+    elif eqs:
+        warnings.append("no concentration: titrant concentration and analyte volume are both needed")
+
+    fit_result = None
+    if fit:
+        fit_result = _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags,
+                              temperature_c, activity, warnings)
+    result.fit = fit_result
+
+    best_c = per_eq and min(per_eq, key=lambda d: (not d["supported"], d["uncertainty_m"] / d["analyte_m"]))
+    analyte_m_for_bias = best_c["analyte_m"] if best_c else None
+    result.pka = _half_equivalence(v, curve, eqs, analyte_r, titrant_r, flags, cfg, analyte_m_for_bias, v_a,
+                                   temperature_c, fit_result)
+    if analyte_r is not None and not analyte_r.pka:
+        ph_half = ""
+        if eqs and v[0] <= eqs[0].volume_ml / 2 <= v[-1]:
+            ph_half = (f"; the pH at half equivalence, {np.interp(eqs[0].volume_ml / 2, curve.grid_ml, curve.ph_smooth):.2f}, "
+                       "reflects the remaining acid or base concentration, not an equilibrium constant")
+        result.pka.append(PkaEstimate(NAN, "half_equivalence", NAN, False,
+                                      f"{analyte_r.display_name} is a {analyte_r.kind.replace('_', ' ')}: it is "
+                                      f"fully dissociated in water and has no measurable pKa{ph_half}", 1))
+    if fit_result is not None:
+        result.pka.extend(_fit_estimates(fit_result, curve.noise_sd, cfg))
+    result.pka.sort(key=lambda e: (e.index, e.method != "half_equivalence"))
+    if analyte_r is not None:
+        for index in range(1, len(analyte_r.pka) + 1):
+            if not any(e.index == index and e.supported for e in result.pka):
+                warnings.append(f"pKa{index} of {analyte_r.display_name} could not be determined from these data")
+
+    if best_c:
+        result.concentration = {
+            "analyte_m": best_c["analyte_m"],
+            "uncertainty_m": best_c["uncertainty_m"],
+            "method": "equivalence_volume",
+            "equivalence_index": best_c["equivalence_index"],
+            "supported": best_c["supported"],
+            "reason": best_c["reason"],
+            "titrant_m": c_t,
+            "analyte_volume_ml": v_a,
+            "per_equivalence_point": per_eq,
+            "curve_fit": None,
+        }
+        if fit_result is not None and "analyte_m" in fit_result.parameters:
+            result.concentration["curve_fit"] = {
+                "analyte_m": fit_result.parameters["analyte_m"],
+                "uncertainty_m": fit_result.uncertainties["analyte_m"],
+                "converged": fit_result.converged,
+            }
+    elif fit_result is not None and "analyte_m" in fit_result.parameters:
+        # No equivalence point: the fitted concentration rests on the model alone (the analyte's
+        # identity and pKa), so it is reported but not stated as supported.
+        result.concentration = {
+            "analyte_m": fit_result.parameters["analyte_m"],
+            "uncertainty_m": fit_result.uncertainties["analyte_m"],
+            "method": "curve_fit",
+            "equivalence_index": None,
+            "supported": False,
+            "reason": "no equivalence point in the data: model-based estimate from the curve fit only"
+            + ("" if fit_result.converged else f" (fit did not converge: {fit_result.message})"),
+            "titrant_m": c_t,
+            "analyte_volume_ml": v_a,
+            "per_equivalence_point": [],
+            "curve_fit": None,
+        }
+    return result
+
+
+def _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags, temperature_c, activity,
+             warnings) -> CurveFit | None:
+    if c_t is None or v_a is None:
+        warnings.append("curve fit skipped: it needs the titrant concentration and the analyte volume")
+        return None
+    if analyte_r is None:
+        n = expected or len(eqs)
+        if n < 1 or titrant_r.strong_protons > 0:
+            warnings.append("curve fit skipped: unknown analyte and no equivalence point to count its protons")
+            return None
+        guesses = [float(np.interp(((eqs[k - 1].volume_ml if k > 1 else 0.0) + eqs[k].volume_ml) / 2,
+                                   curve.grid_ml, curve.ph_smooth)) for k in range(min(n, len(eqs)))]
+        guesses += list(np.linspace(np.min(p), np.max(p), n + 2)[1:-1][len(guesses):])
+        analyte_r = generic_acid(n, guesses)
+    supported = [d for d in per_eq if d["supported"]] or per_eq
+    if supported:
+        c0 = float(np.median([d["analyte_m"] for d in supported]))
+    else:  # no equivalence point (aborted run): start from the initial pH
+        c0 = max(10.0 ** -float(np.min(p) if titrant_r.strong_protons < 0 else 14 - np.max(p)), 1e-4)
+    keep = np.ones(v.size, bool)
+    for a, b in flags:
+        keep &= ~((v >= a) & (v <= b))
+    try:
+        return fit_titration_curve(v, p, analyte=analyte_r, titrant=titrant_r, titrant_m=c_t, analyte_volume_ml=v_a,
+                                   concentration_guess_m=c0, keep=keep, temperature_c=temperature_c,
+                                   activity=activity, grid_ml=curve.grid_ml)
+    except (ValueError, ConvergenceError) as exc:
+        warnings.append(f"curve fit failed: {exc}")
+        return None

@@ -1,0 +1,1 @@
+"""Perception: turning raw sensor streams (contact audio, pH, images) into events and states."""

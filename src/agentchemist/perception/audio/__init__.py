@@ -1,0 +1,21 @@
+"""Audio supervisor core: streaming contact-audio event detection, classification and drop context.
+
+Public API::
+
+    StreamingDetector, DetectorConfig, DetectedEvent, EventFeatures   # chunks -> events
+    DropContext, ContextConfig, ClassifiedEvent                       # events -> expected / anomalous / timeout
+    AudioBackend, RuleBackend, EmbeddingBackend                       # classification backends
+"""
+from .backends import AudioBackend, EmbeddingBackend, RuleBackend
+from .classifier import RuleClassifierConfig, class_probabilities, decide
+from .config import DetectorConfig
+from .detector import StreamingDetector
+from .errors import (AudioInputError, AudioPerceptionError, BackendUnavailableError, ContextError,
+                     DetectorConfigError)
+from .events import DETECTED_KINDS, DetectedEvent, EventFeatures
+
+__all__ = [
+    "AudioBackend", "AudioInputError", "AudioPerceptionError", "BackendUnavailableError", "ContextError",
+    "DETECTED_KINDS", "DetectedEvent", "DetectorConfig", "DetectorConfigError", "EmbeddingBackend",
+    "EventFeatures", "RuleBackend", "RuleClassifierConfig", "StreamingDetector", "class_probabilities", "decide",
+]

@@ -1,0 +1,119 @@
+"""Transparent rule classifier: droplet / other contact / pour / noise from event features.
+
+Each class gets a score that is a product of soft conditions (logistic ramps over one feature, so a
+feature near a boundary gives a graded answer instead of a flip). Scores are normalised into
+probabilities; the margin is the top probability minus the runner-up.
+
+Why these conditions (the physics of a contact microphone on the gripper):
+- a droplet hitting liquid is an impulse: it reaches its peak within a few ms of the onset and its
+  energy is concentrated in the first tens of ms (short ``hold``), ringing at 1-6 kHz resonances that
+  decay in 2-70 ms;
+- other contacts are impulses that fail the droplet test: thuds (energy below ~600 Hz), clinks of glass
+  (long, clean exponential ring, 100-300 ms), or clicks too short to be a resonance;
+- pouring is sustained and granular (the envelope jitters as grains land);
+- noise is anything sustained and smooth (motor whine, hiss, bursts) or without a sharp onset.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from .errors import DetectorConfigError
+from .events import DETECTED_KINDS, EventFeatures
+
+
+@dataclass(frozen=True)
+class RuleClassifierConfig:
+    """Boundaries of the soft conditions (s, Hz, dB); each ``*_w`` is the logistic ramp width.
+
+    short_hold_s: events whose envelope stays within 6 dB of the peak for less than this are impulses.
+    sharp_attack_s: impulses reach 3 dB below their peak within this time of the onset.
+    drop_decay_s: (min, max) droplet ring time constant. drop_freq_hz: (min, max) droplet peak frequency.
+    ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
+    R^2 of the decay fit for a clean ring. granular_db: envelope jitter above this is pouring.
+    low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets
+    with more clipped samples than this share are implausible (a saturated click is not a drop).
+    floor: probability mass added to every class before normalising (keeps margins finite).
+    """
+
+    short_hold_s: float = 0.045
+    short_hold_w: float = 0.008
+    sharp_attack_s: float = 0.008
+    sharp_attack_w: float = 0.002
+    drop_decay_s: tuple[float, float] = (0.002, 0.07)
+    drop_decay_w: tuple[float, float] = (0.0007, 0.012)
+    drop_freq_hz: tuple[float, float] = (700.0, 8000.0)
+    drop_freq_w: tuple[float, float] = (100.0, 600.0)
+    ring_decay_s: float = 0.07
+    ring_decay_w: float = 0.015
+    ring_r2: float = 0.7
+    ring_r2_w: float = 0.08
+    granular_db: float = 2.5
+    granular_w: float = 0.5
+    low_fraction: float = 0.5
+    low_fraction_w: float = 0.1
+    max_clip: float = 0.02
+    max_clip_w: float = 0.005
+    floor: float = 0.01
+
+    def __post_init__(self) -> None:
+        for fld in fields(self):
+            v = getattr(self, fld.name)
+            vals = v if isinstance(v, tuple) else (v,)
+            if not all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in vals):
+                raise DetectorConfigError(f"RuleClassifierConfig.{fld.name} must be finite and >= 0, got {v!r}")
+            if fld.name.endswith("_w") and not all(x > 0 for x in vals):
+                raise DetectorConfigError(f"RuleClassifierConfig.{fld.name} (ramp width) must be > 0, got {v!r}")
+        for name in ("drop_decay_s", "drop_freq_hz"):
+            lo, hi = getattr(self, name)
+            if not lo < hi:
+                raise DetectorConfigError(f"RuleClassifierConfig.{name} must be (min, max) with min < max")
+
+
+def _above(x: float, edge: float, width: float) -> float:
+    """Soft x > edge."""
+    z = (x - edge) / width
+    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+
+
+def _below(x: float, edge: float, width: float) -> float:
+    """Soft x < edge."""
+    return _above(-x, -edge, width)
+
+
+def class_probabilities(f: EventFeatures, *, continued: bool = False,
+                        config: RuleClassifierConfig = RuleClassifierConfig()) -> dict[str, float]:
+    """Probabilities of the DETECTED_KINDS for one event's features (sum to 1).
+
+    continued: the event is the continuation of one cut at max_event_s (it has no onset of its own,
+    so it cannot be a droplet or a contact)."""
+    c = config
+    short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
+    sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
+    drop_decay = (_above(f.decay_s, c.drop_decay_s[0], c.drop_decay_w[0])
+                  * _below(f.decay_s, c.drop_decay_s[1], c.drop_decay_w[1]))
+    drop_freq = (_above(f.peak_frequency_hz, c.drop_freq_hz[0], c.drop_freq_w[0])
+                 * _below(f.peak_frequency_hz, c.drop_freq_hz[1], c.drop_freq_w[1]))
+    thud = _above(f.low_fraction, c.low_fraction, c.low_fraction_w)
+    ring = (_above(f.decay_s, c.ring_decay_s, c.ring_decay_w) * _above(f.decay_r2, c.ring_r2, c.ring_r2_w)
+            * _below(f.decay_s, 2.0, 0.3))
+    granular = _above(f.granularity_db, c.granular_db, c.granular_w)
+    unclipped = _below(f.clip_fraction, c.max_clip, c.max_clip_w)
+    onset = 0.0 if continued else 1.0
+
+    droplet_like = drop_decay * drop_freq * (1.0 - thud)
+    scores = {
+        "droplet": onset * short * sharp * droplet_like * unclipped,
+        "contact": onset * sharp * max(short * (1.0 - droplet_like * unclipped), (1.0 - short) * ring, thud),
+        "pour": (1.0 - short) * granular * (1.0 - ring * sharp),
+        "noise": (1.0 - short) * (1.0 - granular) * (1.0 - ring * sharp) + (1.0 - sharp) * short * (1.0 - thud),
+    }
+    total = sum(scores.values()) + c.floor * len(scores)
+    return {k: (scores[k] + c.floor) / total for k in DETECTED_KINDS}
+
+
+def decide(probabilities: dict[str, float]) -> tuple[str, float]:
+    """(kind, margin) from class probabilities: the top class and its lead over the runner-up."""
+    ranked = sorted(probabilities.items(), key=lambda kv: (-kv[1], DETECTED_KINDS.index(kv[0])))
+    margin = ranked[0][1] - (ranked[1][1] if len(ranked) > 1 else 0.0)
+    return ranked[0][0], float(min(1.0, max(0.0, margin)))

@@ -1,0 +1,275 @@
+"""Streaming contact-audio event detector: int16 chunks in, classified events out.
+
+Pipeline per chunk: continuity check (a gap restarts the filter and closes an open event, an overlap is
+trimmed) -> Butterworth band-pass with state carried across chunks -> short-time energy frames on
+absolute sample indices -> Segmenter (adaptive floor, threshold, hysteresis, refractory) -> for every
+closed segment: onset refinement, features, classification, confidence.
+
+Because filtering is causal with carried state and frames sit on absolute sample indices, the events
+do not depend on how the stream is chunked. Latency: an event is emitted release_hold_s + one frame
+after its end (about 25 ms with the defaults), or at max_event_s for long sounds.
+
+Example::
+
+    det = StreamingDetector()
+    for t0, chunk in stream:           # int16 mono, 48 kHz
+        for ev in det.process(chunk, t0):
+            print(ev.kind, ev.onset)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import ndimage, signal
+
+from .backends import AudioBackend
+from .chunks import INT16_FULL_SCALE, chunk_duration, chunk_problems, to_mono
+from .classifier import RuleClassifierConfig, class_probabilities, decide
+from .config import DetectorConfig
+from .errors import AudioInputError, DetectorConfigError
+from .events import DETECTED_KINDS, DetectedEvent
+from .features import extract_features, frame_energy_db
+from .segmenter import MIN_FLOOR_DB, Segment, Segmenter
+
+_ONSET_ENV_S = 0.0005  # smoothing of the onset-search envelope
+
+
+class _Tape:
+    """Recent raw and band-passed samples on absolute indices (amortised appends, trimming)."""
+
+    def __init__(self) -> None:
+        self.start = 0
+        self._raw = np.empty(0)
+        self._filt = np.empty(0)
+        self._off = 0
+        self._n = 0
+
+    @property
+    def end(self) -> int:
+        return self.start + self._n
+
+    def clear(self, at: int) -> None:
+        self.start, self._off, self._n = at, 0, 0
+
+    def append(self, raw: np.ndarray, filt: np.ndarray) -> None:
+        need = self._off + self._n + raw.size
+        if need > self._raw.size:
+            cap = max(2 * (self._n + raw.size), 1 << 15)
+            nr, nf = np.empty(cap), np.empty(cap)
+            nr[: self._n] = self._raw[self._off: self._off + self._n]
+            nf[: self._n] = self._filt[self._off: self._off + self._n]
+            self._raw, self._filt, self._off = nr, nf, 0
+        a = self._off + self._n
+        self._raw[a: a + raw.size] = raw
+        self._filt[a: a + raw.size] = filt
+        self._n += raw.size
+
+    def get(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(raw, filtered, first index) for absolute [a, b) clipped to what is held."""
+        a = max(a, self.start)
+        b = min(b, self.end)
+        i, j = self._off + a - self.start, self._off + max(a, b) - self.start
+        return self._raw[i:j], self._filt[i:j], a
+
+    def trim(self, keep_from: int) -> None:
+        drop = min(max(0, keep_from - self.start), self._n)
+        self.start += drop
+        self._off += drop
+        self._n -= drop
+
+
+class StreamingDetector:
+    """Detects and classifies contact-audio events in a chunked int16 stream (see module docstring)."""
+
+    def __init__(self, config: DetectorConfig = DetectorConfig(), *,
+                 classifier: RuleClassifierConfig = RuleClassifierConfig(),
+                 backend: AudioBackend | None = None) -> None:
+        if not isinstance(config, DetectorConfig):
+            raise DetectorConfigError(f"config must be a DetectorConfig, got {type(config).__name__}")
+        self.config = config
+        self.classifier = classifier
+        self.backend = backend
+        self._sos = signal.butter(config.filter_order, config.band_hz, btype="bandpass",
+                                  fs=config.sample_rate, output="sos")
+        self._zi0 = signal.sosfilt_zi(self._sos)
+        self._pre_roll = config.samples(config.pre_roll_s)
+        self._count = 0
+        self._validated_end: float | None = None
+        self.reset()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def noise_floor_db(self) -> float:
+        """Current noise floor: band-passed frame energy, dB re full scale (NaN before warm-up)."""
+        f = self._seg.floor_db
+        return math.nan if f is None else f
+
+    def reset(self) -> None:
+        """Forget the stream entirely (floor, filter, open event); event ids keep counting."""
+        self._seg = Segmenter(self.config)
+        self._tape = _Tape()
+        self._zi: np.ndarray | None = None
+        self._next: int | None = None  # absolute index of the next expected sample
+        self._next_frame = 0
+
+    def validate_chunk(self, samples: object, sample_rate: int, channels: int, t0: float) -> list[str]:
+        """Problems with a chunk as "code: detail" strings (empty list = clean); see chunks.chunk_problems.
+
+        Tracks continuity against the previous validated chunk; the caller raises the anomalies."""
+        problems = chunk_problems(samples, sample_rate, channels, t0, self.config, self._validated_end)
+        dur = chunk_duration(samples, sample_rate, channels)
+        if dur is not None and isinstance(t0, (int, float)) and math.isfinite(t0) and t0 >= 0:
+            self._validated_end = t0 + dur
+        return problems
+
+    def process(self, samples: object, t0: float, *, sample_rate: int | None = None,
+                channels: int | None = None) -> list[DetectedEvent]:
+        """Feed one chunk starting at stream time ``t0`` (s); return the events that closed in it.
+
+        ``sample_rate``/``channels`` describe the chunk when known: a chunk at the wrong rate or that
+        cannot be read as int16 audio is skipped (the next chunk then starts after a gap). Never raises
+        on sensor faults; a non-finite t0 is a programming error (AudioInputError)."""
+        if isinstance(t0, bool) or not isinstance(t0, (int, float)) or not math.isfinite(t0):
+            raise AudioInputError(f"process(): chunk start time t0 must be a finite number of s, got {t0!r}")
+        if sample_rate is not None and sample_rate != self.config.sample_rate:
+            return []
+        x = to_mono(samples, channels)
+        if x is None or x.size == 0:
+            return []
+        out: list[DetectedEvent] = []
+        idx0 = int(round(t0 * self.config.sample_rate))
+        tol = self.config.samples(self.config.continuity_tol_s)
+        if self._next is None:
+            self._restart(idx0)
+        elif idx0 - self._next > tol:  # gap: what was open ends where the audio stopped
+            out += self._finalise_all([self._seg.close(self._tape.end)])
+            self._restart(idx0)
+        elif self._next - idx0 > tol:  # overlap: these samples were already heard
+            skip = self._next - idx0
+            if skip >= x.size:
+                return out
+            x = x[skip:]
+            idx0 = self._next
+        else:
+            idx0 = self._next  # sub-ms jitter in stamps: treat as contiguous
+        if self._zi is None:
+            self._zi = self._zi0 * x[0]  # steady state for the first sample: no start-up click
+        y, self._zi = signal.sosfilt(self._sos, x, zi=self._zi)
+        self._tape.append(x, y)
+        self._next = idx0 + x.size
+        out += self._run_frames()
+        return out
+
+    def flush(self) -> list[DetectedEvent]:
+        """End of stream: close and return an event still open (flagged truncated)."""
+        if self._next is None:
+            return []
+        out = self._finalise_all([self._seg.close(self._tape.end)])
+        self._restart(self._tape.end)
+        self._next = None
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def _restart(self, at: int) -> None:
+        self._tape.clear(at)
+        self._zi = None
+        self._next_frame = at
+        self._seg.restart(at)
+
+    def _run_frames(self) -> list[DetectedEvent]:
+        c = self.config
+        avail = self._tape.end - self._next_frame - c.frame
+        if avail < 0:
+            return []
+        m = avail // c.hop + 1
+        _, y, _ = self._tape.get(self._next_frame, self._next_frame + (m - 1) * c.hop + c.frame)
+        energies = frame_energy_db(y, c.frame, c.hop)
+        starts = self._next_frame + c.hop * np.arange(m)
+        self._next_frame += m * c.hop
+        out = self._finalise_all(self._seg.feed(starts, energies))
+        open_start = self._seg.active_start
+        keep = min(self._next_frame, open_start if open_start is not None else self._next_frame)
+        self._tape.trim(keep - self._pre_roll - c.hop)
+        return out
+
+    def _finalise_all(self, segments: list[Segment | None]) -> list[DetectedEvent]:
+        return [self._finalise(s) for s in segments if s is not None]
+
+    def _finalise(self, seg: Segment) -> DetectedEvent:
+        c = self.config
+        sr = c.sample_rate
+        onset = seg.start if seg.continued else self._refine_onset(seg)
+        raw, filt, first = self._tape.get(onset - self._pre_roll, seg.end)
+        floor = seg.floor_db
+        feats = extract_features(raw, filt, onset - first, seg.end - first, sr, floor, seg.peak_db,
+                                 c.band_hz, c.clip_level / INT16_FULL_SCALE)
+        probs = class_probabilities(feats, continued=seg.continued, config=self.classifier)
+        kind, margin = decide(probs)
+        flags: list[str] = []
+        if feats.clip_fraction > 0:
+            flags.append("clipped")
+        if seg.truncated:
+            flags.append("truncated")
+        if seg.continued:
+            flags.append("continued")
+        if seg.cut:
+            flags.append("cut")
+        self._count += 1
+        start_s = min(seg.start, onset) / sr
+        event = DetectedEvent(event_id=f"{c.id_prefix}-{self._count:06d}", start=start_s, end=seg.end / sr,
+                              onset=onset / sr, kind=kind, margin=margin, snr_db=feats.snr_db,
+                              peak_frequency_hz=feats.peak_frequency_hz, decay_s=feats.decay_s,
+                              confidence=0.0, flags=tuple(flags), features=feats)
+        p_top = probs[kind]
+        if self.backend is not None:
+            kind, margin, p_top = self._ask_backend(raw, event, kind, margin, p_top, flags)
+        return DetectedEvent(event_id=event.event_id, start=event.start, end=event.end, onset=event.onset,
+                             kind=kind, margin=margin, snr_db=event.snr_db,
+                             peak_frequency_hz=event.peak_frequency_hz, decay_s=event.decay_s,
+                             confidence=self._confidence(p_top, feats.snr_db, flags), flags=tuple(flags),
+                             features=feats)
+
+    def _ask_backend(self, raw: np.ndarray, event: DetectedEvent, kind: str, margin: float, p_top: float,
+                     flags: list[str]) -> tuple[str, float, float]:
+        clip = np.clip(np.round(raw * INT16_FULL_SCALE), -32768, 32767).astype(np.int16)
+        try:
+            b_kind, b_margin = self.backend.classify(clip, self.config.sample_rate, event)  # type: ignore[union-attr]
+            b_margin = float(b_margin)
+            if b_kind not in DETECTED_KINDS or not 0.0 <= b_margin <= 1.0:
+                raise ValueError(f"backend answered ({b_kind!r}, {b_margin!r})")
+        except Exception:  # noqa: BLE001 - a failing model must not take the supervisor down
+            flags.append("backend_error")
+            return kind, margin, p_top
+        return b_kind, b_margin, 0.5 * (1.0 + b_margin)
+
+    def _confidence(self, p_top: float, snr_db: float, flags: list[str]) -> float:
+        """Class probability x SNR term (0.5 two dB below the threshold) x quality penalties."""
+        z = (snr_db - (self.config.threshold_db - 2.0)) / 2.0
+        snr_term = 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+        quality = 1.0
+        if "clipped" in flags:
+            quality *= 0.5
+        if "truncated" in flags:
+            quality *= 0.6
+        if "backend_error" in flags:
+            quality *= 0.8
+        return float(min(1.0, max(0.0, p_top * snr_term * quality)))
+
+    def _refine_onset(self, seg: Segment) -> int:
+        """First sample where the 0.5 ms band-passed envelope reaches onset_fraction of the transient's
+        peak (near the detection frame) or 3x the noise RMS if that is lower; no later than the peak."""
+        c = self.config
+        sr = c.sample_rate
+        lo = seg.start - c.hop
+        hi = min(seg.start + c.frame + int(0.005 * sr), seg.end)
+        _, y, first = self._tape.get(lo, hi)
+        if y.size < 2:
+            return seg.start
+        win = max(1, int(round(_ONSET_ENV_S * sr)))
+        env = np.sqrt(ndimage.uniform_filter1d(y * y, win, mode="nearest"))
+        p = int(np.argmax(env))
+        noise_rms = math.sqrt(10.0 ** (max(seg.floor_db, MIN_FLOOR_DB) / 10.0))
+        level = max(c.onset_fraction * env[p], min(3.0 * noise_rms, 0.5 * env[p]))
+        i = int(np.argmax(env[: p + 1] >= level))
+        return first + i

@@ -1,0 +1,62 @@
+"""Records produced by the audio detector."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DETECTED_KINDS = ("droplet", "contact", "pour", "noise")
+
+
+@dataclass(frozen=True)
+class EventFeatures:
+    """Acoustic features of one segmented event (computed on the band-passed signal unless noted).
+
+    duration_s: onset to end, s. snr_db: peak frame energy over the noise floor, dB.
+    peak_frequency_hz: frequency of the largest excess of the event's raw spectrum over the background
+        spectrum just before it, Hz. decay_s: amplitude time constant from a line fitted to the dB
+        envelope after the peak, s (10 s = no decay). decay_r2: R^2 of that fit (1 = clean exponential).
+    attack_s: onset to the first envelope point within 3 dB of the peak, s.
+    hold_s: time after the peak the envelope spends within 6 dB of the peak, s (exponential decay:
+        0.69 * decay_s; stationary sounds: their length).
+    flatness: spectral flatness of the excess spectrum in the detection band (0 tonal .. 1 white).
+    low_fraction: share of the excess energy below 600 Hz (thuds).
+    granularity_db: standard deviation of the 1 ms envelope's step-to-step change, dB (grains).
+    clip_fraction: share of raw samples in the event at or above the clip level.
+    """
+
+    duration_s: float
+    snr_db: float
+    peak_frequency_hz: float
+    decay_s: float
+    decay_r2: float
+    attack_s: float
+    hold_s: float
+    flatness: float
+    low_fraction: float
+    granularity_db: float
+    clip_fraction: float
+
+
+@dataclass(frozen=True)
+class DetectedEvent:
+    """One segmented acoustic event.
+
+    event_id: unique in the detector's stream. start/end: segment bounds, s (stream time). onset:
+    refined impact time, s. kind: one of DETECTED_KINDS. margin: classifier margin 0..1 (top class
+    probability minus the runner-up). snr_db: peak frame energy over the noise floor, dB.
+    peak_frequency_hz, decay_s: see EventFeatures. confidence: 0..1 from class probability, SNR and
+    signal quality. flags: quality notes ("clipped", "truncated" by a stream gap, "continued" after
+    max_event_s, "backend_error"). features: all measured features.
+    """
+
+    event_id: str
+    start: float
+    end: float
+    onset: float
+    kind: str
+    margin: float
+    snr_db: float
+    peak_frequency_hz: float
+    decay_s: float
+    confidence: float
+    flags: tuple[str, ...] = ()
+    features: EventFeatures | None = None

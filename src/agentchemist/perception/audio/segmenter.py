@@ -1,0 +1,135 @@
+"""Frame-level event segmentation: adaptive noise floor, threshold, hysteresis, refractory period.
+
+Works on absolute sample indices (frame starts) and frame energies in dB; knows nothing about chunks,
+so the same frames give the same segments however the stream was cut.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import DetectorConfig
+
+MIN_FLOOR_DB = -90.0  # a floor below this is a muted or digital-silence input, not a room
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A closed event in samples: [start, end), peak frame energy and the floor it was measured against.
+
+    continued: it continues one cut at max_event_s. cut: it was itself cut at max_event_s.
+    truncated: closed early by a stream gap or flush."""
+
+    start: int
+    end: int
+    peak_db: float
+    floor_db: float
+    continued: bool = False
+    cut: bool = False
+    truncated: bool = False
+
+
+@dataclass
+class _Open:
+    start: int
+    peak_db: float
+    last_above_end: int
+    below: int = 0
+    continued: bool = False
+
+
+class Segmenter:
+    """Turns frame energies into segments; see DetectorConfig for every threshold."""
+
+    def __init__(self, config: DetectorConfig) -> None:
+        self.config = config
+        c = config
+        self._alpha = c.hop / (c.floor_tau_s * c.sample_rate)
+        self._warm_frames = max(1, int(math.ceil(c.warmup_s * c.sample_rate / c.hop)))
+        self._release_hold = c.samples(c.release_hold_s)
+        self._refractory = c.samples(c.refractory_s)
+        self._floor_hold = c.samples(c.floor_hold_s)
+        self._max_event = c.samples(c.max_event_s)
+        self._adapt_after = c.samples(c.floor_adapt_after_s)
+        self.floor_db: float | None = None
+        self._warm: list[float] = []
+        self._open: _Open | None = None
+        self._refractory_until = -(1 << 62)
+        self._floor_frozen_until = -(1 << 62)
+        self._blank_until = -(1 << 62)
+
+    @property
+    def active_start(self) -> int | None:
+        """Start sample of the open event, if any."""
+        return None if self._open is None else self._open.start
+
+    def restart(self, at: int) -> None:
+        """The signal restarts at sample ``at`` (stream start or after a gap): ignore frames while the
+        band-pass settles; keep the floor (the room did not change because packets were lost)."""
+        self._open = None
+        self._blank_until = at + self.config.samples(self.config.settle_s)
+        self._refractory_until = -(1 << 62)
+
+    def close(self, end: int) -> Segment | None:
+        """Close the open event at sample ``end`` (stream gap or end); None if nothing is open."""
+        ev = self._open
+        if ev is None:
+            return None
+        self._open = None
+        return Segment(ev.start, max(end, ev.start + 1), ev.peak_db, self._floor(), ev.continued, truncated=True)
+
+    def feed(self, starts: np.ndarray, energies: np.ndarray) -> list[Segment]:
+        """Consume frames (absolute start sample, energy dB) in order; return the segments that closed."""
+        c = self.config
+        out: list[Segment] = []
+        frame = c.frame
+        for s, e in zip(starts.tolist(), energies.tolist()):
+            if s < self._blank_until:
+                continue
+            if self.floor_db is None:
+                self._warm.append(e)
+                if len(self._warm) >= self._warm_frames:
+                    self.floor_db = max(MIN_FLOOR_DB, float(np.median(self._warm)))
+                    self._warm = []
+                continue
+            floor = self.floor_db
+            ev = self._open
+            if ev is None:
+                if e > floor + c.threshold_db and s >= self._refractory_until:
+                    self._open = _Open(start=s, peak_db=e, last_above_end=s + frame)
+                elif s >= self._floor_frozen_until:
+                    self._track(e)
+                continue
+            if e > ev.peak_db:
+                ev.peak_db = e
+            if e >= floor + c.release_db:
+                ev.last_above_end = s + frame
+                ev.below = 0
+            else:
+                ev.below += c.hop
+            if s - ev.start >= self._adapt_after:
+                self._track(e)  # a long stationary sound becomes the new background
+            if ev.below >= self._release_hold:
+                out.append(Segment(ev.start, ev.last_above_end, ev.peak_db, floor, ev.continued))
+                self._open = None
+                self._refractory_until = ev.last_above_end + self._refractory
+                self._floor_frozen_until = ev.last_above_end + self._floor_hold
+            elif s + frame - ev.start >= self._max_event:
+                end = s + frame
+                out.append(Segment(ev.start, end, ev.peak_db, floor, ev.continued, cut=True))
+                self._open = None
+                self._floor_frozen_until = end + self._floor_hold
+                if e > floor + c.threshold_db:
+                    self._open = _Open(start=end, peak_db=-math.inf, last_above_end=end, continued=True)
+                else:
+                    self._refractory_until = end + self._refractory
+        return out
+
+    def _track(self, e: float) -> None:
+        assert self.floor_db is not None
+        self.floor_db = max(MIN_FLOOR_DB, self.floor_db + self._alpha * (e - self.floor_db))
+
+    def _floor(self) -> float:
+        return self.floor_db if self.floor_db is not None else MIN_FLOOR_DB

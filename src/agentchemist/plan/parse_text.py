@@ -1,0 +1,139 @@
+"""Keyword rules for the parts of an instruction that are not reagents or numbers.
+
+Instruments, "act only when the pH is stable", what to record, what the report must contain, and the
+expected colour change. Each function takes the normalised instruction and returns canonical names.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "COLOURS",
+    "INSTRUMENT_PATTERNS",
+    "colour_change",
+    "data_recording",
+    "find_instruments",
+    "output_format",
+    "settle_each_drop",
+]
+
+# Canonical instrument (registry) name -> pattern in text. Order is the order they are reported in.
+INSTRUMENT_PATTERNS: dict[str, re.Pattern[str]] = {
+    "pipette": re.compile(r"\b(?:rubber[- ]?(?:headed|bulb)\s+)?(?:pipettes?|pipets?|droppers?)\b", re.I),
+    "beaker": re.compile(r"\bbeakers?\b", re.I),
+    "magnetic_stirrer": re.compile(r"\b(?:magnetic\s+)?stirrers?\b|\bstir(?:ring)?\s*plates?\b|\bstir\s*bars?\b", re.I),
+    "ph_meter": re.compile(r"\bp\s?H[- ]?(?:meters?|probes?|electrodes?|sensors?)\b", re.I),
+    "balance": re.compile(r"\b(?:analytical\s+)?balances?\b|\bscales?\b", re.I),
+    "spatula": re.compile(r"\bspatulas?\b|\bspoons?\b|\bscoops?\b", re.I),
+    "graduated_cylinder": re.compile(r"\b(?:graduated|measuring)\s+cylinders?\b", re.I),
+    "thermometer": re.compile(r"\bthermometers?\b|\btemperature\s+probes?\b", re.I),
+    "burette": re.compile(r"\bburet(?:te)?s?\b", re.I),
+}
+
+COLOURS = (
+    "magenta", "fuchsia", "fuchsin", "wine red", "wine-red", "red", "pink", "purple", "violet", "blue",
+    "sapphire blue", "sky blue", "green", "yellow", "orange", "colourless", "colorless",
+)
+_COLOUR_CANON = {"fuchsia": "magenta", "fuchsin": "magenta", "wine-red": "wine red", "sapphire blue": "blue",
+                 "sky blue": "blue", "colorless": "colourless"}
+
+
+def find_instruments(text: str) -> list[str]:
+    """Canonical names of the instruments the text mentions, in the table's order."""
+    return [name for name, pattern in INSTRUMENT_PATTERNS.items() if pattern.search(text)]
+
+
+_SETTLE_YES = [
+    r"\bonly\s+(?:execute|perform|take|do|add|dispense|act|continue|proceed)\w*\b[^.]{0,60}\b(?:stable|stabili[sz]\w*|settle\w*|steady)",
+    r"\b(?:do\s+not|don't|never|not)\s+(?:execute|perform|take|add|dispense|act|drop|proceed)\w*\b[^.]{0,60}"
+    r"\b(?:changing|unstable|drifting|moving|not\s+(?:yet\s+)?stable|still\s+changing)",
+    r"\bwait\w*\b[^.]{0,50}\b(?:stable|stabili[sz]\w*|settle\w*|steady|equilibrat\w*)",
+    r"\b(?:until|once|when)\s+(?:the\s+)?p\s?H\s+(?:is\s+|has\s+)?(?:stable|stabili[sz]\w*|settled|steady)\b[^.]{0,40}"
+    r"\b(?:before|then)\b",
+    r"\b(?:stable|settled|steady)\s+(?:p\s?H|reading)\s+(?:before|after)\s+(?:each|every)\s+(?:drop|addition)",
+    r"\blet\s+(?:the\s+)?p\s?H\s+(?:settle|stabili[sz]e)",
+]
+_SETTLE_NO = [
+    r"\b(?:no\s+need\s+to|do\s+not|don't|without)\s+wait\w*",
+    r"\bcontinuous(?:ly)?\s+(?:add|dispens|drip)\w*\s+without\s+(?:waiting|pausing)",
+]
+
+
+def settle_each_drop(text: str) -> bool | None:
+    """True when the instruction asks to act only on a settled pH (or balance), False when it says
+    not to wait, None when it says nothing."""
+    if any(re.search(p, text, re.I) for p in _SETTLE_NO):
+        return False
+    if any(re.search(p, text, re.I) for p in _SETTLE_YES):
+        return True
+    return None
+
+
+def data_recording(text: str) -> list[str]:
+    """Canonical data-recording requirements named in the text."""
+    low = text.lower()
+    out: list[str] = []
+    per_drop = re.search(r"\b(?:after|for|at)\s+(?:each|every)\s+drop\b|\bper\s+drop\b|\bdrop[- ]by[- ]drop\b", low)
+    if per_drop and re.search(r"\bp\s?h\b", low):
+        out.append("ph_per_drop")
+    if per_drop and re.search(r"\bvolume\b", low):
+        out.append("titrant_volume_per_drop")
+    if re.search(r"\bcontinuous(?:ly)?\s+(?:record|log|monitor)\w*\s+(?:the\s+)?p\s?h|\brecord\w*\s+(?:the\s+)?p\s?h\s+"
+                 r"(?:value\s+)?continuous", low):
+        out.append("ph_continuous")
+    start_end = re.search(r"\b(?:beginning|start)\b[^.]{0,30}\bend\b", low)
+    if start_end and "temperature" in low:
+        out.append("temperature_start_end")
+    if start_end and re.search(r"\btime\b", low):
+        out.append("time_start_end")
+    if re.search(r"\brecord\w*\b[^.]{0,40}\bmass\b|\bmass\b[^.]{0,40}\brecord", low):
+        out.append("mass_per_tap")
+    if re.search(r"\bcolou?r\b[^.]{0,40}\b(?:record|log|track)|\b(?:record|log|track)\w*\b[^.]{0,40}\bcolou?r\b", low):
+        out.append("colour_per_drop")
+    return out
+
+
+def output_format(text: str) -> list[str]:
+    """Canonical report requirements: report, four_charts, pka, titration_curve, equivalence_point ..."""
+    low = text.lower()
+    out: list[str] = []
+    if re.search(r"\breport\b", low):
+        out.append("report")
+    four = re.search(r"\b(?:four|4)\s+(?:\w+\s+)?(?:charts?|figures?|plots?|graphs?)\b", low) or (
+        re.search(r"\bfigure\s*4\b", low)
+    ) or (re.search(r"first\s+derivative", low) and re.search(r"second\s+derivative", low))
+    if four:
+        out.append("four_charts")
+    elif re.search(r"\btitration\s+curve\b", low):
+        out.append("titration_curve")
+    if re.search(r"\bpk\s?a\s?\d?\b|\bdissociation\s+constant\b", low):
+        out.append("pka")
+    if re.search(r"\bequivalence\s+(?:point|volume)s?\b[^.]{0,40}\b(?:report|calculat|determin|find|locat)|"
+                 r"\b(?:calculat|determin|find|locat)\w*\b[^.]{0,40}\bequivalence", low):
+        out.append("equivalence_point")
+    if re.search(r"\bjson\b", low):
+        out.append("json")
+    if re.search(r"\bcsv\b", low):
+        out.append("csv")
+    return out
+
+
+def _canon_colour(word: str) -> str:
+    return _COLOUR_CANON.get(word, word)
+
+
+def colour_change(text: str) -> tuple[str | None, str | None]:
+    """(from, to) colours of 'from X to Y' / 'turns X' phrases, canonicalised; (None, None) if absent."""
+    low = text.lower()
+    names = "|".join(re.escape(c) for c in sorted(COLOURS, key=len, reverse=True))
+    m = re.search(rf"\bfrom\s+(?:a\s+)?({names})\b[^.]{{0,30}}?\bto\s+(?:a\s+)?({names})\b", low)
+    if m:
+        return _canon_colour(m.group(1)), _canon_colour(m.group(2))
+    m = re.search(rf"\b({names})\s*(?:->|→|to)\s*({names})\b", low)
+    if m:
+        return _canon_colour(m.group(1)), _canon_colour(m.group(2))
+    m = re.search(rf"\b(?:turns?|becomes?|changes?\s+to)\s+(?:a\s+)?({names})\b", low)
+    if m:
+        return None, _canon_colour(m.group(1))
+    return None, None

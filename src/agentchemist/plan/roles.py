@@ -1,0 +1,151 @@
+"""Which experiment family an instruction is, and which reagent plays which role in it.
+
+Roles come from sentence shape first ("titrate X with Y", "use Y to titrate X", "add Y to X",
+"Y as titrant"), then from chemistry where it is unambiguous (EDTA is the titrant of a calcium
+solution; a metallochromic dye is the indicator). Two acid/base reagents with no cue is a question.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentchemist.plan.parse import InstructionParse
+
+__all__ = ["assign_roles", "detect_family"]
+
+_ACID_BASE_KINDS = {"strong_acid", "strong_base", "weak_acid", "weak_base", "salt"}
+_TITRATION_WORDS = re.compile(r"titrat|neutrali[sz]|equivalence|end\s?point|\bburet", re.I)
+_WEIGH_WORDS = re.compile(r"\bweigh|\bbalance\b|\bdissolv|\bmake\s+up\b|\bprepare\b|\bmake\s+\d", re.I)
+_COMPLEXO_WORDS = re.compile(r"complexometric|\bedta\b|chelat|water\s+hardness", re.I)
+
+_R = "\ue000(\\d+)\ue001"
+# A gap that crosses no other reagent and no sentence end.
+_G = r"(?:(?!\ue000|[.;!?](?:\s|$)).){0,70}?"
+_CUES: list[tuple[str, tuple[str, ...]]] = [
+    (rf"\btitrat\w*\b{_G}{_R}{_G}\b(?:with|using|by|against|from)\b{_G}{_R}", ("analyte", "titrant")),
+    (rf"\b(?:use|using|with|take|employ)\b{_G}{_R}{_G}\b(?:to|for)\s+(?:titrat\w*|neutrali[sz]\w*)\b{_G}{_R}",
+     ("titrant", "analyte")),
+    (rf"{_R}{_G}\b(?:is|was|be|being|gets|get)\s+(?:titrated|neutrali[sz]ed)\b{_G}\b(?:with|by|using)\b{_G}{_R}",
+     ("analyte", "titrant")),
+    (rf"\bneutrali[sz]\w*\b{_G}{_R}{_G}\b(?:with|using|by)\b{_G}{_R}", ("analyte", "titrant")),
+    (rf"\b(?:add|adding|drip|dripping|dispense|dispensing|drop|squeeze|deliver|delivering)\b{_G}{_R}{_G}"
+     rf"\b(?:to|into|onto|in)\b{_G}{_R}", ("titrant", "analyte")),
+    (rf"{_R}{_G}\bas\s+(?:the\s+)?titrant\b", ("titrant",)),
+    (rf"\btitrant\b\s*(?:is|:|=|will\s+be)?{_G}{_R}", ("titrant",)),
+    (rf"{_R}{_G}\bas\s+(?:the\s+)?(?:analyte|sample)\b", ("analyte",)),
+    (rf"\b(?:analyte|sample)\b\s*(?:is|:|=)?{_G}{_R}", ("analyte",)),
+    (rf"\btitrat\w*\s+(?:of\s+)?{_G}{_R}", ("analyte",)),
+]
+
+
+def detect_family(parse: InstructionParse) -> str | None:
+    """The experiment family, or None (then a refusal or question is already recorded on ``parse``)."""
+    text = parse.text
+    kinds = {r.reagent.kind for r in parse.reagents}
+    titration = bool(_TITRATION_WORDS.search(text)) or parse.target_ph is not None
+    weighing = bool(_WEIGH_WORDS.search(text)) and any(
+        r.mass_g is not None or (r.concentration_m and r.volume_ml and r.reagent.phase == "solid")
+        for r in parse.reagents
+        if r.reagent.kind not in ("solvent",)
+    )
+    if _COMPLEXO_WORDS.search(text) or "chelator" in kinds:
+        return "complexometric_titration"
+    if weighing and _TITRATION_WORDS.search(text):
+        parse.refusals.append(
+            "the instruction combines weighing and a titration; send one experiment per instruction"
+        )
+        return None
+    if weighing:
+        return "weighing_dissolution"
+    if titration and kinds & _ACID_BASE_KINDS:
+        return "acid_base_titration"
+    if _WEIGH_WORDS.search(text) and parse.reagents:
+        return "weighing_dissolution"
+    return None
+
+
+def _skeleton(text: str, spans: list[tuple[int, int, int]]) -> str:
+    out, pos = [], 0
+    for start, end, idx in spans:
+        out.append(text[pos:start])
+        out.append(f"\ue000{idx}\ue001")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _titration_roles(parse: InstructionParse) -> None:
+    mentions = parse.mentions
+    candidates = [r for r in parse.reagents if r.reagent.kind in _ACID_BASE_KINDS]
+    index = {r.reagent.name: i for i, r in enumerate(candidates)}
+    spans = [(s, e, index[rg.name]) for rg, s, e in mentions if rg.name in index]
+    skeleton = _skeleton(parse.text, spans)
+    for pattern, roles in _CUES:
+        m = re.search(pattern, skeleton, re.I)
+        if not m:
+            continue
+        picked = [candidates[int(g)] for g in m.groups()]
+        if len(picked) == 2 and picked[0] is picked[1]:
+            continue
+        for rp, role in zip(picked, roles):
+            if rp.role is None and parse.by_role(role) is None:
+                rp.role = role
+        if parse.by_role("analyte") and parse.by_role("titrant"):
+            break
+    unassigned = [r for r in candidates if r.role is None]
+    for role in ("analyte", "titrant"):
+        if parse.by_role(role) is None and len(unassigned) == 1 and (
+            parse.by_role("analyte") or parse.by_role("titrant")
+        ):
+            unassigned[0].role = role
+            unassigned = []
+    if parse.by_role("analyte") is None or parse.by_role("titrant") is None:
+        if len(candidates) >= 2 and not (parse.by_role("analyte") or parse.by_role("titrant")):
+            names = " or ".join(r.reagent.display_name for r in candidates[:3])
+            parse.questions.append(f"Which solution is the titrant (added drop by drop): {names}?")
+        elif parse.by_role("titrant") is None:
+            parse.questions.append(
+                "Which titrant should be added (e.g. '0.1 M sodium hydroxide'), and at what concentration?"
+            )
+        else:
+            parse.questions.append("Which solution is being titrated (the analyte in the beaker)?")
+
+
+def assign_roles(parse: InstructionParse, family: str) -> None:
+    """Set ``role`` on the parsed reagents for ``family``; drop reagents with no part; add questions."""
+    for rp in parse.reagents:
+        if rp.reagent.kind == "indicator":
+            rp.role = "indicator"
+    if family == "acid_base_titration":
+        _titration_roles(parse)
+    elif family == "complexometric_titration":
+        for rp in parse.reagents:
+            if rp.reagent.kind == "chelator" and parse.by_role("titrant") is None:
+                rp.role = "titrant"
+            elif rp.reagent.kind == "metal_salt" and parse.by_role("analyte") is None:
+                rp.role = "analyte"
+        if parse.by_role("titrant") is None:
+            parse.questions.append("Which EDTA solution is the titrant, and at what concentration?")
+        if parse.by_role("analyte") is None:
+            parse.questions.append("Which metal-ion (calcium) solution is being titrated?")
+        if parse.by_role("indicator") is None:
+            parse.questions.append(
+                "Which metallochromic indicator is in the calcium solution (e.g. calconcarboxylic acid)? "
+                "The endpoint is read from its colour change."
+            )
+    elif family == "weighing_dissolution":
+        solids = [r for r in parse.reagents if r.reagent.kind != "solvent" and r.role is None]
+        water = [r for r in parse.reagents if r.reagent.name == "water"]
+        if len(solids) > 1:
+            names = ", ".join(r.reagent.display_name for r in solids)
+            parse.questions.append(f"Weigh one solid per experiment: which one of {names}?")
+        elif solids:
+            solids[0].role = "solid"
+        else:
+            parse.questions.append("Which solid should be weighed, and how much (e.g. '2.50 g of sodium chloride')?")
+        if water:
+            water[0].role = "solvent"
+    dropped = [r for r in parse.reagents if r.role is None]
+    for rp in dropped:
+        parse.warnings.append(f"{rp.reagent.display_name} has no role in a {family.replace('_', ' ')}; ignored")
+    parse.reagents = [r for r in parse.reagents if r.role is not None]

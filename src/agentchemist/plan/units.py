@@ -1,0 +1,118 @@
+"""Quantities in free text: concentrations, volumes, masses, temperatures and pH values, with spans.
+
+Everything is converted to the plan's units: mol/L, mL, g, degrees Celsius. Normality (``N``) is kept
+as a flag so the parser can convert it only for monoprotic reagents. Unit symbols that differ only in
+case (M molar vs m, mM vs MM) are matched case-sensitively; spelled-out units are not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["PhMention", "Quantity", "QuantityError", "find_ph_mentions", "find_quantities"]
+
+Kind = Literal["concentration", "volume", "mass", "temperature"]
+
+_NUMBER = r"(?P<num>[-\u2212]?(?:\d+(?:[.,]\d+)?|\.\d+)(?:\s*(?:[eE]|[x\u00d7*]\s*10\^?)\s*(?P<exp>[-\u2212+]?\d+))?)"
+
+# (pattern, kind, factor to the plan unit, is_normality); order matters: longer units first.
+_UNITS: list[tuple[str, Kind, float, bool]] = [
+    (r"mmol\s*(?:/|\s|\u00b7)\s*(?:l|dm3|dm\^3|litre|liter)(?:-1|\u207b\u00b9)?", "concentration", 1e-3, False),
+    (r"mol\s*(?:/|\s|\u00b7)\s*(?:l|dm3|dm\^3|litre|liter)(?:-1|\u207b\u00b9)?", "concentration", 1.0, False),
+    (r"(?-i:mM)", "concentration", 1e-3, False),
+    (r"(?-i:[u\u00b5\u03bc]M)", "concentration", 1e-6, False),
+    (r"millimolar", "concentration", 1e-3, False),
+    (r"molar", "concentration", 1.0, False),
+    (r"(?-i:M)", "concentration", 1.0, False),
+    (r"normal", "concentration", 1.0, True),
+    (r"(?-i:N)", "concentration", 1.0, True),
+    (r"(?:[u\u00b5\u03bc]l|micro-?lit(?:re|er)s?)", "volume", 1e-3, False),
+    (r"(?:ml|cm3|cm\^3|cc|milli-?lit(?:re|er)s?)", "volume", 1.0, False),
+    (r"(?:dm3|dm\^3|lit(?:re|er)s?|l)", "volume", 1000.0, False),
+    (r"(?:mg|milligrams?)", "mass", 1e-3, False),
+    (r"(?:kg|kilograms?)", "mass", 1000.0, False),
+    (r"(?:g|grams?|gr)", "mass", 1.0, False),
+    (r"(?:\u00b0\s*c|\u2103|degrees?\s*(?:c|celsius)|deg\s*c)", "temperature", 1.0, False),
+]
+
+_QUANTITY = re.compile(
+    r"(?<![\w.])" + _NUMBER + r"(?:\s*|-)(?P<unit>" + "|".join(f"(?:{u})" for u, *_ in _UNITS) + r")(?![\w])",
+    re.IGNORECASE,
+)
+_UNIT_RES = [(re.compile(f"(?:{u})$", re.IGNORECASE), kind, factor, normal) for u, kind, factor, normal in _UNITS]
+
+_PH = re.compile(
+    r"\bp\s?H\b(?:\s*(?:value|reading|level))?\s*(?:of|=|:|is|at|to|reaches(?: a value of)?|reached|equals|"
+    r"becomes|hits|gets to|value of|around|approximately|about|~|near|rises to|falls to|drops to)?\s*(?:of\s+|=\s*|about\s+|approximately\s+)?"
+    r"(?P<num>[-\u2212]?\d+(?:[.,]\d+)?)(?![\w])",
+    re.IGNORECASE,
+)
+
+
+class QuantityError(ValueError):
+    """A quantity that is written but cannot be used (negative, not a number, zero)."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A value in plan units (M, mL, g, deg C) found at ``text[start:end]``."""
+
+    kind: Kind
+    value: float
+    unit: str
+    start: int
+    end: int
+    text: str
+    normality: bool = False
+
+
+@dataclass(frozen=True)
+class PhMention:
+    value: float
+    start: int
+    end: int
+    text: str
+
+
+def _to_float(num: str, exp: str | None) -> float:
+    base = num.replace("\u2212", "-")
+    if "," in base and "." not in base:
+        base = base.replace(",", ".")  # decimal comma, e.g. "0,1 M"
+    base = re.split(r"\s*(?:[eE]|[x\u00d7*]\s*10\^?)", base)[0]
+    value = float(base)
+    if exp is not None:
+        value *= 10.0 ** int(exp.replace("\u2212", "-"))
+    return value
+
+
+def find_quantities(text: str) -> list[Quantity]:
+    """Every number-with-unit in ``text``, left to right. QuantityError for negative or zero amounts."""
+    found: list[Quantity] = []
+    for m in _QUANTITY.finditer(text):
+        unit = m.group("unit")
+        for unit_re, kind, factor, normal in _UNIT_RES:
+            if unit_re.match(unit):
+                break
+        else:  # pragma: no cover - the alternation and the table are built from the same list
+            continue
+        if kind == "volume" and unit == "l" and not re.match(r"\s*(?:of|solution|water|\W|$)", text[m.end():]):
+            continue  # a bare lower-case "l" is only a litre when nothing word-like follows
+        value = _to_float(m.group("num"), m.group("exp"))
+        if not math.isfinite(value):
+            raise QuantityError(f"quantity {m.group(0)!r} is not a finite number")
+        if kind != "temperature" and value <= 0:
+            raise QuantityError(f"quantity {m.group(0).strip()!r} must be positive")
+        found.append(Quantity(kind, value * factor, unit, m.start(), m.end(), m.group(0), normal))
+    return found
+
+
+def find_ph_mentions(text: str) -> list[PhMention]:
+    """Every 'pH <number>' style mention, left to right."""
+    out = []
+    for m in _PH.finditer(text):
+        raw = m.group("num").replace("\u2212", "-").replace(",", ".")
+        out.append(PhMention(float(raw), m.start(), m.end(), m.group(0)))
+    return out

@@ -1,0 +1,236 @@
+"""Report charts as matplotlib figures (Agg canvas, no pyplot state: safe in a ROS node's threads).
+
+Every function returns a :class:`matplotlib.figure.Figure` so tests can check axis labels and marked
+points on the object; :func:`save_png` writes it. The four titration charts of the paper are the curve,
+its first and second derivative and a zoom on each jump; equivalence points are drawn solid red when
+supported and dashed grey when the evidence check rejected them (the legend says which).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from agentchemist.chemistry.analysis import TitrationAnalysis
+
+__all__ = [
+    "first_derivative_figure",
+    "jump_zoom_figure",
+    "save_png",
+    "second_derivative_figure",
+    "time_axis",
+    "time_series_figure",
+    "titration_curve_figure",
+]
+
+SIZE_IN = (8.0, 4.8)
+DPI = 110
+SUPPORTED = "#c0392b"
+UNSUPPORTED = "#7f8c8d"
+FLAGGED = "#f39c12"
+
+
+def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SIZE_IN):
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat:
+        ax.grid(True, color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+    return fig, axes
+
+
+def save_png(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` as PNG to ``path`` (parents created) and return the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png", dpi=DPI)
+    return out
+
+
+def _volume_label(titrant_label: str) -> str:
+    return f"{titrant_label} added (mL)" if titrant_label else "Titrant volume added (mL)"
+
+
+def _mark_equivalence(ax, analysis: TitrationAnalysis, *, annotate: bool, y_text: float | None = None) -> None:
+    labelled = set()
+    for eq in analysis.equivalence_points:
+        colour, style = (SUPPORTED, "-") if eq.supported else (UNSUPPORTED, "--")
+        key = "supported" if eq.supported else "unsupported"
+        label = None
+        if key not in labelled:
+            label = "equivalence point" if eq.supported else "equivalence point (not supported)"
+            labelled.add(key)
+        ax.axvline(eq.volume_ml, color=colour, linestyle=style, linewidth=1.1, label=label)
+        if annotate:
+            y = y_text if y_text is not None else ax.get_ylim()[1]
+            ax.annotate(f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} mL", (eq.volume_ml, y), xytext=(4, -4),
+                        textcoords="offset points", ha="left", va="top", fontsize=8, color=colour)
+
+
+def _shade_flags(ax, analysis: TitrationAnalysis) -> None:
+    for i, (a, b) in enumerate(analysis.quality_flags):
+        width = max(b - a, 1e-3 * max(float(np.ptp(analysis.volume_ml)) if analysis.volume_ml.size else 1.0, 1e-9))
+        ax.axvspan(a, a + width, color=FLAGGED, alpha=0.25, linewidth=0, label="flagged data" if i == 0 else None)
+
+
+def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = "", title: str = "",
+                           theory_ph: np.ndarray | None = None) -> Figure:
+    """pH against titrant volume: measured points, smoothed curve, fit and theory, equivalence and pKa."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    v, p = analysis.volume_ml, analysis.ph
+    ax.plot(v, p, "o", markersize=2.2, color="#2c3e50", alpha=0.55, label=f"measured ({v.size} points)")
+    if analysis.grid_ml.size:
+        ax.plot(analysis.grid_ml, analysis.ph_smooth, "-", color="#2980b9", linewidth=1.3,
+                label=f"Savitzky-Golay ({analysis.smoothing.get('window_points')} points)")
+    fit = analysis.fit
+    if fit is not None and fit.converged and fit.ph_fit is not None:
+        ax.plot(analysis.grid_ml, fit.ph_fit, "--", color="#27ae60", linewidth=1.1, label="equilibrium-model fit")
+    if theory_ph is not None and theory_ph.size == v.size:
+        ax.plot(v, theory_ph, ":", color="#8e44ad", linewidth=1.3, label="theory (nominal concentrations)")
+    _shade_flags(ax, analysis)
+    ax.set_xlabel(_volume_label(titrant_label))
+    ax.set_ylabel("pH")
+    if v.size:
+        ax.set_ylim(min(float(np.min(p)), 0.0 if np.min(p) < 1 else float(np.min(p))) - 0.3, float(np.max(p)) + 0.6)
+    _mark_equivalence(ax, analysis, annotate=True)
+    for est in analysis.pka:
+        if est.method == "half_equivalence" and est.supported and math.isfinite(est.value):
+            ax.plot([est.half_equivalence_volume_ml], [est.value], "D", color="#d35400", markersize=6)
+            ax.annotate(f"pKa{est.index} = {est.value:.2f}\n(half equivalence)", (est.half_equivalence_volume_ml, est.value),
+                        xytext=(6, -22), textcoords="offset points", fontsize=8, color="#d35400")
+    ax.set_title(title or "Titration curve")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    return fig
+
+
+def first_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
+    """dpH/dV of the smoothed curve with the equivalence points (derivative peaks) marked."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    ax.plot(analysis.grid_ml, analysis.d1, "-", color="#2980b9", linewidth=1.2, label="first derivative (smoothed)")
+    _shade_flags(ax, analysis)
+    ax.set_xlabel(_volume_label(titrant_label))
+    ax.set_ylabel("dpH/dV (pH/mL)")
+    _mark_equivalence(ax, analysis, annotate=True)
+    ax.set_title("First derivative: peaks at the equivalence points")
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def second_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
+    """d2pH/dV2 with its zero line; equivalence points sit at the + to - zero crossings."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    ax.plot(analysis.grid_ml, analysis.d2, "-", color="#2980b9", linewidth=1.0, label="second derivative (smoothed)")
+    ax.axhline(0.0, color="black", linewidth=0.7)
+    _shade_flags(ax, analysis)
+    if analysis.d2.size:
+        # Clip to the part of the range that holds the derivative structure, not a single spike's tail.
+        peak = float(np.max(np.abs(analysis.d2)))
+        ax.set_ylim(-1.15 * peak, 1.15 * peak)
+    ax.set_xlabel(_volume_label(titrant_label))
+    ax.set_ylabel("d²pH/dV² (pH/mL²)")
+    _mark_equivalence(ax, analysis, annotate=True)
+    ax.set_title("Second derivative: zero crossings at the equivalence points")
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def _zoom_window(analysis: TitrationAnalysis, centre: float, jump: tuple[float, float]) -> tuple[float, float]:
+    v = analysis.volume_ml
+    steps = np.diff(v)
+    step = float(np.median(steps[steps > 0])) if steps.size else 1.0
+    half = max(10 * step, 1.5 * (jump[1] - jump[0]) if all(map(math.isfinite, jump)) else 0.0)
+    return max(centre - half, float(v[0])), min(centre + half, float(v[-1]))
+
+
+def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
+    """One panel per equivalence point (or the steepest region): every measured point through the jump."""
+    targets = [(e.volume_ml, e.jump_region_ml, e) for e in analysis.equivalence_points]
+    if not targets and analysis.d1.size:
+        i = int(np.argmax(np.abs(analysis.d1)))
+        targets = [(float(analysis.grid_ml[i]), (math.nan, math.nan), None)]
+    n = max(len(targets), 1)
+    fig, axes = _figure(1, n, size=(max(SIZE_IN[0], 4.2 * n), SIZE_IN[1]))
+    for k, ax in enumerate(axes.flat):
+        ax.set_xlabel(_volume_label(titrant_label))
+        ax.set_ylabel("pH")
+        if k >= len(targets):
+            ax.set_title("no data")
+            continue
+        centre, jump, eq = targets[k]
+        lo, hi = _zoom_window(analysis, centre, jump)
+        inside = (analysis.volume_ml >= lo) & (analysis.volume_ml <= hi)
+        grid_in = (analysis.grid_ml >= lo) & (analysis.grid_ml <= hi)
+        ax.plot(analysis.grid_ml[grid_in], analysis.ph_smooth[grid_in], "-", color="#2980b9", linewidth=1.0,
+                label="smoothed")
+        ax.plot(analysis.volume_ml[inside], analysis.ph[inside], "o", markersize=4, color="#2c3e50",
+                label=f"measured ({int(inside.sum())} points)")
+        for a, b in analysis.quality_flags:
+            if b >= lo and a <= hi:
+                ax.axvspan(a, max(b, a + 1e-3 * (hi - lo)), color=FLAGGED, alpha=0.25, linewidth=0)
+        ax.set_xlim(lo, hi)
+        if eq is not None:
+            colour, style = (SUPPORTED, "-") if eq.supported else (UNSUPPORTED, "--")
+            ax.axvline(eq.volume_ml, color=colour, linestyle=style, linewidth=1.1,
+                       label=f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} ± {eq.uncertainty_ml:.3f} mL"
+                       + ("" if eq.supported else " (not supported)"))
+            ax.set_title(f"Jump around equivalence point {eq.index}")
+        else:
+            ax.set_title("Steepest region (no equivalence point located)")
+        ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def time_axis(stamps: np.ndarray, t0: float) -> tuple[np.ndarray, str]:
+    """Elapsed time since ``t0`` in s, min or h (whichever keeps the numbers readable) and its label."""
+    elapsed = np.asarray(stamps, float) - t0
+    span = float(np.max(elapsed)) if elapsed.size else 0.0
+    if span <= 600:
+        return elapsed, "Time since start (s)"
+    if span <= 600 * 60:
+        return elapsed / 60.0, "Time since start (min)"
+    return elapsed / 3600.0, "Time since start (h)"
+
+
+def time_series_figure(
+    stamps: np.ndarray,
+    values: np.ndarray,
+    *,
+    t0: float,
+    ylabel: str,
+    title: str,
+    label: str = "fused",
+    markers: tuple[np.ndarray, np.ndarray, str] | None = None,
+    extra: Sequence[tuple[np.ndarray, np.ndarray, str]] = (),
+    events: Sequence[tuple[float, str]] = (),
+) -> Figure:
+    """A quantity against elapsed time; ``markers``/``extra`` add point/line series (stamps, values,
+    label); ``events`` draw thin vertical lines (stamp, label) such as anomalies."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    x, xlabel = time_axis(stamps, t0)
+    scale = 1.0
+    if len(stamps) and len(x) and float(np.max(np.abs(x))) > 0:
+        scale = float(np.max(np.asarray(stamps) - t0)) / float(np.max(x))
+    for s, vals, lab in extra:
+        ax.plot((np.asarray(s) - t0) / scale, vals, "-", linewidth=0.8, alpha=0.6, label=lab)
+    ax.plot(x, values, "-", color="#2c3e50", linewidth=1.2, label=label)
+    if markers is not None:
+        s, vals, lab = markers
+        ax.plot((np.asarray(s) - t0) / scale, vals, "o", markersize=2.5, color="#c0392b", label=lab)
+    for i, (stamp, lab) in enumerate(events):
+        ax.axvline((stamp - t0) / scale, color=FLAGGED, linewidth=1.0, linestyle="--",
+                   label="anomaly" if i == 0 else None)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize=8)
+    return fig

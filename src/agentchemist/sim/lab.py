@@ -1,0 +1,625 @@
+"""LabTwin: the lab digital twin the ROS node ``lab_sim`` drives (chemistry, instruments, robot, faults).
+
+Time. Every method takes ``now`` (s of sim time); the twin never reads a clock. ``step(now)`` advances
+all physics to ``now``; commands and readings step to their ``now`` first. A ``now`` earlier than the
+twin's time is applied at the twin's time (late commands are not replayed into the past).
+
+Stepping is event driven: between events (a drop pinching off or landing, a fault starting or ending)
+every model has a closed form (probe cascade, balance settling, arm and gripper follow), so an idle
+twin jumps straight to ``now``. While the pipette's gripper moves, or a bottle pours, or solid
+dissolves, the twin sub-steps at <= 10 ms (pipette) / 50 ms (pouring, dissolution).
+
+Grasping. Until a physics backend gives the arms real kinematics, closing the pipette's gripper
+(``pipette.held_by``) to within ``grasp_tolerance_mm`` of the bulb's contact opening counts as grasping
+the pipette, and opening it past that releases it. Drops land in the beaker when the pipette hangs over
+it (its ``on`` names the beaker and the beaker is within half a beaker width in the front image);
+otherwise they spill on the bench.
+
+Determinism: one numpy Generator per subsystem, spawned from the scenario seed in a fixed order; the
+same seed and the same call sequence give bit-identical readings, audio and images.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, replace
+from typing import Any, Sequence
+
+import numpy as np
+from pydantic import ValidationError
+
+from agentchemist.chemistry.reagents import UnknownReagentError, default_library
+from agentchemist.sim.audio import AudioEventTruth, AudioSynthError, ContactAudioConfig, ContactAudioSynth
+from agentchemist.sim.beaker import Beaker
+from agentchemist.sim.errors import SimCommandError
+from agentchemist.sim.faults import ActiveFault, FaultBook
+from agentchemist.sim.instruments import Balance, PhProbe
+from agentchemist.sim.markers import default_marker_id
+from agentchemist.sim.pipette import Drop, RubberBulbPipette
+from agentchemist.sim.robot import JOINT_NAMES, SIDES, Arm, Gripper, check_side
+from agentchemist.sim.scenario import FaultSpec, Scenario, ScenarioError, _format_errors
+from agentchemist.sim.types import CommandResult, LabwareItem, Reading
+from agentchemist.sim.weighing import Dissolver, SolidBottle
+
+__all__ = ["LabTwin", "PIPETTE_SUBSTEP_S", "SLOW_SUBSTEP_S", "WHINE_MIN_SPEED_M_S"]
+
+PIPETTE_SUBSTEP_S = 0.01
+SLOW_SUBSTEP_S = 0.05
+#: Gripper moves slower than this (m/s) are too quiet to hear (the dispenser's creep while squeezing).
+WHINE_MIN_SPEED_M_S = 0.005
+POUR_AUDIO_SEGMENT_S = 0.25
+BEAKER_HALF_WIDTH_FRACTION = 0.09  # of the image width: the drop misses a beaker displaced further
+
+
+def _finite(value: Any, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SimCommandError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise SimCommandError(f"{what} must be finite, got {value!r}")
+    return v
+
+
+class LabTwin:
+    """The bench of one scenario; see the module docstring."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = sc = scenario
+        seeds = np.random.SeedSequence(sc.seed).spawn(6)
+        self._rng_pipette, self._rng_probe, self._rng_balance, self._rng_pour, self._rng_camera, _ = (
+            np.random.default_rng(s) for s in seeds
+        )
+        self.t = 0.0
+        self._arm_t = 0.0
+        # labware
+        self._items: dict[str, LabwareItem] = {}
+        for spec in sc.all_items():
+            self._items[spec.id] = LabwareItem(
+                id=spec.id, kind=spec.kind, present=spec.present, position=tuple(spec.position), on=spec.on,
+                marker_id=spec.marker_id if spec.marker_id is not None else default_marker_id(spec.id),
+                label=spec.label, capacity_ml=spec.capacity_ml, mass_g=spec.mass_g,
+            )
+        self._home = {k: (v.present, v.position, v.on) for k, v in self._items.items()}
+        # robot
+        rb = sc.robot
+        self.grippers = {s: Gripper(rb.initial_gripper_opening_m, rb.initial_gripper_opening_m,
+                                    rb.gripper_tau_s, rb.gripper_max_speed_m_s) for s in SIDES}
+        self.arms = {s: Arm(list(rb.initial_arm_rad), list(rb.initial_arm_rad), rb.arm_tau_s) for s in SIDES}
+        # chemistry and instruments
+        self.stirrer_on = sc.stirrer.on
+        self.beaker = Beaker(sc.beaker, sc.probe.temperature_c, activity=True)
+        self.pipette = RubberBulbPipette(sc.pipette, self._rng_pipette)
+        if sc.pipette.drawn_ml > 0 and sc.pipette.drawn_reagent is not None:
+            self.pipette.composition = self._titrant_composition(sc.pipette.drawn_reagent)
+        self._held = False
+        if sc.pipette.grasped and self._items[sc.pipette.id].present:
+            holder = self.grippers[sc.pipette.held_by]
+            holder.command_m = holder.position_m = sc.pipette.contact_opening_mm / 1000.0
+            self._held = True
+        self.probe = PhProbe(sc.probe, self.beaker.ph(), self._rng_probe)
+        self.balance = Balance(sc.balance, 0.0, self._rng_balance)
+        self.bottle = SolidBottle(sc.weighing, self._rng_pour) if sc.weighing else None
+        self.dissolver = None
+        if sc.weighing is not None:
+            self.dissolver = Dissolver(sc.weighing, default_library().get(sc.weighing.reagent).molar_mass_g_mol)
+        self.balance.load_g = self.balance.display_g = self._balance_load()
+        # audio: one contact microphone per gripper
+        self._synth = {}
+        for i, side in enumerate(SIDES):
+            seed = int(np.random.SeedSequence([sc.seed, 0xA0D10, i]).generate_state(1)[0])
+            cfg = ContactAudioConfig(sample_rate=sc.audio.sample_rate, snr_db=sc.audio.snr_db,
+                                     stirrer_on=sc.stirrer.on, seed=seed, **sc.audio.synth)
+            self._synth[side] = ContactAudioSynth(cfg)
+        self._whine_end = {s: -math.inf for s in SIDES}
+        self._pour_audio_end = -math.inf
+        # truth
+        self._falling: list[Drop] = []
+        self._drops: list[Drop] = []
+        self._events: list[dict[str, Any]] = []
+        self._ph_history: list[tuple[float, float]] = [(0.0, self.probe.bulk)]
+        self._dirty = False
+        self._load_dirty = False
+        self._faults = FaultBook(list(sc.faults))
+        self._renderer = None
+
+    # ============================================================================================ time
+    def step(self, now: float) -> None:
+        """Advance every model to ``now`` (s of sim time); earlier times are ignored."""
+        now = _finite(now, "now")
+        stalls = 0
+        while self.t < now:
+            t0 = self.t
+            t_evt = min(now, self._faults.next_time(), self._next_landing())
+            nd = self.pipette.next_detach_time()
+            if nd is not None:
+                t_evt = min(t_evt, max(nd, t0))
+            t1 = max(t_evt, t0)
+            holder = self.grippers[self.scenario.pipette.held_by]
+            if holder.moving:  # squeezing, grasping or releasing: resolve the bulb at <= 10 ms
+                t1 = min(t1, t0 + PIPETTE_SUBSTEP_S)
+            pouring = self.bottle is not None and self.bottle.active
+            dissolving = self.dissolver is not None and self.dissolver.solid_g > 0.0
+            if pouring or dissolving:
+                t1 = min(t1, t0 + SLOW_SUBSTEP_S)
+            self._advance_segment(t0, t1, pouring, dissolving)
+            self.t = t1
+            self._handle_events(t1)
+            stalls = stalls + 1 if t1 == t0 else 0
+            if stalls > 1000:  # every event at t0 is consumed when handled; this cannot happen
+                raise RuntimeError(f"LabTwin.step made no progress at t={t0}")
+        self._settle(now)
+
+    def _next_landing(self) -> float:
+        return self._falling[0].land_time if self._falling else math.inf
+
+    def _advance_segment(self, t0: float, t1: float, pouring: bool, dissolving: bool) -> None:
+        dt = t1 - t0
+        if dt <= 0.0:
+            return
+        sp = self.scenario.pipette
+        holder = self.grippers[sp.held_by]
+        x0 = holder.position_m * 1000.0
+        for g in self.grippers.values():
+            g.advance(dt)
+        x1 = holder.position_m * 1000.0
+        grip_limit = sp.contact_opening_mm + sp.grasp_tolerance_mm
+        if self._held:
+            if x1 != x0:
+                self.pipette.squeeze(t0, sp.contact_opening_mm - x0, t1, sp.contact_opening_mm - x1)
+            if x1 > grip_limit:
+                self._held = False
+                self._event(t1, "pipette_released", side=sp.held_by)
+        elif x0 > grip_limit >= x1 and self._present(sp.id):
+            # the jaws reach the bulb inside this segment: grasp there and squeeze from that moment
+            t_c = t0 + dt * (x0 - grip_limit) / (x0 - x1)
+            self._held = True
+            self._event(t_c, "pipette_grasped", side=sp.held_by)
+            self.pipette.squeeze(t_c, sp.contact_opening_mm - grip_limit, t1, sp.contact_opening_mm - x1)
+        if pouring and self.bottle is not None:
+            grams = self.bottle.advance(t0, t1)
+            if grams > 0.0:
+                self._receive_solid(grams)
+                if t0 >= self._pour_audio_end - 1e-9:
+                    self._schedule(self.scenario.weighing.held_by,  # type: ignore[union-attr]
+                                   AudioEventTruth(t0, "pour", POUR_AUDIO_SEGMENT_S, "pour"))
+                    self._pour_audio_end = t0 + POUR_AUDIO_SEGMENT_S
+        if dissolving and self.dissolver is not None:
+            vessel = self._items[self.scenario.beaker.id]  # the weighing target is the working beaker
+            stirred = self.stirrer_on and vessel.on == self.scenario.stirrer.id and self._present(self.scenario.stirrer.id)
+            grams = self.dissolver.advance(t0, t1, stirred, self.beaker.volume_ml)
+            if grams > 0.0:
+                self.beaker.add_dissolved(self.scenario.weighing.reagent, grams / self.dissolver.molar_mass, grams)  # type: ignore[union-attr]
+                self._dirty = True
+                self._load_dirty = True
+            if self.dissolver.complete_at is not None and self.dissolver.solid_g == 0.0:
+                self._event(self.dissolver.complete_at, "dissolved", grams=self.dissolver.added_g)
+        if pouring:
+            self.balance.advance(t1)
+            self.balance.set_load(self._balance_load())
+
+    def _handle_events(self, t: float) -> None:
+        nd = self.pipette.next_detach_time()
+        if ((nd is None or nd > t) and self._next_landing() > t and self._faults.next_time() > t
+                and not self.pipette.failed_events):
+            return  # fast path: nothing happens at t
+        for drop in self.pipette.detach_until(t):
+            self._on_detach(drop)
+        while self._falling and self._falling[0].land_time <= t:
+            self._on_land(self._falling.pop(0))
+        for spec in self._faults.pop_due(t):
+            self._fire(spec, t)
+        for gone in self._faults.pop_expired(t):
+            self._expire(gone, t)
+        for when in self.pipette.failed_events:
+            self._event(when, "drop_failed", note="drop clung to the tip")
+        self.pipette.failed_events.clear()
+
+    def _settle(self, now: float) -> None:
+        """Bring the closed-form models to ``now`` (and recompute the pH if the composition changed)."""
+        self._refresh_ph(now)
+        self.probe.advance(now, self._mixing_tau())
+        self.balance.advance(now)
+        if self._load_dirty:
+            self.balance.set_load(self._balance_load())
+            self._load_dirty = False
+        dt = now - self._arm_t
+        if dt > 0.0:
+            for arm in self.arms.values():
+                arm.advance(dt)
+            self._arm_t = now
+
+    def _refresh_ph(self, t: float) -> None:
+        if self._dirty:
+            self.probe.advance(t, self._mixing_tau())
+            ph = self.beaker.ph()
+            self.probe.set_bulk(ph)
+            self._ph_history.append((t, ph))
+            self._dirty = False
+
+    def _mixing_tau(self) -> float:
+        st = self.scenario.stirrer
+        stirred = self.stirrer_on and self._present(st.id) and self._items[self.scenario.beaker.id].on == st.id
+        return st.mixing_tau_s if stirred else st.unstirred_mixing_tau_s
+
+    # ============================================================================================ drops
+    def _drop_target_ok(self) -> bool:
+        sp, bid = self.scenario.pipette, self.scenario.beaker.id
+        pip, beaker = self._items[sp.id], self._items[bid]
+        if not (pip.present and beaker.present and pip.on == bid):
+            return False
+        return abs(pip.position[0] - beaker.position[0]) <= BEAKER_HALF_WIDTH_FRACTION * self.scenario.cameras.width
+
+    def _on_detach(self, drop: Drop) -> None:
+        drop.fate = "falling" if self._drop_target_ok() else "spilled"
+        self._drops.append(drop)
+        if drop.fate == "falling":
+            self._falling.append(drop)
+            self._falling.sort(key=lambda d: d.land_time)
+            self._schedule(self.scenario.pipette.held_by,
+                           AudioEventTruth(drop.land_time, "droplet", 0.0, f"drop {drop.index}"))
+        else:
+            self._event(drop.detach_time, "spill", drop=drop.index, volume_ml=drop.volume_ml)
+
+    def _on_land(self, drop: Drop) -> None:
+        self._refresh_ph(drop.land_time)
+        self.probe.advance(drop.land_time, self._mixing_tau())
+        spill = self.beaker.add_liquid(drop.volume_ml, drop.composition)
+        drop.fate = "beaker"
+        if spill > 0.0:
+            drop.fate = "overflow"
+            self._event(drop.land_time, "overflow", drop=drop.index, spilled_ml=spill,
+                        total_overflow_ml=self.beaker.overflow_ml)
+        self._dirty = True
+        self._update_balance(drop.land_time)
+        self._refresh_ph(drop.land_time)
+
+    # ============================================================================================ faults
+    def inject_fault(self, kind: str, now: float, duration_s: float = 0.0, **params: Any) -> None:
+        """Start a fault at ``now`` (validated like a scenario fault; see :mod:`agentchemist.sim.faults`)."""
+        self.step(now)
+        try:
+            spec = FaultSpec(kind=kind, at_s=max(self.t, 0.0), duration_s=duration_s, params=params)
+        except ValidationError as exc:
+            raise ScenarioError("inject_fault", _format_errors(exc)) from None
+        if "id" in spec.params and spec.params["id"] not in self._items:
+            raise SimCommandError(f"inject_fault {kind}: no labware item {spec.params['id']!r} (known: {sorted(self._items)})")
+        self._faults.add(spec)
+        self._handle_events(self.t)
+
+    def _fire(self, spec: FaultSpec, t: float) -> None:
+        entry = self._faults.fire(spec, t)
+        p = spec.params
+        self._event(t, f"fault:{spec.kind}", **p)
+        if spec.kind == "ph_stuck":
+            entry.state["value"] = float(p["value"]) if "value" in p else round(self.probe.indicated(t), 3)
+        elif spec.kind == "drop_fails":
+            self.pipette.fail_next_drops(int(p.get("count", 1)))
+        elif spec.kind == "extra_drop":
+            drop = self.pipette.leak_drop(t, p.get("volume_ml")) if self._held else None
+            if drop is None:
+                self._event(t, "extra_drop_no_liquid", note="pipette not held or empty")
+            else:
+                self._on_detach(drop)
+        elif spec.kind == "noise_burst":
+            for side in ([p["side"]] if "side" in p else SIDES):
+                self._schedule(side, AudioEventTruth(t, "noise_burst", min(spec.duration_s, 60.0), "fault noise burst"))
+        elif spec.kind == "gripper_stall":
+            side = p.get("side", self.scenario.pipette.held_by)
+            entry.state["side"] = side
+            self.grippers[side].stalled = True
+        elif spec.kind == "labware_missing":
+            self._items[p["id"]].present = False
+            self._update_balance(self.t)
+        elif spec.kind == "labware_moved":
+            item = self._items[p["id"]]
+            if "position" in p:
+                item.position = (float(p["position"][0]), float(p["position"][1]))
+            else:
+                item.position = (item.position[0] + float(p["offset"][0]), item.position[1] + float(p["offset"][1]))
+            for side in SIDES:
+                self._schedule(side, AudioEventTruth(t, "clink", 0.0, f"{p['id']} moved"))
+
+    def _expire(self, entry: ActiveFault, t: float) -> None:
+        p = entry.spec.params
+        self._event(t, f"fault_end:{entry.kind}", **p)
+        if entry.kind == "gripper_stall":
+            side = entry.state["side"]
+            if self._faults.find("gripper_stall", side=side) is None:
+                self.grippers[side].stalled = False
+        elif entry.kind in ("labware_missing", "labware_moved"):
+            present, position, on = self._home[p["id"]]
+            item = self._items[p["id"]]
+            item.present, item.position, item.on = present, position, on
+            self._update_balance(self.t)
+
+    # ============================================================================================ commands
+    def command_gripper(self, side: str, opening_m: float, now: float) -> CommandResult:
+        """Command a gripper opening (m, 0..0.070); out-of-range values are clamped and reported."""
+        check_side(side)
+        self.step(now)
+        g = self.grippers[side]
+        applied, clamped = g.set_command(opening_m)
+        reason = f"opening {opening_m} m clamped to the Piper range 0..0.07 m" if clamped else ""
+        if g.peak_speed() >= WHINE_MIN_SPEED_M_S and not g.stalled:
+            end = self.t + min(max(g.time_to_settle(), 0.05), 5.0)
+            start = max(self.t, self._whine_end[side])
+            if end > start + 0.05:
+                self._schedule(side, AudioEventTruth(start, "motor_whine", end - start, f"{side} gripper"))
+                self._whine_end[side] = end
+        return CommandResult(applied, clamped, True, reason)
+
+    def command_arm(self, side: str, positions_rad: Sequence[float], now: float) -> CommandResult:
+        """Command six joint positions (rad); each is clamped to the Piper limits and reported."""
+        check_side(side)
+        self.step(now)
+        applied, clamped, reason = self.arms[side].set_command(positions_rad)
+        return CommandResult(list(applied), clamped, True, reason)
+
+    def draw(self, reagent: str, volume_ml: float, now: float) -> CommandResult:
+        """Fill the held pipette with ``volume_ml`` of a titrant reagent (clamped to the free capacity)."""
+        vol = _finite(volume_ml, "volume_ml")
+        if vol < 0:
+            raise SimCommandError(f"volume_ml must be >= 0, got {volume_ml}")
+        try:
+            name = default_library().get(reagent).name
+        except UnknownReagentError as exc:
+            raise SimCommandError(str(exc)) from None
+        self.step(now)
+        sp = self.scenario.pipette
+        if not self._present(sp.id):
+            return CommandResult(0.0, False, False, "the pipette is not on the bench")
+        if not self._held:
+            return CommandResult(0.0, False, False, f"the pipette is not grasped by the {sp.held_by} gripper")
+        if name not in self.scenario.titrant:
+            return CommandResult(0.0, False, False, f"no {name} reservoir on the bench (titrant: {sorted(self.scenario.titrant)})")
+        if "titrant_bottle" in self._items and not self._present("titrant_bottle"):
+            return CommandResult(0.0, False, False, "the titrant bottle is missing")
+        if self.pipette.content_ml > 1e-9 and self.pipette.reagent not in (None, name):
+            return CommandResult(0.0, False, False, f"the pipette still holds {self.pipette.reagent}; empty it first")
+        depth = self.pipette.depth_mm(self.grippers[sp.held_by].position_m)
+        got = self.pipette.fill(name, self._titrant_composition(name), vol, depth)
+        clamped = got < vol - 1e-12
+        self._event(self.t, "draw", reagent=name, volume_ml=got)
+        reason = f"limited to the free capacity ({got:.3f} mL)" if clamped else ""
+        return CommandResult(got, clamped, True, reason)
+
+    def pour(self, side: str, tilt_rate_deg_s: float, now: float) -> CommandResult:
+        """Tilt the solid bottle held by ``side`` at a rate (deg/s, + tilts, - returns; +-90 max)."""
+        check_side(side)
+        rate = _finite(tilt_rate_deg_s, "tilt_rate_deg_s")
+        self.step(now)
+        w = self.scenario.weighing
+        if w is None or self.bottle is None:
+            return CommandResult(0.0, False, False, "this scenario has no solid bottle")
+        if side != w.held_by:
+            return CommandResult(0.0, False, False, f"the bottle is held by the {w.held_by} gripper")
+        if not self._present(w.bottle_id):
+            return CommandResult(0.0, False, False, f"{w.bottle_id} is not on the bench")
+        applied, clamped = self.bottle.set_tilt_rate(rate)
+        return CommandResult(applied, clamped, True, "tilt rate clamped to +-90 deg/s" if clamped else "")
+
+    def set_stirrer(self, on: bool, now: float) -> CommandResult:
+        self.step(now)
+        self.stirrer_on = bool(on)
+        self._event(self.t, "stirrer_on" if on else "stirrer_off")
+        return CommandResult(bool(on))
+
+    def tare_balance(self, now: float) -> CommandResult:
+        self.step(now)
+        return CommandResult(self.balance.tare())
+
+    def move_labware(self, item_id: str, now: float, position: tuple[float, float] | None = None,
+                     on: str | None = None) -> CommandResult:
+        """Pick-and-place of an item (kinematic): new image position and/or what it stands on."""
+        if item_id not in self._items:
+            raise SimCommandError(f"no labware item {item_id!r} (known: {sorted(self._items)})")
+        if on is not None and on not in self._items:
+            raise SimCommandError(f"cannot place {item_id} on unknown item {on!r}")
+        self.step(now)
+        item = self._items[item_id]
+        if not item.present:
+            return CommandResult(None, False, False, f"{item_id} is not on the bench")
+        if position is not None:
+            item.position = (_finite(position[0], "u"), _finite(position[1], "v"))
+        if on is not None:
+            item.on = on
+            if position is None:
+                base = self._items[on].position
+                item.position = (base[0], item.position[1])
+        self._event(self.t, "moved", id=item_id, on=item.on, position=list(item.position))
+        self._update_balance(self.t)
+        return CommandResult(list(item.position))
+
+    # ============================================================================================ readings
+    def read_ph(self, now: float) -> Reading | None:
+        """The pH meter's reading at ``now``; None during a dropout or with no probe/meter."""
+        self.step(now)
+        sp = self.scenario.probe
+        if self._faults.find("ph_dropout") or not self._present(sp.id) or not self._present_kind("ph_meter"):
+            return None
+        stuck = self._faults.find("ph_stuck")
+        if stuck is not None:
+            value = stuck.state["value"]
+        else:
+            value = round(self.probe.indicated(self.t) + self.probe.sample_noise(), 3)
+        temp = round(self.probe.sample_temperature(sp.temperature_c), 2)
+        return Reading(value, "pH", temp, self._probe_immersed(), sp.noise_sd, self.t)
+
+    def read_temperature(self, now: float) -> Reading | None:
+        self.step(now)
+        sp = self.scenario.probe
+        if self._faults.find("ph_dropout") or not self._present(sp.id) or not self._present_kind("ph_meter"):
+            return None
+        temp = round(self.probe.sample_temperature(sp.temperature_c), 2)
+        return Reading(temp, "degC", temp, self._probe_immersed(), sp.temperature_noise_sd, self.t)
+
+    def read_balance(self, now: float) -> Reading | None:
+        self.step(now)
+        if not self._present(self.scenario.balance.id):
+            return None
+        value = self.balance.reading()
+        return Reading(value, "g", self.scenario.probe.temperature_c, not self.balance.overloaded,
+                       self.scenario.balance.noise_sd_g, self.t)
+
+    # ============================================================================================ robot state
+    def joint_states(self) -> tuple[list[str], list[float]]:
+        """14 joint names and positions (rad; grippers in metres of measured opening)."""
+        values: list[float] = []
+        for side in SIDES:
+            values.extend(self.arms[side].position)
+            values.append(self.grippers[side].position_m)
+        return list(JOINT_NAMES), values
+
+    def gripper_opening_m(self, side: str) -> float:
+        return self.grippers[check_side(side)].position_m
+
+    @property
+    def pipette_held(self) -> bool:
+        return self._held
+
+    # ============================================================================================ audio / camera
+    def audio(self, side: str, t0: float, n_samples: int) -> np.ndarray:
+        """Contact-microphone samples (int16 mono, scenario sample rate) of ``side`` from ``t0``."""
+        check_side(side)
+        return self._synth[side].render(_finite(t0, "t0"), n_samples)
+
+    def audio_truth(self, side: str) -> list[AudioEventTruth]:
+        return self._synth[check_side(side)].truth()
+
+    def render_camera(self, name: str, now: float) -> np.ndarray:
+        """RGB uint8 image (H x W x 3) of camera ``name`` ("front", "left_wrist", "right_wrist")."""
+        from agentchemist.sim.camera import CAMERA_NAMES, BenchRenderer
+
+        if name not in CAMERA_NAMES:
+            raise SimCommandError(f"unknown camera {name!r}; expected one of {CAMERA_NAMES}")
+        self.step(now)
+        if self._renderer is None:
+            self._renderer = BenchRenderer(self.scenario.cameras, self._rng_camera)
+        return self._renderer.render(name, self.scene_state())
+
+    def scene_state(self) -> dict[str, Any]:
+        """Everything the cameras draw, as plain data (positions in front-image pixels)."""
+        ph = self.beaker.ph()
+        dropout = self._faults.find("ph_dropout") is not None or not self._present(self.scenario.probe.id)
+        stuck = self._faults.find("ph_stuck")
+        meter = None if dropout else (stuck.state["value"] if stuck else self.probe.indicated(self.t))
+        return {
+            "t": self.t,
+            "items": [replace(i) for i in self._items.values()],
+            "beaker_id": self.scenario.beaker.id,
+            "beaker_volume_ml": self.beaker.volume_ml,
+            "beaker_capacity_ml": self.beaker.capacity_ml,
+            "solution_rgb": self.beaker.rgb(ph),
+            "pipette_id": self.scenario.pipette.id,
+            "pipette_held": self._held,
+            "pipette_fill": self.pipette.content_ml / self.scenario.pipette.capacity_ml,
+            "pipette_pendant_ml": self.pipette.pendant_ml,
+            "falling": [(d.land_time - self.t) / self.pipette.fall_time_s for d in self._falling],
+            "gripper_opening_m": {s: g.position_m for s, g in self.grippers.items()},
+            "held_by": self.scenario.pipette.held_by,
+            "meter_text": "----" if meter is None else f"{meter:5.2f}",
+            "balance_text": f"{self.balance.display_g - self.balance.tare_g:7.2f} g",
+            "stirrer_on": self.stirrer_on,
+            "bottle_tilt_deg": self.bottle.tilt_deg if self.bottle else 0.0,
+            "bottle_id": self.scenario.weighing.bottle_id if self.scenario.weighing else None,
+            "bottle_side": self.scenario.weighing.held_by if self.scenario.weighing else None,
+            "solid_in_vessel_g": self.dissolver.solid_g if self.dissolver else 0.0,
+            "probe_id": self.scenario.probe.id,
+            "stirrer_id": self.scenario.stirrer.id,
+        }
+
+    # ============================================================================================ truth
+    @property
+    def layout(self) -> list[LabwareItem]:
+        return [replace(i) for i in self._items.values()]
+
+    def truth(self) -> dict[str, Any]:
+        """Ground truth for grading (JSON-serialisable)."""
+        landed = [d for d in self._drops if d.fate in ("beaker", "overflow")]
+        out: dict[str, Any] = {
+            "t": self.t,
+            "drops": [d.as_dict() for d in self._drops],
+            "drops_landed": len(landed),
+            "dispensed_ml": sum(d.volume_ml for d in landed),
+            "expelled_ml": self.pipette.expelled_ml,
+            "pipette": self.pipette.state(),
+            "pipette_held": self._held,
+            "beaker_volume_ml": self.beaker.volume_ml,
+            "beaker_moles": dict(self.beaker.moles),
+            "overflow_ml": self.beaker.overflow_ml,
+            "true_ph": self.beaker.ph(),
+            "probe_ph": self.probe.sensed,
+            "ph_history": [list(p) for p in self._ph_history],
+            "faults": [f.as_dict() for f in self._faults.fired],
+            "events": list(self._events),
+            "balance_load_g": self.balance.load_g,
+            "stirrer_on": self.stirrer_on,
+            "audio_events": {s: [asdict(e) for e in self._synth[s].truth()] for s in SIDES},
+        }
+        if self.bottle is not None and self.dissolver is not None:
+            out["weighing"] = {
+                "poured_g": self.bottle.poured_g,
+                "bottle_content_g": self.bottle.content_g,
+                "tilt_deg": self.bottle.tilt_deg,
+                "solid_in_vessel_g": self.dissolver.solid_g,
+                "dissolved_g": self.dissolver.dissolved_g,
+                "dissolved_fraction": self.dissolver.dissolved_fraction,
+                "dissolution_complete_at": self.dissolver.complete_at,
+            }
+        return out
+
+    # ============================================================================================ helpers
+    def _present(self, item_id: str) -> bool:
+        item = self._items.get(item_id)
+        return item is not None and item.present
+
+    def _present_kind(self, kind: str) -> bool:
+        """True if no item of ``kind`` is in the layout (not modelled) or at least one is present."""
+        of_kind = [i for i in self._items.values() if i.kind == kind]
+        return not of_kind or any(i.present for i in of_kind)
+
+    def _probe_immersed(self) -> bool:
+        return (self._present(self.scenario.beaker.id)
+                and self.beaker.volume_ml >= self.scenario.probe.min_immersion_ml)
+
+    def _titrant_composition(self, reagent: str) -> dict[str, float]:
+        return dict(self.scenario.titrant) if reagent in self.scenario.titrant else {}
+
+    def _receive_solid(self, grams: float) -> None:
+        w = self.scenario.weighing
+        if w is None or self.dissolver is None:
+            return
+        if self._present(w.target):
+            self.dissolver.add_solid(grams)
+        else:
+            self._event(self.t, "solid_spilled", grams=grams)
+
+    def _balance_load(self) -> float:
+        """True mass on the balance pan (g): items standing on it, with their contents."""
+        bal = self.scenario.balance.id
+        w = self.scenario.weighing
+        load = 0.0
+        for item in self._items.values():
+            if not item.present or item.on != bal:
+                continue
+            load += item.mass_g
+            if item.id == self.scenario.beaker.id:  # the working beaker: glass + liquid (+ dissolved)
+                load += self.scenario.beaker.glass_mass_g + self.beaker.liquid_mass_g
+            if w is not None and self.dissolver is not None and item.id == w.target:
+                load += self.dissolver.solid_g  # undissolved; the dissolved part is in liquid_mass_g
+        return load
+
+    def _update_balance(self, t: float) -> None:
+        self.balance.advance(t)
+        self.balance.set_load(self._balance_load())
+
+    def _schedule(self, side: str, event: AudioEventTruth) -> None:
+        try:
+            self._synth[side].schedule(event)
+        except AudioSynthError as exc:
+            # The node rendered audio past this onset already: keep the twin running, note it in truth.
+            self._event(event.time, "audio_event_late", side=side, kind=event.kind, error=str(exc))
+
+    def _event(self, t: float, kind: str, **detail: Any) -> None:
+        self._events.append({"time": t, "kind": kind, **detail})
