@@ -203,3 +203,12 @@ def test_config_dir_override_and_cached_default(tmp_path, monkeypatch):
     monkeypatch.delenv("AGENTCHEMIST_CONFIG_DIR")
     assert default_reagents_path().parts[-2:] == ("config", "reagents.yaml")
     assert default_library() is default_library()
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from agentchemist.chemistry import equilibrium, reagents
+
+    for module in (reagents, equilibrium, complexometric):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -324,7 +324,8 @@ def analyze_titration(
         expected = steps or None
     else:
         expected = expected_equivalents
-    eqs, details, eq_warnings = locate_equivalence_points(v, p, curve, cfg, expected=expected, flags=flags)
+    eqs, details, eq_warnings, adaptive = locate_equivalence_points(v, p, curve, cfg, expected=expected, flags=flags)
+    result.ph_adaptive = adaptive
     # Steps that the data cannot show (phosphoric acid's third proton) are expected, not suspicious.
     warnings.extend(eq_warnings)
     result.equivalence_points = eqs

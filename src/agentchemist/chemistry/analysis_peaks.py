@@ -65,7 +65,7 @@ def _refine(curve: SmoothedCurve, direction: float, i_peak: int, region: tuple[i
     seen: set[int] = set()
     for _ in range(MAX_REFINE_ITERATIONS):
         seen.add(window)
-        _, d1, d2 = savgol_derivatives(curve.ph_grid, window, step)
+        smooth, d1, d2 = savgol_derivatives(curve.ph_grid, window, step)
         y = direction * d1
         a = max(lo, region[0] - window)
         b = min(hi, region[1] + window)
@@ -99,6 +99,7 @@ def _refine(curve: SmoothedCurve, direction: float, i_peak: int, region: tuple[i
         "left": int(left),
         "right": int(right),
         "method": method,
+        "smooth": smooth,
     }
 
 
@@ -155,8 +156,13 @@ def locate_equivalence_points(
     *,
     expected: int | None,
     flags: Sequence[tuple[float, float]],
-) -> tuple[list[EquivalencePoint], list[dict], list[str]]:
-    """Equivalence points in volume order, per-point refinement details, and warnings."""
+) -> tuple[list[EquivalencePoint], list[dict], list[str], np.ndarray]:
+    """Equivalence points in volume order, per-point refinement details, warnings, and the adaptive curve.
+
+    The adaptive curve is the globally smoothed pH with each jump replaced by its locally smoothed
+    version (the window used to locate that equivalence point), so a drawing of it follows a sharp jump
+    instead of smearing it over the global window.
+    """
     warnings: list[str] = []
     grid, smooth = curve.grid_ml, curve.ph_smooth
     direction = 1.0 if smooth[-1] >= smooth[0] else -1.0
@@ -200,12 +206,16 @@ def locate_equivalence_points(
     median_step = float(np.median(steps[steps > 0]))
     points: list[EquivalencePoint] = []
     details: list[dict] = []
+    adaptive = curve.ph_smooth.copy()
     peak_ids = [c[0] for c in candidates]
     for n, (i, _, region) in enumerate(candidates):
         lo = 0 if n == 0 else (peak_ids[n - 1] + i) // 2
         hi = grid.size - 1 if n == len(candidates) - 1 else (i + peak_ids[n + 1]) // 2
         r = _refine(curve, direction, i, region, lo, hi)
         jump = (float(grid[r["left"]]), float(grid[r["right"]]))
+        a = max(lo, r["left"] - curve.window)
+        b = min(hi, r["right"] + curve.window)
+        adaptive[a : b + 1] = r["smooth"][a : b + 1]
         ok, reason, before, after, gap = _evidence(volume_ml, r["volume"], jump, median_step, cfg, flags)
         u_gap = gap / math.sqrt(12.0) if math.isfinite(gap) else math.inf
         u_disagree = abs(r["volume"] - r["d1_peak"]) / 2.0
@@ -228,4 +238,4 @@ def locate_equivalence_points(
         )
         details.append({"index": n + 1, "window_points": r["window"], "window_ml": r["window"] * curve.step_ml,
                         "jump_region_ml": jump})
-    return points, details, warnings
+    return points, details, warnings, adaptive

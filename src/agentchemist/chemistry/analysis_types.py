@@ -113,6 +113,7 @@ class TitrationAnalysis:
     titrant_m: float | None = None
     analyte_volume_ml: float | None = None
     quality_flags: list[tuple[float, float]] = field(default_factory=list)
+    ph_adaptive: np.ndarray | None = None  # ph_smooth with each jump re-smoothed by its local window
 
     @property
     def supported_equivalence_points(self) -> list[EquivalencePoint]:

@@ -28,7 +28,8 @@ from typing import Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from .equilibrium import ChemistryInputError, alpha_fractions
+from .equilibrium import alpha_fractions
+from .errors import ChemistryInputError
 
 __all__ = [
     "COLOUR_CA_INDICATOR",

@@ -9,7 +9,7 @@ The left side falls strictly with pH, so a bracket in pH always holds exactly on
 use :func:`scipy.optimize.brentq`, titrations a vectorised safeguarded Newton (bisection whenever a
 Newton step leaves the bracket or stops shrinking) on all points at once.
 
-Water autoprotolysis follows Bandura and Lvov (2006) with the Kell (1975) density of water; optional
+Water autoprotolysis follows Bandura and Lvov (2006) with the Kell (1975) density (see water.py); optional
 activity coefficients follow Davies, with the Debye-Hueckel A(T) from the Malmberg and Maryott (1956)
 dielectric constant, and the ionic strength iterated to self-consistency. pH is then -log10 a(H+).
 pKa values are used as given (25 C); their temperature dependence is not modelled.
@@ -20,7 +20,7 @@ mol/L, temperature in degrees Celsius.
 Example::
 
     >>> round(ph_of_mixture({"hcl": 0.0025, "naoh": 0.0025}, 0.050), 3)
-    6.998
+    6.997
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
+from .errors import ChemistryInputError, ConvergenceError
 from .reagents import Reagent, ReagentLibrary, default_library
+from .water import check_temperature, davies_a, davies_s, kw_at, pkw_at, water_density_g_cm3
 
 __all__ = [
     "ChemistryInputError",
@@ -51,94 +53,12 @@ __all__ = [
 ]
 
 LN10 = math.log(10.0)
-T_MIN_C, T_MAX_C = 0.0, 100.0  # liquid water at 1 atm; the fits below are not used outside
 _PH_BRACKET = (-2.0, 16.0)
 _PH_TOL = 1e-12
 _EPS = float(np.finfo(float).eps)
 _I_RTOL = 1e-10  # relative; the pH then moves < 1e-11
 _MAX_NEWTON = 200
 _MAX_I_ITER = 100
-
-
-class ChemistryInputError(ValueError):
-    """Bad input to the chemistry models: NaN or negative amount, non-positive volume, bad temperature."""
-
-
-class ConvergenceError(ArithmeticError):
-    """The solver did not converge (should not happen for valid input; report it as a bug)."""
-
-
-# --------------------------------------------------------------------------------------------- water
-def _check_temperature(temperature_c: float | np.ndarray) -> np.ndarray:
-    t = np.asarray(temperature_c, dtype=float)
-    if not np.all(np.isfinite(t)):
-        raise ChemistryInputError(f"temperature must be finite, got {temperature_c!r}")
-    if np.any(t < T_MIN_C) or np.any(t > T_MAX_C):
-        raise ChemistryInputError(
-            f"temperature {temperature_c!r} C outside {T_MIN_C:g}..{T_MAX_C:g} C (liquid water at 1 atm)"
-        )
-    return t
-
-
-def water_density_g_cm3(temperature_c: float | np.ndarray) -> float | np.ndarray:
-    """Density of air-free water at 1 atm (g/cm3), Kell (1975), J. Chem. Eng. Data 20, 97."""
-    t = _check_temperature(temperature_c)
-    num = (
-        999.83952
-        + 16.945176 * t
-        - 7.9870401e-3 * t**2
-        - 46.170461e-6 * t**3
-        + 105.56302e-9 * t**4
-        - 280.54253e-12 * t**5
-    )
-    rho = num / (1.0 + 16.879850e-3 * t) / 1000.0
-    return float(rho) if rho.ndim == 0 else rho
-
-
-def pkw_at(temperature_c: float | np.ndarray) -> float | np.ndarray:
-    """pKw of water at 1 atm (molal scale, ~ molar in dilute solution).
-
-    Bandura and Lvov (2006), J. Phys. Chem. Ref. Data 35, 15: pKw from temperature and density,
-    valid 0-1000 C; here used 0-100 C with the Kell density. pKw(25 C) = 13.995.
-    """
-    t = _check_temperature(temperature_c)
-    T = t + 273.15
-    rho = np.asarray(water_density_g_cm3(t))
-    n, a0, a1, a2 = 6.0, -0.864671, 8659.19, -22786.2
-    b0, b1, b2 = 0.642044, -56.8534, -0.375754
-    molar_mass_water = 18.015268e-3  # kg/mol, times m0 = 1 mol/kg
-    q = rho * np.exp(a0 + a1 / T + a2 / T**2 * rho ** (2.0 / 3.0))
-    pkw_gas = 0.61415 + 48251.33 / T - 67707.93 / T**2 + 10102100.0 / T**3
-    pkw = (
-        -2.0 * n * (np.log10(1.0 + q) - q / (q + 1.0) * rho * (b0 + b1 / T + b2 * rho))
-        + pkw_gas
-        + 2.0 * np.log10(molar_mass_water)
-    )
-    return float(pkw) if pkw.ndim == 0 else pkw
-
-
-def kw_at(temperature_c: float | np.ndarray) -> float | np.ndarray:
-    """Ion product of water Kw = 10**-pKw(T) (mol2/L2); see :func:`pkw_at`."""
-    kw = 10.0 ** (-np.asarray(pkw_at(temperature_c)))
-    return float(kw) if np.ndim(kw) == 0 else kw
-
-
-def davies_a(temperature_c: float | np.ndarray) -> float | np.ndarray:
-    """Debye-Hueckel A (log10 units, (L/mol)^0.5) at 1 atm, ~0.511 at 25 C.
-
-    A = 1.82483e6 * sqrt(rho) / (eps * T)^1.5 with the dielectric constant of water from
-    Malmberg and Maryott (1956), J. Res. NBS 56, 1 (0-100 C).
-    """
-    t = _check_temperature(temperature_c)
-    eps = 87.740 - 0.40008 * t + 9.398e-4 * t**2 - 1.410e-6 * t**3
-    a = 1.82483e6 * np.sqrt(np.asarray(water_density_g_cm3(t))) / (eps * (t + 273.15)) ** 1.5
-    return float(a) if a.ndim == 0 else a
-
-
-def _davies_s(ionic_strength: np.ndarray) -> np.ndarray:
-    """The Davies ionic-strength term: log10 gamma(z) = -A z^2 s(I)."""
-    sq = np.sqrt(ionic_strength)
-    return sq / (1.0 + sq) - 0.3 * ionic_strength
 
 
 # ----------------------------------------------------------------------------------------- speciation
@@ -156,7 +76,7 @@ def alpha_fractions(pka: Sequence[float], ph: float | np.ndarray) -> np.ndarray:
         raise ChemistryInputError("pH must be finite")
     steps = np.arange(pka_arr.size + 1)
     cum = np.concatenate(([0.0], np.cumsum(pka_arr)))
-    w = ph_arr[..., None] * steps - cum  # log10 of [H_(n-i)A] / [H_nA] * h^0 ...
+    w = ph_arr[..., None] * steps - cum  # log10([H_(n-i)A] / [H_nA])
     w = w - w.max(axis=-1, keepdims=True)
     e = np.exp(LN10 * w)
     return e / e.sum(axis=-1, keepdims=True)
@@ -386,7 +306,7 @@ def _solve_mixture(mix: _Mixture, n: int, temperature_c: float | np.ndarray, act
     ionic = 0.5 * mix.spectator_i2 + 0.0
     ph = None
     for iteration in range(_MAX_I_ITER):
-        ph, ionic_new = _solve_vectorised(mix, n, kw, a_const * _davies_s(ionic), ph)
+        ph, ionic_new = _solve_vectorised(mix, n, kw, a_const * davies_s(ionic), ph)
         converged = np.abs(ionic_new - ionic) <= _I_RTOL * np.maximum(ionic_new, 1e-9)
         # Plain fixed-point iteration converges fast at ordinary strengths; damp if it ever lingers.
         ionic = ionic_new if iteration < 20 else 0.5 * (ionic + ionic_new)
@@ -489,7 +409,7 @@ def ph_of_mixture(
     if np.ndim(volume_l) != 0 or np.ndim(temperature_c) != 0:
         raise ChemistryInputError("volume_l and temperature_c must be scalars; use ph_of_mixtures for arrays")
     mix, _ = _compile(amounts_mol, volume_l, _resolve(library))
-    return _solve_scalar(mix, float(_check_temperature(temperature_c)), activity)
+    return _solve_scalar(mix, float(check_temperature(temperature_c)), activity)
 
 
 def ph_of_mixtures(
@@ -505,7 +425,7 @@ def ph_of_mixtures(
     floating-point noise of the charge balance). Same conventions as :func:`ph_of_mixture`.
     """
     mix, n = _compile(amounts_mol, volume_l, _resolve(library))
-    temperature = _check_temperature(temperature_c)
+    temperature = check_temperature(temperature_c)
     if temperature.ndim > 1 or (temperature.ndim == 1 and temperature.shape[0] not in (1, n)):
         raise ChemistryInputError(f"temperature must be a scalar or have length {n}")
     return _solve_mixture(mix, n, temperature, activity)

@@ -356,7 +356,9 @@ class ReagentLibrary:
         if not isinstance(doc, Mapping) or not isinstance(doc.get("reagents"), Mapping):
             raise ReagentConfigError(f"{file}: expected a top-level 'reagents:' mapping")
         _check_keys(doc, {"schema_version", "reagents"}, str(file))
-        reagents = {str(name): _reagent_from_entry(str(name), entry, str(file)) for name, entry in doc["reagents"].items()}
+        reagents = {
+            str(name): _reagent_from_entry(str(name), entry, str(file)) for name, entry in doc["reagents"].items()
+        }
         return cls(reagents=reagents, source=str(file))
 
     def get(self, name_or_alias: str) -> Reagent:

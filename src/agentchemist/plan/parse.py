@@ -63,6 +63,7 @@ class InstructionParse:
     family: str | None = None
     reagents: list[ReagentParse] = field(default_factory=list)
     mentions: list[tuple[Reagent, int, int]] = field(default_factory=list)
+    unbound: list[Quantity] = field(default_factory=list)
     instruments: list[str] = field(default_factory=list)
     initial_ph: float | None = None
     initial_temperature_c: float | None = None
@@ -253,6 +254,7 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
         quantities.remove(q)
     parse.reagents = sorted(by_name.values(), key=lambda r: r.first_mention)
 
+    parse.unbound = list(quantities)
     for q in quantities:
         if q.kind in ("concentration", "mass"):
             phrase = _unknown_phrase(text, q)

@@ -97,20 +97,23 @@ class ColourChange(_Strict):
 
 
 class TargetConditions(_Strict):
-    """What ends the experiment; at least one must be set (checked in the model validator)."""
+    """What ends the experiment; at least one must be set (checked in the model validator).
+    ``target_volume_ml`` is a fixed titrant volume (no pH target)."""
 
     target_ph: Optional[float] = Field(default=None, ge=-2.0, le=16.0)
     to_equivalence: bool = False
+    target_volume_ml: Optional[float] = Field(default=None, gt=0)
     target_mass_g: Optional[float] = Field(default=None, gt=0)
     colour_change: Optional[ColourChange] = None
 
     @model_validator(mode="after")
     def _one_target(self) -> "TargetConditions":
-        if self.target_ph is None and not self.to_equivalence and self.target_mass_g is None and (
-            self.colour_change is None
+        if self.target_ph is None and not self.to_equivalence and self.target_volume_ml is None and (
+            self.target_mass_g is None and self.colour_change is None
         ):
             raise ValueError(
-                "target_conditions needs one of target_ph, to_equivalence, target_mass_g, colour_change"
+                "target_conditions needs one of target_ph, to_equivalence, target_volume_ml, target_mass_g, "
+                "colour_change"
             )
         return self
 

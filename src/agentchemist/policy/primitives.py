@@ -73,8 +73,13 @@ def _arm(side: str, poses: Poses, name: str, duration: float = 2.0) -> Step:
     return Step("arm", side, poses.pose(side, name), duration, 15.0, f"move to {name}")
 
 
+ALIASES = {"grasp": "grasp_pipette", "draw": "draw_titrant", "move_to": "position_over_beaker",
+           "release": "return_pipette"}
+
+
 def plan_primitive(name: str, poses: Poses, side: str = "right") -> list[Step]:
-    """The steps of a named primitive. Names match the plan's `primitive` field."""
+    """The steps of a named primitive. Names match the plan's `primitive` field (or its alias)."""
+    name = ALIASES.get(name, name)
     g = poses.gripper_mm
     if name == "grasp_pipette":
         return [_gripper(side, g["open_mm"], "open"), _arm(side, poses, "pipette"),

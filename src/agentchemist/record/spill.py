@@ -6,6 +6,8 @@ operation in the spill is as durable as a committed row. Replay is idempotent (i
 the database ignores a uid it already has), so a crash between replaying and truncating loses nothing and
 duplicates nothing. A torn final line (the process died inside ``append``) was never acknowledged and is
 dropped on read; any other undecodable line raises :class:`SpillCorruptError`.
+
+While rows sit in the spill, reads merge them with what the database returns (``merge_*`` below).
 """
 
 from __future__ import annotations
@@ -96,3 +98,55 @@ def _fsync_dir(directory: Path) -> None:
         pass  # some filesystems refuse fsync on directories; the data fsync above still happened
     finally:
         os.close(fd)
+
+
+# ---- reading the database and the spill together -------------------------------------------------------
+def merge_experiments(
+    rows: dict[str, dict[str, Any]], operations: Iterable[dict[str, Any]], experiment_id: str | None
+) -> list[dict[str, Any]]:
+    """Apply spilled start/finish operations to experiment rows read from the database (same rules as
+    the SQL back end) and return them ordered by start time."""
+    for op in operations:
+        eid = op.get("experiment_id")
+        if op["op"] not in ("start", "finish") or (experiment_id is not None and eid != experiment_id):
+            continue
+        current = rows.get(eid)
+        if op["op"] == "start":
+            if current is None:
+                rows[eid] = {"experiment_id": eid, "instruction": op["instruction"], "started": op["now"],
+                             "finished": None, "status": "running", "reason": "", "metadata": dict(op["metadata"])}
+            else:
+                current["metadata"] = {**current["metadata"], **op["metadata"]}
+                current["instruction"] = op["instruction"] or current["instruction"]
+        else:
+            if current is None:
+                current = rows[eid] = {"experiment_id": eid, "instruction": "", "started": op["now"], "metadata": {}}
+            current.update(finished=op["now"], status=op["status"], reason=op["reason"])
+    return sorted(rows.values(), key=lambda e: (e["started"], e["experiment_id"]))
+
+
+def merge_records(
+    rows: list[dict[str, Any]],
+    operations: Iterable[dict[str, Any]],
+    table: str,
+    experiment_id: str,
+    *,
+    quantity: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> list[dict[str, Any]]:
+    """Database rows (with "uid") plus matching spilled inserts not yet in the database, by stamp."""
+    seen = {r["uid"] for r in rows}
+    extra = []
+    for op in operations:
+        if op["op"] != "insert" or op["table"] != table or op["experiment_id"] != experiment_id:
+            continue
+        row = op["row"]
+        if op["uid"] in seen or (quantity is not None and row.get("quantity") != quantity):
+            continue
+        if (since is not None and row["stamp"] < since) or (until is not None and row["stamp"] > until):
+            continue
+        extra.append({**row, "uid": op["uid"], **({"seq": op["seq"]} if "seq" in op else {})})
+    if not extra:
+        return rows
+    return sorted(rows + extra, key=lambda r: r["stamp"])  # stable: database order kept on equal stamps

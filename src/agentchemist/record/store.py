@@ -9,39 +9,24 @@ When a write fails (full disk, dropped PostgreSQL connection) the store reports 
 ``on_failure(kind, description)``, appends every following batch to the spill file, and every
 ``retry_interval_s`` reconnects and replays the spill in order. Replay is idempotent (unique uids), so a
 crash during replay duplicates nothing. ``on_recovery(kind, description)`` reports the way back.
-The only clock read here is ``time.monotonic()`` for the retry back-off: it paces I/O, not experiment
-logic, which always receives ``now``/``stamp`` from the caller.
+The queue, thread and spill logic live in :mod:`agentchemist.record.writer`; this module validates
+records, reads, and picks the back end from a URL.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
-import queue
-import threading
-import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentchemist.record import schema
-from agentchemist.record.errors import (
-    RecordConfigError,
-    StoreBackpressureError,
-    StoreClosedError,
-    StoreDurabilityError,
-    StoreError,
-)
-from agentchemist.record.spill import SpillFile
-from agentchemist.record.sql_backend import SqlBackend
 from agentchemist.record import validate as v
-
-log = logging.getLogger(__name__)
-
-FailureCallback = Callable[[str, str], None]
-_STOP = object()
+from agentchemist.record.errors import RecordConfigError, StoreClosedError, StoreError
+from agentchemist.record.spill import SpillFile, merge_experiments, merge_records
+from agentchemist.record.sql_backend import SqlBackend
+from agentchemist.record.writer import BatchWriter, FailureCallback
 
 
 @runtime_checkable
@@ -64,7 +49,7 @@ class RecordStore(Protocol):
 
 
 class QueuedStore:
-    """A :class:`RecordStore` over any :class:`SqlBackend`.
+    """A :class:`RecordStore` over any :class:`SqlBackend` (see the module docstring).
 
     Args:
         backend: the database back end (connected here; raises StoreUnavailableError when it cannot be).
@@ -91,51 +76,27 @@ class QueuedStore:
         retry_interval_s: float = 1.0,
         put_timeout_s: float = 30.0,
     ) -> None:
-        if queue_size < 1 or batch_size < 1:
-            raise RecordConfigError(f"queue_size and batch_size must be >= 1, got {queue_size}, {batch_size}")
-        if not (retry_interval_s > 0 and put_timeout_s > 0):
-            raise RecordConfigError("retry_interval_s and put_timeout_s must be > 0 s")
         self.backend = backend
         self.spill = SpillFile(spill_path)
-        self._on_failure = on_failure
-        self._on_recovery = on_recovery
-        self._batch_size = batch_size
-        self._retry_interval_s = retry_interval_s
-        self._put_timeout_s = put_timeout_s
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
-        self._submit_lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._submitted = 0
-        self._durable = 0
-        self._error: str | None = None  # set while rows are held only in memory
-        self._closed = False
-        self._token = uuid.uuid4().hex[:12]
-        self._counter = 0
-        self._degraded = False
-        self._next_retry = 0.0
-        self._failures: list[tuple[str, str]] = []
-
         backend.connect()
         spilled = self.spill.read()
         self._known = backend.experiment_ids() | {op["experiment_id"] for op in spilled}
-        self._seq = max([backend.max_seq(), *(int(op.get("seq", 0)) for op in spilled)])
-        if spilled or self.spill.exists():
-            # Left over from a previous process that lost its database: replay before anything new.
-            self._degraded = True
-            self._try_recover(kind="spill_replayed")
-        self._writer = threading.Thread(target=self._run, name=f"record-writer-{backend.name}", daemon=True)
-        self._writer.start()
+        first_seq = max([backend.max_seq(), *(int(op.get("seq", 0)) for op in spilled)])
+        self._writer = BatchWriter(
+            backend, self.spill, on_failure=on_failure, on_recovery=on_recovery, queue_size=queue_size,
+            batch_size=batch_size, retry_interval_s=retry_interval_s, put_timeout_s=put_timeout_s,
+            first_seq=first_seq,
+        )
 
-    # ---- status ---------------------------------------------------------------------------------
     @property
     def degraded(self) -> bool:
         """True while rows go to the spill file instead of the database."""
-        return self._degraded
+        return self._writer.degraded
 
     @property
     def failures(self) -> list[tuple[str, str]]:
         """Every (kind, description) reported through on_failure so far."""
-        return list(self._failures)
+        return list(self._writer.failures)
 
     # ---- experiment lifecycle -------------------------------------------------------------------
     def start_experiment(self, experiment_id: str, *, now: float, instruction: str = "", metadata: dict | None = None) -> None:
@@ -148,7 +109,8 @@ class QueuedStore:
             "instruction": v.text("instruction", instruction),
             "metadata": v.json_dict("metadata", metadata),
         }
-        self._submit(op, register=experiment_id)
+        self._writer.submit(op)
+        self._known.add(experiment_id)
 
     def finish_experiment(self, experiment_id: str, *, now: float, status: str, reason: str = "") -> None:
         """Stop record; call it on success *and* on abort/failure, with the reason."""
@@ -159,7 +121,7 @@ class QueuedStore:
             "status": v.name("status", status),
             "reason": v.text("reason", reason),
         }
-        self._submit(op)
+        self._writer.submit(op)
 
     # ---- records ----------------------------------------------------------------------------------
     def add_transition(self, experiment_id: str, *, stamp: float, from_state: str, to_state: str, symbol: str,
@@ -242,36 +204,17 @@ class QueuedStore:
         Raises StoreDurabilityError when neither the database nor the spill file can take the rows
         (they stay queued in memory and are retried) or when ``timeout`` seconds pass first.
         """
-        with self._submit_lock:
-            target = self._submitted
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while self._durable < target:
-                if self._error is not None:
-                    raise StoreDurabilityError(self._error)
-                if not self._writer.is_alive():
-                    raise StoreError("record writer thread stopped; rows after the last flush are not durable")
-                wait = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
-                if wait <= 0:
-                    raise StoreDurabilityError(f"records not durable within {timeout} s")
-                self._cond.wait(wait)
+        self._writer.wait_durable(timeout)
 
     def close(self) -> None:
         """Write out everything queued, checkpoint and close. Idempotent."""
-        with self._submit_lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._queue.put(_STOP)
-        self._writer.join()
-        self.backend.disconnect()
-        closer = getattr(self.backend, "close_reader", None)
-        if closer is not None:
-            closer()
-        if self._durable < self._submitted:
-            raise StoreDurabilityError(
-                f"{self._submitted - self._durable} records could not be made durable before close: {self._error}"
-            )
+        try:
+            self._writer.close()
+        finally:
+            self.backend.disconnect()
+            closer = getattr(self.backend, "close_reader", None)
+            if closer is not None:
+                closer()
 
     def __enter__(self) -> QueuedStore:
         return self
@@ -324,9 +267,9 @@ class QueuedStore:
         self.flush()
         return [_with_metadata(e) for e in self._merged_experiments(None)]
 
-    # ---- internals: submission ---------------------------------------------------------------------
+    # ---- internals ----------------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self._closed:
+        if self._writer.closed:
             raise StoreClosedError("the record store is closed")
 
     def _check_experiment(self, experiment_id: str) -> str:
@@ -344,186 +287,23 @@ class QueuedStore:
 
     def _insert(self, table: str, experiment_id: str, row: dict[str, Any], with_seq: bool = False) -> int:
         op = {"op": "insert", "table": table, "experiment_id": self._check_experiment(experiment_id), "row": row}
-        return self._submit(op, with_seq=with_seq)
+        return self._writer.submit(op, with_seq=with_seq)
 
-    def _submit(self, op: dict[str, Any], *, with_seq: bool = False, register: str | None = None) -> int:
-        with self._submit_lock:
-            self._check_open()
-            self._counter += 1
-            op["uid"] = f"{self._token}-{self._counter}"
-            seq = 0
-            if with_seq:
-                seq = self._seq + 1
-                op["seq"] = seq
-            try:
-                self._queue.put(op, timeout=self._put_timeout_s)
-            except queue.Full:
-                self._counter -= 1
-                raise StoreBackpressureError(
-                    f"record queue full for {self._put_timeout_s} s (database too slow or stuck)"
-                ) from None
-            if with_seq:
-                self._seq = seq
-            if register is not None:
-                self._known.add(register)
-            self._submitted += 1
-        return seq
-
-    # ---- internals: writer thread ---------------------------------------------------------------------
-    def _run(self) -> None:
-        pending: list[dict[str, Any]] = []
-        stopping = False
-        while True:
-            if not pending and not stopping:
-                timeout = None
-                if self._degraded:
-                    timeout = max(0.0, self._next_retry - time.monotonic())
-                try:
-                    item = self._queue.get(timeout=timeout)
-                except queue.Empty:
-                    item = None
-                stopping = self._take(item, pending) or stopping
-                while not stopping and len(pending) < self._batch_size:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    stopping = self._take(item, pending)
-            if self._degraded and (stopping or time.monotonic() >= self._next_retry):
-                self._try_recover(kind="store_recovered")
-            if pending:
-                if self._persist(pending):
-                    self._mark_durable(len(pending))
-                    pending = []
-                elif stopping:
-                    return  # close() reports the records held in memory
-                else:
-                    time.sleep(self._retry_interval_s)
-                    continue
-            if stopping and self._queue.empty():
-                return
-
-    @staticmethod
-    def _take(item: Any, pending: list[dict[str, Any]]) -> bool:
-        if item is _STOP:
-            return True
-        if item is not None:
-            pending.append(item)
-        return False
-
-    def _persist(self, ops: list[dict[str, Any]]) -> bool:
-        if not self._degraded:
-            try:
-                self.backend.write(ops)
-                self._clear_error()
-                return True
-            except Exception as exc:  # any failure: the rows must not be lost, so spill them
-                kind = self.backend.classify(exc)
-                self._degraded = True
-                self._next_retry = time.monotonic() + self._retry_interval_s
-                self._report(kind, f"{self.backend.name} write failed ({type(exc).__name__}: {exc}); "
-                                   f"buffering records to {self.spill.path} and retrying every "
-                                   f"{self._retry_interval_s} s")
-                self.backend.disconnect()
-        try:
-            self.spill.append(ops)
-        except OSError as exc:
-            message = (f"{len(ops)} records could not be written to the database or the spill file "
-                       f"{self.spill.path} ({exc}); held in memory and retried")
-            if self._error is None:
-                self._report("spill_failed", message)
-            with self._cond:
-                self._error = message
-                self._cond.notify_all()
-            return False
-        self._clear_error()
-        return True
-
-    def _clear_error(self) -> None:
-        if self._error is not None:
-            with self._cond:
-                self._error = None
-
-    def _try_recover(self, kind: str) -> None:
-        self._next_retry = time.monotonic() + self._retry_interval_s
-        try:
-            self.backend.connect()
-            operations = self.spill.read()
-            for start in range(0, len(operations), self._batch_size):
-                self.backend.write(operations[start : start + self._batch_size])
-            self.spill.clear()
-        except Exception as exc:
-            log.debug("record store still unavailable: %s", exc)
-            self.backend.disconnect()
-            return
-        self._degraded = False
-        self._clear_error()  # rows held in memory go to the database next
-        if self._on_recovery is not None:
-            try:
-                self._on_recovery(kind, f"{self.backend.name} writable again; replayed {len(operations)} "
-                                        f"spilled records from {self.spill.path}")
-            except Exception:
-                log.exception("on_recovery callback failed")
-
-    def _mark_durable(self, count: int) -> None:
-        with self._cond:
-            self._durable += count
-            self._cond.notify_all()
-
-    def _report(self, kind: str, description: str) -> None:
-        self._failures.append((kind, description))
-        log.warning("record store %s: %s", kind, description)
-        if self._on_failure is not None:
-            try:
-                self._on_failure(kind, description)
-            except Exception:
-                log.exception("on_failure callback failed")
-
-    # ---- internals: reads merged with the spill ------------------------------------------------------
     def _spilled(self) -> list[dict[str, Any]]:
         return self.spill.read() if self.spill.exists() else []
 
+    # Reads take the spill first, then the database: a replay in between shows up in the database and
+    # is de-duplicated by uid; the other order could miss rows moving from spill to database.
+    # An unreadable database raises StoreUnavailableError: a partial answer would look complete.
     def _merged_experiments(self, experiment_id: str | None) -> list[dict[str, Any]]:
-        # An unreadable database raises (StoreUnavailableError): a partial answer would look complete.
-        spilled = [op for op in self._spilled() if op["op"] in ("start", "finish")]
-        rows = {e["experiment_id"]: e for e in self.backend.read_experiments(experiment_id)}
-        for op in spilled:
-            eid = op["experiment_id"]
-            if experiment_id is not None and eid != experiment_id:
-                continue
-            current = rows.get(eid)
-            if op["op"] == "start":
-                if current is None:
-                    rows[eid] = {"experiment_id": eid, "instruction": op["instruction"], "started": op["now"],
-                                 "finished": None, "status": "running", "reason": "", "metadata": dict(op["metadata"])}
-                else:
-                    current["metadata"] = {**current["metadata"], **op["metadata"]}
-                    current["instruction"] = op["instruction"] or current["instruction"]
-            else:
-                if current is None:
-                    current = rows[eid] = {"experiment_id": eid, "instruction": "", "started": op["now"],
-                                           "metadata": {}}
-                current.update(finished=op["now"], status=op["status"], reason=op["reason"])
-        return sorted(rows.values(), key=lambda e: (e["started"], e["experiment_id"]))
-
-    def _merged_records(self, table: str, experiment_id: str, *, quantity: str | None = None,
-                        since: float | None = None, until: float | None = None) -> list[dict[str, Any]]:
         spilled = self._spilled()
-        rows = self.backend.read_records(table, experiment_id, quantity=quantity, since=since, until=until)
-        seen = {r["uid"] for r in rows}
-        extra = []
-        for op in spilled:
-            if op["op"] != "insert" or op["table"] != table or op["experiment_id"] != experiment_id:
-                continue
-            row = op["row"]
-            if op["uid"] in seen or (quantity is not None and row.get("quantity") != quantity):
-                continue
-            if (since is not None and row["stamp"] < since) or (until is not None and row["stamp"] > until):
-                continue
-            extra.append({**row, "uid": op["uid"], **({"seq": op["seq"]} if "seq" in op else {})})
-        if extra:
-            rows = sorted(rows + extra, key=lambda r: r["stamp"])  # stable: DB order kept on ties
-        return rows
+        rows = {e["experiment_id"]: e for e in self.backend.read_experiments(experiment_id)}
+        return merge_experiments(rows, spilled, experiment_id)
+
+    def _merged_records(self, table: str, experiment_id: str, **filters: Any) -> list[dict[str, Any]]:
+        spilled = self._spilled()
+        rows = self.backend.read_records(table, experiment_id, **filters)
+        return merge_records(rows, spilled, table, experiment_id, **filters)
 
 
 def _with_metadata(experiment: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,9 @@ __all__ = ["RecordInputError", "UnknownExperimentError"]
 
 
 def _is_real(value: object) -> bool:
+    kind = type(value)
+    if kind is float or kind is int:  # fast path: this runs several times per record
+        return True
     return isinstance(value, (int, float)) and not isinstance(value, bool) or _is_numpy_real(value)
 
 
@@ -73,13 +76,17 @@ def choice(field: str, value: object, allowed: Sequence[str]) -> str:
 def str_list(field: str, values: object) -> list[str]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise RecordInputError(f"{field} must be a sequence of str, got {values!r}")
+    if all(type(item) is str for item in values):
+        return list(values)
     return [text(f"{field}[{i}]", item) for i, item in enumerate(values)]
 
 
 def float_list(field: str, values: object) -> list[float]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or not hasattr(values, "__iter__"):
         raise RecordInputError(f"{field} must be a sequence of numbers, got {values!r}")
-    return [any_float(f"{field}[{i}]", item) for i, item in enumerate(values)]  # type: ignore[arg-type]
+    if all(type(item) is float for item in values):  # type: ignore[attr-defined]
+        return list(values)  # type: ignore[call-overload]
+    return [any_float(f"{field}[{i}]", item) for i, item in enumerate(values)]  # type: ignore[attr-defined]
 
 
 def same_length(**lists: Sequence[Any]) -> None:

@@ -73,10 +73,18 @@ def _mark_equivalence(ax, analysis: TitrationAnalysis, *, annotate: bool, y_text
                         textcoords="offset points", ha="left", va="top", fontsize=8, color=colour)
 
 
+def _display_curve(analysis: TitrationAnalysis) -> np.ndarray:
+    return analysis.ph_adaptive if analysis.ph_adaptive is not None else analysis.ph_smooth
+
+
 def _shade_flags(ax, analysis: TitrationAnalysis) -> None:
+    span = float(np.ptp(analysis.volume_ml)) if analysis.volume_ml.size else 1.0
     for i, (a, b) in enumerate(analysis.quality_flags):
-        width = max(b - a, 1e-3 * max(float(np.ptp(analysis.volume_ml)) if analysis.volume_ml.size else 1.0, 1e-9))
-        ax.axvspan(a, a + width, color=FLAGGED, alpha=0.25, linewidth=0, label="flagged data" if i == 0 else None)
+        # A single flagged drop is a hair-thin range: widen it to stay visible at full-curve scale.
+        half = max(b - a, 4e-3 * span) / 2
+        mid = (a + b) / 2
+        ax.axvspan(mid - half, mid + half, color=FLAGGED, alpha=0.35, linewidth=0,
+                   label="flagged data" if i == 0 else None)
 
 
 def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = "", title: str = "",
@@ -87,8 +95,8 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
     v, p = analysis.volume_ml, analysis.ph
     ax.plot(v, p, "o", markersize=2.2, color="#2c3e50", alpha=0.55, label=f"measured ({v.size} points)")
     if analysis.grid_ml.size:
-        ax.plot(analysis.grid_ml, analysis.ph_smooth, "-", color="#2980b9", linewidth=1.3,
-                label=f"Savitzky-Golay ({analysis.smoothing.get('window_points')} points)")
+        ax.plot(analysis.grid_ml, _display_curve(analysis), "-", color="#2980b9", linewidth=1.2,
+                label=f"Savitzky-Golay ({analysis.smoothing.get('window_points')} points; local window at jumps)")
     fit = analysis.fit
     if fit is not None and fit.converged and fit.ph_fit is not None:
         ax.plot(analysis.grid_ml, fit.ph_fit, "--", color="#27ae60", linewidth=1.1, label="equilibrium-model fit")
@@ -169,8 +177,8 @@ def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") ->
         lo, hi = _zoom_window(analysis, centre, jump)
         inside = (analysis.volume_ml >= lo) & (analysis.volume_ml <= hi)
         grid_in = (analysis.grid_ml >= lo) & (analysis.grid_ml <= hi)
-        ax.plot(analysis.grid_ml[grid_in], analysis.ph_smooth[grid_in], "-", color="#2980b9", linewidth=1.0,
-                label="smoothed")
+        ax.plot(analysis.grid_ml[grid_in], _display_curve(analysis)[grid_in], "-", color="#2980b9", linewidth=1.0,
+                label=f"smoothed (local window {eq.window_points if eq is not None else analysis.smoothing.get('window_points')} points)")
         ax.plot(analysis.volume_ml[inside], analysis.ph[inside], "o", markersize=4, color="#2c3e50",
                 label=f"measured ({int(inside.sum())} points)")
         for a, b in analysis.quality_flags:
@@ -212,24 +220,42 @@ def time_series_figure(
     extra: Sequence[tuple[np.ndarray, np.ndarray, str]] = (),
     events: Sequence[tuple[float, str]] = (),
 ) -> Figure:
-    """A quantity against elapsed time; ``markers``/``extra`` add point/line series (stamps, values,
-    label); ``events`` draw thin vertical lines (stamp, label) such as anomalies."""
-    fig, axes = _figure()
-    ax = axes[0, 0]
+    """A quantity against elapsed time; ``markers`` adds a point series (stamps, values, label);
+    ``extra`` series (per-channel estimates) are drawn as differences from the main series in a lower
+    panel, where their disagreement is visible; ``events`` draw vertical lines such as anomalies."""
+    if extra:
+        fig = Figure(figsize=(SIZE_IN[0], SIZE_IN[1] * 1.35), dpi=DPI, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax, ax_diff = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
+        for a in (ax, ax_diff):
+            a.grid(True, color="#dddddd", linewidth=0.6)
+    else:
+        fig, axes = _figure()
+        ax, ax_diff = axes[0, 0], None
     x, xlabel = time_axis(stamps, t0)
     scale = 1.0
     if len(stamps) and len(x) and float(np.max(np.abs(x))) > 0:
         scale = float(np.max(np.asarray(stamps) - t0)) / float(np.max(x))
-    for s, vals, lab in extra:
-        ax.plot((np.asarray(s) - t0) / scale, vals, "-", linewidth=0.8, alpha=0.6, label=lab)
-    ax.plot(x, values, "-", color="#2c3e50", linewidth=1.2, label=label)
+    style = "-o" if len(values) < 60 else "-"
+    ax.plot(x, values, style, color="#2c3e50", linewidth=1.2, markersize=3, label=label)
+    if ax_diff is not None:
+        for s, vals, lab in extra:
+            ref = np.interp(np.asarray(s, float), np.asarray(stamps, float), np.asarray(values, float))
+            ax_diff.plot((np.asarray(s) - t0) / scale, np.asarray(vals) - ref, "-", linewidth=0.9, label=lab)
+        ax_diff.axhline(0.0, color="black", linewidth=0.6)
+        ax_diff.set_ylabel(f"channel − {label}")
+        ax_diff.set_xlabel(xlabel)
+        ax_diff.legend(loc="best", fontsize=8)
     if markers is not None:
         s, vals, lab = markers
         ax.plot((np.asarray(s) - t0) / scale, vals, "o", markersize=2.5, color="#c0392b", label=lab)
     for i, (stamp, lab) in enumerate(events):
-        ax.axvline((stamp - t0) / scale, color=FLAGGED, linewidth=1.0, linestyle="--",
-                   label="anomaly" if i == 0 else None)
-    ax.set_xlabel(xlabel)
+        for a in (ax, ax_diff):
+            if a is not None:
+                a.axvline((stamp - t0) / scale, color=FLAGGED, linewidth=1.0, linestyle="--",
+                          label="anomaly" if i == 0 and a is ax else None)
+    if ax_diff is None:
+        ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)

@@ -11,8 +11,11 @@ noise from a counter-based generator (Philox keyed by the seed, counter by block
 finite pinking filter, so block ``b`` needs only the white noise of blocks ``b-1`` and ``b``. Each
 event draws its randomness from ``(seed, event index)``.
 
-Levels: full scale is 1.0 (= int16 32767). ``room_noise_dbfs`` is the room noise RMS; a drop's peak
-amplitude is on average ``snr_db`` above that RMS (each drop varies by up to ``drop_level_spread_db``).
+Levels: full scale is 1.0 (= int16 32767). ``room_noise_dbfs`` is the RMS of the (full-band, pink)
+room noise. An event's level is its peak short-time RMS (5 ms window); a drop's level is on average
+``snr_db`` above the room-noise RMS (each drop varies by up to +-``drop_level_spread_db``). Because room
+noise is pink (most of its power below 1 kHz) a drop stands out more in its own band than ``snr_db``
+says; the sample peak of a drop is some 6-9 dB above its level.
 
 Example::
 
@@ -28,12 +31,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import signal
+from scipy import ndimage, signal
 
 EVENT_KINDS = ("droplet", "bump", "clink", "motor_whine", "pour", "noise_burst")
 _IMPULSIVE = ("droplet", "bump", "clink")
 _RING_DB = 60.0  # impulsive waveforms are cut when the slowest partial has decayed this far
 _NEPER_DB = 20.0 / math.log(10.0)  # dB per neper of amplitude (8.686)
+_LEVEL_WINDOW_S = 0.005  # event levels are peak RMS over this window
 
 
 class AudioSynthError(ValueError):
@@ -71,12 +75,12 @@ class AudioEventTruth:
 class ContactAudioConfig:
     """Contact-microphone twin settings.
 
-    sample_rate: Hz. snr_db: mean drop peak amplitude over room-noise RMS, dB. stirrer_hum_hz: stirrer
+    sample_rate: Hz. snr_db: mean drop level (peak 5 ms RMS) over the room-noise RMS, dB. stirrer_hum_hz: stirrer
     hum fundamental, Hz (harmonics up to 2 kHz fall off as 1/k^2). stirrer_on: hum present.
     room_noise_dbfs: pink room noise RMS, dBFS. seed: randomness for noise and events.
-    stirrer_hum_dbfs: hum fundamental amplitude (peak), dBFS. drop_level_spread_db: each drop's peak is
-    drawn uniformly within +- this of the mean. distractor_level_db: distractor peak relative to the mean
-    drop peak, dB (each varies by +- drop_level_spread_db too). block: samples per synthesis block (the
+    stirrer_hum_dbfs: hum fundamental amplitude (peak), dBFS. drop_level_spread_db: each drop's level is
+    drawn uniformly within +- this of the mean. distractor_level_db: distractor level relative to the mean
+    drop level, dB (each varies by +- drop_level_spread_db too). block: samples per synthesis block (the
     unit of determinism; changing it changes the noise realisation). pink_taps: length of the FIR
     pinking filter (odd, < block).
     """
@@ -137,7 +141,7 @@ class ContactAudioSynth:
         self.config = config
         sr = config.sample_rate
         self._room_rms = 10.0 ** (config.room_noise_dbfs / 20.0)
-        self._drop_peak = self._room_rms * 10.0 ** (config.snr_db / 20.0)
+        self._drop_level = self._room_rms * 10.0 ** (config.snr_db / 20.0)
         self._pink = _pinking_filter(config.pink_taps, sr)
         self._noise_key = np.random.SeedSequence([config.seed, 0x6E6F697365]).generate_state(2, np.uint64)
         period = sr / config.stirrer_hum_hz
@@ -164,7 +168,7 @@ class ContactAudioSynth:
                 f"(up to {self._horizon / sr:.6f} s); schedule events before rendering their onset")
         index = len(self._events)
         rng = np.random.default_rng([self.config.seed, 0x657674, index])
-        params = _draw_params(event, rng, self._drop_peak, self.config)
+        params = _draw_params(event, rng, self._drop_level, self.config)
         length = int(math.ceil(params["length_s"] * sr)) + 1
         truth = replace(event, duration=float(params["length_s"]))
         sched = _Scheduled(index, truth, start, length, params)
@@ -282,14 +286,14 @@ def _pinking_filter(taps: int, sr: int) -> np.ndarray:
     return h / np.sqrt(np.sum(h**2))
 
 
-def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_peak: float,
+def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_level: float,
                  cfg: ContactAudioConfig) -> dict:
     """Random parameters of one event (drawn at schedule time so truth knows the ringing length)."""
     spread = cfg.drop_level_spread_db
     level_db = rng.uniform(-spread, spread) if spread > 0 else 0.0
     if ev.kind != "droplet":
         level_db += cfg.distractor_level_db
-    p: dict = {"peak": drop_peak * 10.0 ** (level_db / 20.0)}
+    p: dict = {"level": drop_level * 10.0 ** (level_db / 20.0)}
     kind = ev.kind
     if kind == "droplet":
         n = int(rng.integers(3, 7))
@@ -323,7 +327,7 @@ def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_peak: float
     elif kind == "pour":
         p["dur"] = ev.duration if ev.duration > 0 else rng.uniform(1.0, 4.0)
         p["rate"] = rng.uniform(300.0, 1500.0)  # grains per second
-        p["ramp"] = 0.05
+        p["ramp"] = 0.002  # grains start and stop abruptly; back-to-back pour segments stay seamless
     else:  # noise_burst
         p["dur"] = ev.duration if ev.duration > 0 else rng.uniform(0.05, 0.4)
         p["ramp"] = 0.002
@@ -335,7 +339,7 @@ def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_peak: float
 
 
 def _synthesise(ev: _Scheduled, rng: np.random.Generator, sr: int) -> np.ndarray:
-    """The event's waveform at absolute samples [start, start + length), peak-normalised to its level."""
+    """The event's waveform at absolute samples [start, start + length), normalised to its level."""
     p = ev.params
     t = (ev.start + np.arange(ev.length)) / sr - ev.truth.time  # s since onset (>= 0, sub-sample exact)
     kind = ev.truth.kind
@@ -360,8 +364,10 @@ def _synthesise(ev: _Scheduled, rng: np.random.Generator, sr: int) -> np.ndarray
         x *= _ramp_in(t, p["ramp"]) * _ramp_in(p["dur"] - t, p["ramp"])
     else:  # noise_burst
         x = rng.standard_normal(t.size) * _ramp_in(t, p["ramp"]) * _ramp_in(p["dur"] - t, p["ramp"])
-    peak = float(np.max(np.abs(x)))
-    return x * (p["peak"] / peak) if peak > 0 else x
+    # level = peak short-time RMS (5 ms window), the loudness a detector's energy frames see
+    loud = math.sqrt(float(np.max(ndimage.uniform_filter1d(x * x, max(1, int(_LEVEL_WINDOW_S * sr)),
+                                                               mode="constant"))))
+    return x * (p["level"] / loud) if loud > 0 else x
 
 
 def _granular(t: np.ndarray, p: dict, rng: np.random.Generator, sr: int) -> np.ndarray:

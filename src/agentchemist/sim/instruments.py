@@ -39,6 +39,11 @@ class PhProbe:
         self.sensed = initial_ph
         self.t = 0.0
 
+    @property
+    def moving(self) -> bool:
+        """False once the electrode has converged on the bulk pH (advancing is then a no-op)."""
+        return self.mixed != self.bulk or self.sensed != self.bulk
+
     def advance(self, t: float, mixing_tau_s: float) -> None:
         """Follow the present bulk pH from ``self.t`` to ``t`` (closed form)."""
         dt = t - self.t
@@ -92,6 +97,8 @@ class Balance:
         if dt <= 0.0:
             return
         self.t = t
+        if self.display_g == self.load_g:
+            return
         e = self.display_g - self.load_g
         if e != 0.0:
             e *= math.exp(-dt / self.spec.settle_tau_s)

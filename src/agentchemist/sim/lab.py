@@ -85,6 +85,7 @@ class LabTwin:
         rb = sc.robot
         self.grippers = {s: Gripper(rb.initial_gripper_opening_m, rb.initial_gripper_opening_m,
                                     rb.gripper_tau_s, rb.gripper_max_speed_m_s) for s in SIDES}
+        self._gripper_list = list(self.grippers.values())
         self.arms = {s: Arm(list(rb.initial_arm_rad), list(rb.initial_arm_rad), rb.arm_tau_s) for s in SIDES}
         # chemistry and instruments
         self.stirrer_on = sc.stirrer.on
@@ -93,7 +94,7 @@ class LabTwin:
         if sc.pipette.drawn_ml > 0 and sc.pipette.drawn_reagent is not None:
             self.pipette.composition = self._titrant_composition(sc.pipette.drawn_reagent)
         self._held = False
-        if sc.pipette.grasped and self._items[sc.pipette.id].present:
+        if sc.pipette.grasped and self._present(sc.pipette.id):
             holder = self.grippers[sc.pipette.held_by]
             holder.command_m = holder.position_m = sc.pipette.contact_opening_mm / 1000.0
             self._held = True
@@ -160,8 +161,9 @@ class LabTwin:
         sp = self.scenario.pipette
         holder = self.grippers[sp.held_by]
         x0 = holder.position_m * 1000.0
-        for g in self.grippers.values():
-            g.advance(dt)
+        for g in self._gripper_list:
+            if g.position_m != g.command_m and not g.stalled:
+                g.advance(dt)
         x1 = holder.position_m * 1000.0
         grip_limit = sp.contact_opening_mm + sp.grasp_tolerance_mm
         if self._held:
@@ -218,7 +220,10 @@ class LabTwin:
     def _settle(self, now: float) -> None:
         """Bring the closed-form models to ``now`` (and recompute the pH if the composition changed)."""
         self._refresh_ph(now)
-        self.probe.advance(now, self._mixing_tau())
+        if self.probe.moving:
+            self.probe.advance(now, self._mixing_tau())
+        else:
+            self.probe.t = now
         self.balance.advance(now)
         if self._load_dirty:
             self.balance.set_load(self._balance_load())
@@ -226,7 +231,8 @@ class LabTwin:
         dt = now - self._arm_t
         if dt > 0.0:
             for arm in self.arms.values():
-                arm.advance(dt)
+                if arm.position != arm.command:
+                    arm.advance(dt)
             self._arm_t = now
 
     def _refresh_ph(self, t: float) -> None:
@@ -245,8 +251,8 @@ class LabTwin:
     # ============================================================================================ drops
     def _drop_target_ok(self) -> bool:
         sp, bid = self.scenario.pipette, self.scenario.beaker.id
-        pip, beaker = self._items[sp.id], self._items[bid]
-        if not (pip.present and beaker.present and pip.on == bid):
+        pip, beaker = self._items.get(sp.id), self._items[bid]
+        if pip is None or not (pip.present and beaker.present and pip.on == bid):
             return False
         return abs(pip.position[0] - beaker.position[0]) <= BEAKER_HALF_WIDTH_FRACTION * self.scenario.cameras.width
 

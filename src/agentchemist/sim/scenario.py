@@ -385,8 +385,10 @@ class Scenario(_Model):
             if mid in markers:
                 raise ValueError(f"layout: marker id {mid} used by both {markers[mid]} and {it.id}")
             markers[mid] = it.id
-        for role, item_id in (("beaker", self.beaker.id), ("pipette", self.pipette.id),
-                              ("probe", self.probe.id), ("stirrer", self.stirrer.id)):
+        roles = [("beaker", self.beaker.id), ("stirrer", self.stirrer.id)]
+        if self.titrant:  # a titration needs the pipette and the probe in the layout (present or not)
+            roles += [("pipette", self.pipette.id), ("probe", self.probe.id)]
+        for role, item_id in roles:
             if item_id not in known:
                 raise ValueError(f"{role}.id {item_id!r} has no layout item (add it, with present: false if missing)")
         if self.weighing is not None:

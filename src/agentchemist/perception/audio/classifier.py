@@ -27,6 +27,8 @@ class RuleClassifierConfig:
     """Boundaries of the soft conditions (s, Hz, dB); each ``*_w`` is the logistic ramp width.
 
     short_hold_s: events whose envelope stays within 6 dB of the peak for less than this are impulses.
+    drop_centroid_s: (min, max) droplet energy centroid after the onset (a single grain is shorter, a
+    burst or a cluster of grains longer).
     sharp_attack_s: impulses reach 3 dB below their peak within this time of the onset.
     drop_decay_s: (min, max) droplet ring time constant. drop_freq_hz: (min, max) droplet peak frequency.
     ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
@@ -36,12 +38,14 @@ class RuleClassifierConfig:
     floor: probability mass added to every class before normalising (keeps margins finite).
     """
 
-    short_hold_s: float = 0.045
+    short_hold_s: float = 0.06
     short_hold_w: float = 0.008
     sharp_attack_s: float = 0.008
     sharp_attack_w: float = 0.002
-    drop_decay_s: tuple[float, float] = (0.002, 0.07)
-    drop_decay_w: tuple[float, float] = (0.0007, 0.012)
+    drop_decay_s: tuple[float, float] = (0.0035, 0.07)
+    drop_decay_w: tuple[float, float] = (0.0005, 0.012)
+    drop_centroid_s: tuple[float, float] = (0.003, 0.035)
+    drop_centroid_w: tuple[float, float] = (0.0007, 0.004)
     drop_freq_hz: tuple[float, float] = (700.0, 8000.0)
     drop_freq_w: tuple[float, float] = (100.0, 600.0)
     ring_decay_s: float = 0.07
@@ -64,7 +68,7 @@ class RuleClassifierConfig:
                 raise DetectorConfigError(f"RuleClassifierConfig.{fld.name} must be finite and >= 0, got {v!r}")
             if fld.name.endswith("_w") and not all(x > 0 for x in vals):
                 raise DetectorConfigError(f"RuleClassifierConfig.{fld.name} (ramp width) must be > 0, got {v!r}")
-        for name in ("drop_decay_s", "drop_freq_hz"):
+        for name in ("drop_decay_s", "drop_centroid_s", "drop_freq_hz"):
             lo, hi = getattr(self, name)
             if not lo < hi:
                 raise DetectorConfigError(f"RuleClassifierConfig.{name} must be (min, max) with min < max")
@@ -90,8 +94,12 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     c = config
     short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
     sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
-    drop_decay = (_above(f.decay_s, c.drop_decay_s[0], c.drop_decay_w[0])
+    # rings longer than a grain: the fitted decay, or twice the energy centroid when the fit window is
+    # short (a weak drop whose fastest partial dominates the first ms)
+    drop_decay = (_above(max(f.decay_s, 2.0 * f.centroid_s), c.drop_decay_s[0], c.drop_decay_w[0])
                   * _below(f.decay_s, c.drop_decay_s[1], c.drop_decay_w[1]))
+    drop_centroid = (_above(f.centroid_s, c.drop_centroid_s[0], c.drop_centroid_w[0])
+                     * _below(f.centroid_s, c.drop_centroid_s[1], c.drop_centroid_w[1]))
     drop_freq = (_above(f.peak_frequency_hz, c.drop_freq_hz[0], c.drop_freq_w[0])
                  * _below(f.peak_frequency_hz, c.drop_freq_hz[1], c.drop_freq_w[1]))
     thud = _above(f.low_fraction, c.low_fraction, c.low_fraction_w)
@@ -101,7 +109,7 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     unclipped = _below(f.clip_fraction, c.max_clip, c.max_clip_w)
     onset = 0.0 if continued else 1.0
 
-    droplet_like = drop_decay * drop_freq * (1.0 - thud)
+    droplet_like = drop_decay * drop_centroid * drop_freq * (1.0 - thud)
     scores = {
         "droplet": onset * short * sharp * droplet_like * unclipped,
         "contact": onset * sharp * max(short * (1.0 - droplet_like * unclipped), (1.0 - short) * ring, thud),

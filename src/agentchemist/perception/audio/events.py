@@ -15,11 +15,13 @@ class EventFeatures:
         spectrum just before it, Hz. decay_s: amplitude time constant from a line fitted to the dB
         envelope after the peak, s (10 s = no decay). decay_r2: R^2 of that fit (1 = clean exponential).
     attack_s: onset to the first envelope point within 3 dB of the peak, s.
-    hold_s: time after the peak the envelope spends within 6 dB of the peak, s (exponential decay:
+    hold_s: time the 10 ms envelope spends within 6 dB of its peak, s (exponential decay: about
         0.69 * decay_s; stationary sounds: their length).
+    centroid_s: energy-weighted mean time of the energy above the floor, from the onset, s
+        (exponential decay: decay_s / 2; a cluster of grains or a burst: half its length).
     flatness: spectral flatness of the excess spectrum in the detection band (0 tonal .. 1 white).
     low_fraction: share of the excess energy below 600 Hz (thuds).
-    granularity_db: standard deviation of the 1 ms envelope's step-to-step change, dB (grains).
+    granularity_db: median absolute step of the 1 ms envelope, dB (grains make it jitter).
     clip_fraction: share of raw samples in the event at or above the clip level.
     """
 
@@ -30,6 +32,7 @@ class EventFeatures:
     decay_r2: float
     attack_s: float
     hold_s: float
+    centroid_s: float
     flatness: float
     low_fraction: float
     granularity_db: float

@@ -17,6 +17,7 @@ ENV_HOP_S = 0.001  # envelope resolution, s (window = 2 hops)
 _NEPER_DB = 20.0 / math.log(10.0)  # dB per neper of amplitude
 _TINY = 1e-20  # energy added before log10 (full scale = 1)
 _MAX_DECAY_S = 10.0  # reported when the envelope does not decay
+_HOLD_SMOOTH = 10  # envelope points (ms) averaged before measuring the hold time
 _SPECTRUM_MAX_S = 0.25  # the spectrum looks at the first part of an event, where its energy is
 
 
@@ -58,14 +59,21 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
     ipk = int(np.argmax(env))
     pk = float(env[ipk])
     attack = float(t[int(np.argmax(env >= pk - 3.0))])
-    hold = float(np.count_nonzero(env[ipk:] >= pk - 6.0)) * ENV_HOP_S
+    # hold on a 10 ms envelope: single grains or noise spikes must not pass for the event's peak
+    smooth = 10.0 * np.log10(ndimage.uniform_filter1d(10.0 ** (env / 10.0), _HOLD_SMOOTH, mode="nearest"))
+    hold = float(np.count_nonzero(smooth >= float(np.max(smooth)) - 6.0)) * ENV_HOP_S
     decay, r2 = _decay(t, env, ipk, max(floor_db + 3.0, pk - 40.0))
-    gran = float(np.std(np.diff(env))) if env.size > 3 else 0.0
+    # energy centroid above the floor: where the event's energy sits in time (exponential: tau / 2)
+    excess = np.maximum(10.0 ** (env / 10.0) - 10.0 ** (floor_db / 10.0), 0.0)
+    centroid = float(np.sum(excess * t) / np.sum(excess)) if np.sum(excess) > 0 else float(t[ipk])
+    # median step: grains jitter the envelope all the time; beating partials only at their nulls
+    gran = float(np.median(np.abs(np.diff(env)))) if env.size > 3 else 0.0
     peak_f, flat, low = _spectrum(raw, onset, end, sr, band_hz)
     seg = raw[onset:end]
     clip = float(np.mean(np.abs(seg) >= clip_level)) if seg.size else 0.0
     return EventFeatures(duration_s=(end - onset) / sr, snr_db=float(peak_frame_db - floor_db),
                          peak_frequency_hz=peak_f, decay_s=decay, decay_r2=r2, attack_s=attack, hold_s=hold,
+                         centroid_s=centroid,
                          flatness=flat, low_fraction=low, granularity_db=gran, clip_fraction=clip)
 
 

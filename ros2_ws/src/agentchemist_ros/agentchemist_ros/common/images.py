@@ -1,0 +1,49 @@
+"""sensor_msgs/Image <-> numpy. Uses cv_bridge where it is installed (the robot); otherwise an
+equivalent conversion for the encodings we use: rgb8, bgr8, mono8, 16UC1."""
+import numpy as np
+from sensor_msgs.msg import Image
+
+_ENCODINGS = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "mono8": (np.uint8, 1), "16UC1": (np.uint16, 1)}
+
+
+class ImageEncodingError(ValueError):
+    pass
+
+
+def to_msg(array: np.ndarray, encoding: str = "rgb8", header=None) -> Image:
+    if encoding not in _ENCODINGS:
+        raise ImageEncodingError(f"unsupported encoding {encoding!r} (supported: {sorted(_ENCODINGS)})")
+    dtype, channels = _ENCODINGS[encoding]
+    array = np.ascontiguousarray(array, dtype=dtype)
+    msg = Image()
+    if header is not None:
+        msg.header = header
+    msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 0
+    msg.step = msg.width * channels * array.itemsize
+    msg.data = array.tobytes()
+    return msg
+
+
+def to_rgb(msg: Image) -> np.ndarray:
+    """An RGB (or single-channel) numpy view of the image; raises ImageEncodingError on bad input."""
+    if msg.encoding not in _ENCODINGS:
+        raise ImageEncodingError(f"unsupported image encoding {msg.encoding!r}")
+    dtype, channels = _ENCODINGS[msg.encoding]
+    itemsize = np.dtype(dtype).itemsize
+    if msg.height == 0 or msg.width == 0:
+        raise ImageEncodingError("empty image (0 pixels)")
+    if msg.step < msg.width * channels * itemsize or len(msg.data) < msg.step * msg.height:
+        raise ImageEncodingError(
+            f"image of {msg.width}x{msg.height} {msg.encoding} needs {msg.step * msg.height} bytes, "
+            f"got {len(msg.data)} (step {msg.step})")
+    raw = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)
+    raw = raw[:, : msg.width * channels * itemsize]
+    arr = raw.view(dtype).reshape(msg.height, msg.width, channels) if channels > 1 else \
+        raw.view(dtype).reshape(msg.height, msg.width)
+    if msg.is_bigendian and itemsize > 1:
+        arr = arr.byteswap()
+    if msg.encoding == "bgr8":
+        arr = arr[:, :, ::-1]
+    return np.ascontiguousarray(arr)

@@ -1,0 +1,151 @@
+"""`make demo`: the paper's HCl/NaOH worked example, end to end through the real node graph in the twin.
+
+Usage: python -m agentchemist_ros.demo [--scenario FILE] [--runs DIR] [--rtf X] [--timeout S]
+Prints live progress (FSM state, pH, volume, drops), then the report path and the headline results.
+"""
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.node import Node
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from agentchemist.sim.scenario import load_scenario
+from agentchemist_interfaces.action import RunExperiment
+from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, FusedRecord
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE
+from agentchemist_ros.common.timeconv import to_sec
+from agentchemist_ros.graph import Graph, ensure_init
+
+REPO = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "config").exists() else Path.cwd()
+
+
+class Watcher(Node):
+    """Collects what a person watching the run wants to see."""
+
+    def __init__(self):
+        super().__init__("demo_watcher")
+        self.state, self.ph, self.volume, self.drops, self.sim_t = "-", float("nan"), 0.0, 0, 0.0
+        self.transitions = 0
+        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED)
+        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(FusedRecord, topics.RECORDS, self.on_record, RELIABLE)
+        self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_event, RELIABLE)
+        self.client = ActionClient(self, RunExperiment, topics.RUN_EXPERIMENT)
+        self.result = None
+        self.feedback = ""
+
+    def on_fsm(self, m):
+        self.state = m.state
+        self.transitions += 1
+
+    def on_reading(self, m):
+        if m.quantity == "pH":
+            self.ph, self.sim_t = m.value, to_sec(m.header.stamp)
+
+    def on_record(self, m):
+        if m.quantity == "titrant_volume":
+            self.volume = m.value
+
+    def on_event(self, m):
+        if m.kind == "droplet" and m.classification == "expected":
+            self.drops += 1
+
+    def start(self, instruction):
+        if not self.client.wait_for_server(timeout_sec=30):
+            raise RuntimeError("the planner's RunExperiment server did not come up")
+        future = self.client.send_goal_async(RunExperiment.Goal(instruction=instruction),
+                                             feedback_callback=lambda f: setattr(self, "feedback", f.feedback.fsm_state))
+        future.add_done_callback(self._accepted)
+
+    def _accepted(self, future):
+        handle = future.result()
+        handle.get_result_async().add_done_callback(lambda f: setattr(self, "result", f.result().result))
+
+
+def progress_table(w: Watcher, wall: float) -> Table:
+    t = Table(title="AgentChemist: HCl / NaOH titration in the lab twin", show_header=True)
+    for col in ("FSM state", "pH", "NaOH added (mL)", "drops heard", "sim time (s)", "wall (s)", "speed"):
+        t.add_column(col, justify="right")
+    speed = f"{w.sim_t / wall:.1f}x" if wall > 0 and w.sim_t > 0 else "-"
+    t.add_row(w.state, f"{w.ph:.2f}", f"{w.volume:.3f}", str(w.drops), f"{w.sim_t:.0f}", f"{wall:.0f}", speed)
+    return t
+
+
+def headline(report_path: str) -> list[str]:
+    """The equivalence volume and its deviation from theory, from the report's JSON."""
+    if not report_path:
+        return []
+    json_path = Path(report_path).with_suffix(".json")
+    if not json_path.exists():
+        return []
+    data = json.loads(json_path.read_text())
+    lines = []
+    results = data.get("results", {})
+    for eq in results.get("equivalence_points", []) or []:
+        vol = eq.get("volume_ml")
+        if vol is not None:
+            line = f"equivalence point: {vol:.3f} mL at pH {eq.get('ph', float('nan')):.2f}"
+            theory = eq.get("theory_ml")
+            if theory:
+                line += f" (theory {theory:.3f} mL, deviation {100 * (vol - theory) / theory:+.2f} %)"
+            lines.append(line)
+    for key in ("final_ph", "total_volume_ml"):
+        if results.get(key) is not None:
+            lines.append(f"{key.replace('_', ' ')}: {results[key]:.3f}")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default=str(REPO / "config" / "scenarios" / "hcl_naoh.yaml"))
+    parser.add_argument("--runs", default=str(REPO / "runs"))
+    parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
+    args = parser.parse_args(argv)
+    console = Console()
+    scenario = load_scenario(args.scenario)
+    ensure_init()
+    graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf)
+    watcher = Watcher()
+    graph.executor.add_node(watcher)
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [graph.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True)
+    spinner.start()
+    console.print(f"[bold]Instruction:[/bold] {scenario.instruction}")
+    start = time.monotonic()
+    watcher.start(scenario.instruction)
+    with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
+        while watcher.result is None and time.monotonic() - start < args.timeout:
+            live.update(progress_table(watcher, time.monotonic() - start))
+            time.sleep(0.25)
+        live.update(progress_table(watcher, time.monotonic() - start))
+    stop.set()
+    spinner.join(timeout=5)
+    result = watcher.result
+    graph.shutdown()
+    watcher.destroy_node()
+    rclpy.try_shutdown()
+    if result is None:
+        console.print(f"[red]no result within {args.timeout:.0f} s[/red]")
+        return 2
+    colour = "green" if result.success else "red"
+    console.print(f"[{colour}]{result.outcome}[/{colour}]: {result.message}")
+    if result.report_path:
+        console.print(f"[bold]Report:[/bold] {result.report_path}")
+        console.print(f"         {Path(result.report_path).with_suffix('.html')}")
+        for line in headline(result.report_path):
+            console.print("  " + line)
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""dispenser_controller: the Dispense action server over agentchemist.control.DispenserController.
+
+Steps the controller on a ROS-clock timer (sim time in the twin), sends gripper commands, publishes the
+statistical channel's QuantityEstimates and anomalies. A bad goal is refused with its reason and
+nothing moves.
+"""
+import math
+import threading
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from agentchemist.control.dispenser import (DispenseGoal, DispenserConfig, DispenserController, GoalError,
+                                            State)
+from agentchemist.perception.ph_stability import ReadingError
+from agentchemist_interfaces.action import Dispense
+from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioEvent, ChemicalReading, QuantityEstimate
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.runner import spin_node
+from agentchemist_ros.common.qos import READINGS, RELIABLE
+from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+
+
+class DispenserControllerNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("dispenser_controller", **kwargs)
+        d = DispenserConfig()
+        self.config = DispenserConfig(
+            k_ml_per_mm=declare(self, "k_ml_per_mm", d.k_ml_per_mm, "Calibration: mL per mm of closing", low=1e-6, high=100.0),
+            drop_volume_ml=declare(self, "drop_volume_ml", d.drop_volume_ml, "Calibrated drop volume (mL)", low=1e-4, high=1.0),
+            calibration_residual_ml=declare(self, "calibration_residual_ml", d.calibration_residual_ml,
+                                            "RMS residual of the calibration (mL)", low=0.0, high=1.0),
+            rate_mm_s=declare(self, "rate_mm_s", d.rate_mm_s, "Default closing rate (mm/s)", low=0.001, high=5.0),
+            fine_rate_mm_s=declare(self, "fine_rate_mm_s", d.fine_rate_mm_s, "Closing rate near the target (mm/s)", low=0.001, high=5.0),
+            change_rate_threshold=declare(self, "change_rate_threshold", d.change_rate_threshold,
+                                          "|dpH/dt| that makes MOTION hold (pH/s)", low=1e-4, high=10.0),
+            near_target_ph=declare(self, "near_target_ph", d.near_target_ph, "Fine mode within this of the target pH", low=0.0, high=14.0),
+            sensor_timeout_s=declare(self, "sensor_timeout_s", d.sensor_timeout_s, "pH silence that is an anomaly (s)", low=0.1, high=600.0),
+            no_drop_factor=declare(self, "no_drop_factor", d.no_drop_factor, "Drop displacements without a drop before an anomaly", low=1.0, high=100.0),
+            safe_opening_mm=declare(self, "safe_opening_mm", d.safe_opening_mm, "RESET retracts to this opening (mm)", low=1.0, high=70.0),
+        )
+        self.side = declare(self, "side", "right", "Gripper holding the pipette (left|right)")
+        self.period = declare(self, "control_period", 0.02, "Control period (s, ROS clock)", low=0.001, high=1.0)
+        self.rgroup = ReentrantCallbackGroup()
+        self.lock = threading.Lock()
+        self.controller: DispenserController | None = None
+        self.goal_meta = None
+        self.measured_mm: float | None = None
+        self.last_ph: float | None = None
+        self.done_event = threading.Event()
+        self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.side), 10)
+        self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
+        self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
+        self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
+        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.server = ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.execute,
+                                   goal_callback=lambda g: GoalResponse.ACCEPT,
+                                   cancel_callback=lambda h: CancelResponse.ACCEPT,
+                                   callback_group=self.rgroup)
+        self.timer = self.create_timer(self.period, self.step, callback_group=MutuallyExclusiveCallbackGroup())
+
+    # ------------------------------------------------------------------ inputs
+    def on_reading(self, msg):
+        if msg.quantity != "pH":
+            return
+        with self.lock:
+            self.last_ph = msg.value
+            if self.controller is None:
+                return
+            try:
+                self.controller.on_ph(to_sec(msg.header.stamp), msg.value)
+            except ReadingError as exc:
+                self.report("bad_reading", "warn", f"pH reading refused: {exc}")
+
+    def on_joints(self, msg):
+        name = f"{self.side}_gripper"
+        if name in msg.name:
+            value = msg.position[list(msg.name).index(name)] * 1000.0
+            if math.isfinite(value):
+                self.measured_mm = value
+
+    def on_audio_event(self, msg):
+        if msg.kind == "droplet" and msg.classification == "expected":
+            with self.lock:
+                if self.controller is not None:
+                    self.controller.on_drop(to_sec(msg.start))
+
+    def on_message(self, msg):
+        if msg.receiver == self.get_name() and msg.symbol == "resume":
+            with self.lock:
+                if self.controller is not None:
+                    self.controller.request_resume()
+
+    # ------------------------------------------------------------------ control loop
+    def step(self):
+        with self.lock:
+            c = self.controller
+            if c is None or self.measured_mm is None:
+                return
+            now = node_now(self)
+            out = c.update(now, self.measured_mm)
+        self.cmd_pub.publish(Float64MultiArray(data=[out.command_opening_mm / 1000.0]))
+        meta = self.goal_meta
+        for est in out.estimates:
+            self.qty_pub.publish(QuantityEstimate(
+                stamp=to_msg(est.stamp), experiment_id=meta["experiment_id"], quantity="titrant_volume", unit="mL",
+                channel="statistical", value=est.value_ml, delta=est.delta_ml, confidence=est.confidence,
+                fsm_state=meta.get("fsm_state", ""), subtask_id=meta["subtask_id"], event_id=""))
+        for a in out.anomalies:
+            self.report(a.kind, a.severity, a.description, response="retry" if c.resets <= c.config.max_resets else "abort")
+        for src, cond, dst in out.transitions:
+            self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
+        if self._goal_handle is not None:
+            self._goal_handle.publish_feedback(Dispense.Feedback(
+                controller_state=out.state.value, dispensed_ml=c.q_stat, drops=c.drops,
+                gripper_position_mm=self.measured_mm, ph=self.last_ph if self.last_ph is not None else float("nan")))
+        if out.done is not None:
+            self.done_event.set()
+
+    _goal_handle = None
+
+    def execute(self, goal_handle):
+        g = goal_handle.request
+        result = Dispense.Result()
+        if self.controller is not None:
+            return self._refuse(goal_handle, result, "another dispensing goal is running")
+        if self.measured_mm is None:
+            return self._refuse(goal_handle, result, f"no joint state for {self.side}_gripper yet: gripper position unknown")
+        target_ph = g.target_ph if g.use_target_ph else None
+        direction = 1
+        if target_ph is not None and self.last_ph is not None and math.isfinite(target_ph):
+            direction = 1 if target_ph >= self.last_ph else -1
+        goal = DispenseGoal(target_volume_ml=g.target_volume_ml, target_ph=target_ph, ph_direction=direction,
+                            rate_mm_s=g.rate_mm_s, settle_each_drop=g.settle_each_drop,
+                            change_rate_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
+                            timeout_s=g.timeout_s)
+        try:
+            controller = DispenserController(self.config, goal, start_opening_mm=self.measured_mm, now=node_now(self))
+        except GoalError as exc:
+            return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
+        self.done_event.clear()
+        with self.lock:
+            self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
+            self._goal_handle = goal_handle
+            self.controller = controller
+        self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph}, "
+                               f"settle each drop {g.settle_each_drop}")
+        while rclpy.ok() and not self.done_event.wait(0.05):
+            if goal_handle.is_cancel_requested:
+                with self.lock:
+                    controller.cancel()
+        with self.lock:
+            self.controller = None
+            self._goal_handle = None
+        stop = controller.result
+        result.success = bool(stop and stop.success)
+        result.stop_reason = stop.reason if stop else "aborted"
+        result.dispensed_ml = controller.q_stat
+        result.drops = controller.drops
+        result.final_ph = stop.final_ph if stop else float("nan")
+        result.message = stop.message if stop else "node shut down"
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    def _refuse(self, goal_handle, result, reason, experiment_id="", subtask_id=""):
+        self.get_logger().error(f"dispense goal refused: {reason}")
+        self.report("bad_goal", "warn", f"dispense goal refused: {reason}", experiment_id=experiment_id,
+                    subtask_id=subtask_id, response="none")
+        result.success = False
+        result.stop_reason = "rejected"
+        result.message = reason
+        goal_handle.abort()
+        return result
+
+    def report(self, kind, severity, description, response="", experiment_id=None, subtask_id=None):
+        meta = self.goal_meta or {}
+        self.anomaly_pub.publish(make_anomaly(
+            now=node_now(self), experiment_id=experiment_id if experiment_id is not None else meta.get("experiment_id", ""),
+            source=self.get_name(), kind=kind, severity=severity, description=description,
+            subtask_id=subtask_id if subtask_id is not None else meta.get("subtask_id", ""), response=response))
+
+
+def main(args=None):
+    spin_node(DispenserControllerNode, args)
+
+
+if __name__ == "__main__":
+    main()

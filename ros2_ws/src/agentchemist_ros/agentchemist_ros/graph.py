@@ -1,0 +1,76 @@
+"""Compose the whole graph in one process (as ROS 2 composition does): the demo and graph tests.
+
+All agents run on the twin's sim time through one shared TimeSource (one /clock subscription for the
+process instead of one per node), on a MultiThreadedExecutor with enough threads for the long-running
+action callbacks.
+"""
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time_source import TimeSource
+
+from agentchemist_ros.action_policy_node import ActionPolicyNode
+from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode
+from agentchemist_ros.dispenser_controller_node import DispenserControllerNode
+from agentchemist_ros.lab_sim_node import LabSimNode
+from agentchemist_ros.planner_node import PlannerNode
+from agentchemist_ros.recorder_node import RecorderNode
+from agentchemist_ros.summarizer_node import SummarizerNode
+from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode
+
+AGENTS = {
+    "planner": PlannerNode,
+    "vision_supervisor": VisionSupervisorNode,
+    "audio_supervisor": AudioSupervisorNode,
+    "action_policy": ActionPolicyNode,
+    "dispenser_controller": DispenserControllerNode,
+    "recorder": RecorderNode,
+    "summarizer": SummarizerNode,
+}
+
+
+class Graph:
+    """The twin plus every agent node, sharing one sim clock; `spin_once` drives them."""
+
+    def __init__(self, scenario: str | Path, runs_dir: str | Path, *, real_time_factor: float = 0.0,
+                 overrides: dict | None = None, threads: int = 12, with_twin: bool = True):
+        overrides = overrides or {}
+        runs = str(Path(runs_dir).resolve())
+        self.nodes: dict[str, Node] = {}
+        if with_twin:
+            self.nodes["lab_sim"] = LabSimNode(parameter_overrides=_params(
+                {"scenario": str(scenario), "real_time_factor": float(real_time_factor), **overrides.get("lab_sim", {})}))
+        for name, cls in AGENTS.items():
+            params = dict(overrides.get(name, {}))
+            if name in ("vision_supervisor", "recorder", "summarizer"):
+                params.setdefault("runs_dir", runs)
+            self.nodes[name] = cls(parameter_overrides=_params(params))
+        self.clock_node = Node("sim_clock", parameter_overrides=[Parameter("use_sim_time", value=True)])
+        self.time_source = TimeSource(node=self.clock_node)
+        self.time_source.ros_time_is_active = True
+        for name, node in self.nodes.items():
+            if name != "lab_sim":
+                self.time_source.attach_clock(node.get_clock())
+        self.executor = MultiThreadedExecutor(num_threads=threads)
+        for node in [self.clock_node, *self.nodes.values()]:
+            self.executor.add_node(node)
+
+    def spin_once(self, timeout_sec: float = 0.1) -> None:
+        self.executor.spin_once(timeout_sec=timeout_sec)
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(timeout_sec=2.0)
+        for node in [*self.nodes.values(), self.clock_node]:
+            node.destroy_node()
+
+
+def _params(values: dict) -> list[Parameter]:
+    return [Parameter(k, value=v) for k, v in values.items()]
+
+
+def ensure_init():
+    if not rclpy.ok():
+        rclpy.init()

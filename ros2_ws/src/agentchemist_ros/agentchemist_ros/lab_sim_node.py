@@ -1,0 +1,192 @@
+"""lab_sim: the lab digital twin on the ROS graph.
+
+Publishes /clock (sim time, faster than real time), instrument readings, contact audio, camera images,
+joint states and ground truth; follows gripper and arm commands. The twin itself is
+agentchemist.sim.LabTwin; this node only paces it and translates messages.
+"""
+import json
+import time
+
+import rclpy
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, Header, String
+from trajectory_msgs.msg import JointTrajectory
+
+from agentchemist.policy.primitives import load_poses
+from agentchemist.sim.draw_trigger import DrawTrigger, DrawTriggerConfig
+from agentchemist.sim.lab import LabTwin
+from agentchemist.sim.scenario import load_scenario
+from agentchemist_interfaces.msg import AudioChunk, ChemicalReading
+from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.runner import spin_node
+from agentchemist_ros.common.qos import AUDIO, LATCHED, READINGS, SENSOR
+from agentchemist_ros.common.timeconv import to_msg
+
+SAMPLE_RATE = 48000
+
+
+class LabSimNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("lab_sim", **kwargs)
+        scenario_path = declare(self, "scenario", "", "Scenario YAML (config/scenarios/*.yaml)")
+        self.rtf = declare(self, "real_time_factor", 0.0,
+                           "Sim seconds per wall second; 0 = the scenario's value (capped at max_real_time_factor)",
+                           low=0.0, high=1000.0)
+        self.max_rtf = declare(self, "max_real_time_factor", 50.0, "Upper bound of the pace", low=0.1, high=1000.0)
+        self.period = declare(self, "clock_period", 0.02, "Sim seconds per /clock tick", low=0.001, high=0.5)
+        self.ph_period = 1.0 / declare(self, "ph_rate_hz", 10.0, "pH meter publish rate", low=0.1, high=100.0)
+        self.balance_period = 1.0 / declare(self, "balance_rate_hz", 2.0, "Balance publish rate", low=0.1, high=50.0)
+        self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 25.0, "Joint state rate", low=1.0, high=500.0)
+        self.audio_chunk = declare(self, "audio_chunk_s", 0.1, "Audio chunk length (s)", low=0.01, high=1.0)
+        camera_rate = declare(self, "camera_rate_hz", 0.0, "Camera rate; 0 = the scenario's", low=0.0, high=30.0)
+        self.cameras = list(declare(self, "cameras", ["front"], "Cameras to render (front, left_wrist, right_wrist)"))
+        self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
+                                    low=0.05, high=60.0)
+        self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
+        if not scenario_path:
+            raise ValueError("lab_sim needs the 'scenario' parameter (a config/scenarios/*.yaml file)")
+        self.scenario = load_scenario(scenario_path)
+        self.twin = LabTwin(self.scenario)
+        self.rtf = min(self.rtf or self.scenario.real_time_factor, self.max_rtf)
+        self.camera_period = 1.0 / (camera_rate or self.scenario.cameras.rate_hz)
+        poses = load_poses()
+        side = self.scenario.pipette.held_by
+        self.pipette_side = side
+        self.draw_trigger = DrawTrigger(DrawTriggerConfig(poses.pose(side, "titrant_bottle"), poses.tolerance_rad))
+
+        self.t = self.start_time
+        self.twin.step(self.t)
+        self.next = {"ph": self.t, "balance": self.t, "joint": self.t, "camera": self.t, "truth": self.t,
+                     "audio": self.t}
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        self.ph_pub = self.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
+        self.balance_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
+        self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, 10)
+        self.audio_pubs = {s: self.create_publisher(AudioChunk, topics.audio_topic(s), AUDIO) for s in topics.SIDES}
+        self.camera_pubs = {c: self.create_publisher(type(images.to_msg(_blank())), topics.camera_topic(c), SENSOR)
+                            for c in self.cameras}
+        self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
+        for s in topics.SIDES:
+            self.create_subscription(Float64MultiArray, topics.gripper_command_topic(s),
+                                     lambda m, s=s: self.on_gripper(s, m), 10)
+            self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
+                                     lambda m, s=s: self.on_arm(s, m), 10)
+        self.wall_started = time.monotonic()
+        self.sim_started = self.t
+        self.timer = self.create_timer(self.period / self.rtf, self.tick)
+        self.get_logger().info(f"twin '{self.scenario.name}' at up to {self.rtf:.0f}x real time")
+
+    # ------------------------------------------------------------------ commands
+    def on_gripper(self, side, msg):
+        if not msg.data:
+            self.get_logger().warn(f"empty gripper command for {side}")
+            return
+        result = self.twin.command_gripper(side, float(msg.data[0]), self.t)
+        if result.clamped:
+            self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
+
+    def on_arm(self, side, msg):
+        if not msg.points:
+            return
+        names = [n for n in msg.joint_names]
+        target = list(msg.points[-1].positions)
+        if names and len(names) != len(target):
+            self.get_logger().warn("trajectory with mismatched joint names and positions ignored")
+            return
+        result = self.twin.command_arm(side, target, self.t)
+        if result.clamped:
+            self.get_logger().warn(f"{side} arm command clamped: {result.reason}")
+
+    # ------------------------------------------------------------------ pacing
+    def tick(self):
+        self.t = round(self.t + self.period, 9)
+        self.twin.step(self.t)
+        self.clock_pub.publish(Clock(clock=to_msg(self.t)))
+        self._check_draw()
+        if self.t >= self.next["ph"]:
+            self.next["ph"] += self.ph_period
+            self._publish_ph()
+        if self.t >= self.next["balance"]:
+            self.next["balance"] += self.balance_period
+            self._publish_reading(self.balance_pub, self.twin.read_balance(self.t), "balance", "mass", "g")
+        if self.t >= self.next["joint"]:
+            self.next["joint"] += self.joint_period
+            names, positions = self.twin.joint_states()
+            self.joint_pub.publish(JointState(header=Header(stamp=to_msg(self.t)), name=names,
+                                              position=[float(p) for p in positions]))
+        while self.t >= self.next["audio"] + self.audio_chunk:
+            t0 = self.next["audio"]
+            n = int(round(self.audio_chunk * SAMPLE_RATE))
+            for side, pub in self.audio_pubs.items():
+                samples = self.twin.audio(side, t0, n)
+                msg = AudioChunk(header=Header(stamp=to_msg(t0), frame_id=f"{side}_gripper_mic"),
+                                 sample_rate=SAMPLE_RATE, channels=1)
+                msg.data = _as_array(samples)
+                pub.publish(msg)
+            self.next["audio"] = round(t0 + self.audio_chunk, 9)
+        if self.t >= self.next["camera"]:
+            self.next["camera"] += self.camera_period
+            for name, pub in self.camera_pubs.items():
+                frame = self.twin.render_camera(name, self.t)
+                pub.publish(images.to_msg(frame, "rgb8", Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")))
+        if self.t >= self.next["truth"]:
+            self.next["truth"] += self.truth_period
+            self.publish_truth()
+
+    def _check_draw(self):
+        names, positions = self.twin.joint_states()
+        side = self.pipette_side
+        arm = [p for n, p in zip(names, positions) if n.startswith(f"{side}_joint")]
+        opening_mm = self.twin.gripper_opening_m(side) * 1000.0
+        if self.draw_trigger.update(arm, opening_mm):
+            titrant = next(iter(self.scenario.titrant))
+            result = self.twin.draw(titrant, self.scenario.pipette.capacity_ml, self.t)
+            level = "info" if result.accepted else "warn"
+            getattr(self.get_logger(), level)(f"draw {titrant}: {result.accepted_value} mL {result.reason}")
+
+    def _publish_ph(self):
+        reading = self.twin.read_ph(self.t)
+        self._publish_reading(self.ph_pub, reading, "ph_meter", "pH", "pH")
+        temp = self.twin.read_temperature(self.t)
+        self._publish_reading(self.ph_pub, temp, "ph_meter", "temperature", "degC")
+
+    def _publish_reading(self, pub, reading, sensor, quantity, unit):
+        if reading is None:  # dropout: the meter is silent, as a real one with a loose cable is
+            return
+        pub.publish(ChemicalReading(header=Header(stamp=to_msg(self.t), frame_id=sensor), sensor=sensor,
+                                    quantity=quantity, value=float(reading.value), unit=unit,
+                                    self_check_ok=bool(reading.self_check_ok), noise=float(reading.noise_sd)))
+
+    def publish_truth(self):
+        truth = self.twin.truth()
+        truth.pop("ph_history", None)
+        truth["sim_time"] = self.t
+        truth["wall_elapsed"] = time.monotonic() - self.wall_started
+        self.truth_pub.publish(String(data=json.dumps(truth, default=float)))
+
+    def real_time_factor(self) -> float:
+        wall = time.monotonic() - self.wall_started
+        return (self.t - self.sim_started) / wall if wall > 0 else 0.0
+
+
+def _blank():
+    import numpy as np
+    return np.zeros((1, 1, 3), dtype="uint8")
+
+
+def _as_array(samples):
+    import array
+    out = array.array("h")
+    out.frombytes(samples.astype("int16").tobytes())
+    return out
+
+
+def main(args=None):
+    spin_node(LabSimNode, args)
+
+
+if __name__ == "__main__":
+    main()

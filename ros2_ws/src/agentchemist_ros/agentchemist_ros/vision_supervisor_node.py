@@ -1,0 +1,337 @@
+"""vision_supervisor: the scheduler. Owns the experiment FSM (agentchemist.fsm.supervision), checks the
+scene before anything moves, dispatches subtasks to the action policy and the dispenser, turns pH
+readings into ph_stable / endpoint / verified, and escalates anomalies.
+"""
+import json
+import math
+import threading
+from pathlib import Path
+
+import cv2
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from agentchemist.fsm.errors import InvalidMachineError
+from agentchemist.fsm.supervision import Supervision
+from agentchemist.perception.ph_stability import ReadingError
+from agentchemist.perception.scene import describe_scene
+from agentchemist.plan.schema import Plan
+from agentchemist_interfaces.action import Dispense, ExecuteSubtask
+from agentchemist_interfaces.msg import AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState, SceneObject
+from agentchemist_interfaces.srv import DescribeScene
+from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE, SENSOR
+from agentchemist_ros.common.runner import spin_node
+from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+
+
+class VisionSupervisorNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("vision_supervisor", **kwargs)
+        self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))
+        self.require_scene = declare(self, "require_scene_check", True,
+                                     "Check the preconditions on the front camera before the first action")
+        self.lock = threading.RLock()
+        self.sup: Supervision | None = None
+        self.experiment_id = ""
+        self.front = None
+        self.group = ReentrantCallbackGroup()
+        self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, LATCHED)
+        self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
+        self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED, callback_group=self.group)
+        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
+        self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
+        self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
+        self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
+        self.dispense_goal = None
+        self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=self.group)
+        self.create_timer(0.5, self.check_timeouts)
+
+    # ------------------------------------------------------------------ plan -> machine
+    def on_plan(self, msg):
+        now = node_now(self)
+        with self.lock:
+            if msg.experiment_id == self.experiment_id:
+                return
+            self.experiment_id = msg.experiment_id
+            try:
+                plan = Plan.model_validate_json(msg.plan_json)
+                self.sup = Supervision(plan, now)
+            except InvalidMachineError as exc:
+                self.sup = None
+                self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
+                self.publish_state("aborted", "", "reject", terminal=True)
+                return
+            except ValueError as exc:
+                self.sup = None
+                self.report("invalid_plan", "halt", f"plan rejected: {exc}", response="abort")
+                self.publish_state("aborted", "", "reject", terminal=True)
+                return
+            self.publish_state(self.sup.machine.state, "", "")
+        self.get_logger().info(f"running experiment {msg.experiment_id}")
+        if self.require_scene and not self.scene_ok(now):
+            return
+        self.snapshot("start")
+        self.dispatch()
+
+    def scene_ok(self, now):
+        frame = self.front
+        if frame is None:
+            self.abort("no front camera image: cannot check the scene before moving", "scene_unavailable")
+            return False
+        desc = describe_scene(frame)
+        failed = {k: desc.reasons.get(k, "") for k, ok in desc.checks.items() if not ok}
+        if failed:
+            self.abort("preconditions not met: " + "; ".join(f"{k}: {v}" for k, v in failed.items()),
+                       "precondition_failed")
+            return False
+        return True
+
+    # ------------------------------------------------------------------ dispatch
+    def dispatch(self):
+        with self.lock:
+            if self.sup is None:
+                return
+            tasks = self.sup.dispatchable()
+        for task in tasks:
+            self.msg_pub.publish(AgentMessage(
+                stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, sender=self.get_name(),
+                receiver=task.receiver, subtask_id=task.id, instruction=task.description,
+                target_state=task.expected_transition.target if task.expected_transition else "",
+                symbol="dispatch", payload_json=json.dumps({"primitive": task.primitive,
+                                                            "parameters": task.parameters})))
+            if task.receiver == "action_policy":
+                self.send_policy_goal(task)
+            elif task.receiver == "dispenser_controller":
+                self.send_dispense_goal(task)
+            elif task.receiver == "vision_supervisor":
+                pass  # verification runs on the pH stream (Supervision.on_ph)
+            elif task.receiver == "summarizer":
+                with self.lock:
+                    self.sup.subtask_finished(task.id, True)
+
+    def send_policy_goal(self, task):
+        symbol = task.expected_transition.symbol if task.expected_transition else ""
+        goal = ExecuteSubtask.Goal(experiment_id=self.experiment_id, subtask_id=task.id, instruction=task.description,
+                                   target_state=task.expected_transition.target if task.expected_transition else "",
+                                   payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
+                                                            "parameters": task.parameters}))
+        if not self.policy.wait_for_server(timeout_sec=10.0):
+            self.abort("the action policy is not running", "agent_unavailable")
+            return
+        future = self.policy.send_goal_async(goal)
+        future.add_done_callback(lambda f, t=task: self.on_policy_accepted(t, f))
+
+    def on_policy_accepted(self, task, future):
+        handle = future.result()
+        if not handle.accepted:
+            self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
+            return
+        handle.get_result_async().add_done_callback(lambda f, t=task: self.on_policy_result(t, f))
+
+    def on_policy_result(self, task, future):
+        result = future.result().result
+        now = node_now(self)
+        if not result.success:
+            with self.lock:
+                self.sup.subtask_finished(task.id, False, result.message)
+            self.abort(f"subtask {task.id} failed: {result.message}", "subtask_failed")
+            return
+        with self.lock:
+            self.sup.subtask_finished(task.id, True)
+        self.apply(result.symbol, now, "action_policy", task.id)
+
+    def send_dispense_goal(self, task):
+        p = task.parameters
+        target_ph = p.get("target_ph")
+        goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id,
+                             target_volume_ml=float(p.get("target_volume_ml") or 0.0),
+                             use_target_ph=isinstance(target_ph, (int, float)),
+                             target_ph=float(target_ph) if isinstance(target_ph, (int, float)) else 0.0,
+                             rate_mm_s=float(p.get("rate_mm_s") or 0.0),
+                             wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
+                             stable_window_s=float(p.get("stable_window_s") or 0.0),
+                             settle_each_drop=bool(p.get("settle_each_drop")))
+        if not self.dispenser.wait_for_server(timeout_sec=10.0):
+            self.abort("the dispenser controller is not running", "agent_unavailable")
+            return
+        now = node_now(self)
+        with self.lock:
+            self.sup.start_dispensing(now, self.sup.last_ph)
+        # The audio supervisor expects drops while this goal runs; interval from the closing rate.
+        rate = goal.rate_mm_s or 0.1
+        self.tell("audio_supervisor", "expect_drops", task.id,
+                  {"expected_interval_s": 0.046875 / max(rate, 1e-6)})
+        self.apply("titrate", now, self.get_name(), task.id)
+        future = self.dispenser.send_goal_async(goal)
+        future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+
+    def on_dispense_accepted(self, task, future):
+        handle = future.result()
+        self.dispense_goal = handle
+        handle.get_result_async().add_done_callback(lambda f, t=task: self.on_dispense_result(t, f))
+
+    def on_dispense_result(self, task, future):
+        result = future.result().result
+        self.dispense_goal = None
+        self.tell("audio_supervisor", "stop_expecting", task.id, {})
+        self.get_logger().info(f"dispensing stopped: {result.stop_reason} ({result.message}), "
+                               f"{result.dispensed_ml:.3f} mL, {result.drops} drops")
+        with self.lock:
+            state = self.sup.machine.state if self.sup else ""
+        if result.success or state in ("done", "accepted"):
+            with self.lock:
+                self.sup.subtask_finished(task.id, True)
+            self.dispatch()
+        elif result.stop_reason != "canceled":
+            with self.lock:
+                self.sup.subtask_finished(task.id, False, result.message)
+            self.abort(f"dispensing failed: {result.stop_reason}: {result.message}", "dispense_failed")
+
+    # ------------------------------------------------------------------ events
+    def on_message(self, msg):
+        if msg.receiver != self.get_name() or msg.sender == self.get_name():
+            return
+        if msg.symbol == "drop":
+            self.apply("drop", to_sec(msg.stamp) or node_now(self), msg.sender, msg.subtask_id)
+
+    def on_reading(self, msg):
+        with self.lock:
+            sup = self.sup
+            if sup is None:
+                return
+            if msg.quantity == "temperature":
+                sup.on_temperature(msg.value)
+                return
+            if msg.quantity != "pH":
+                return
+            try:
+                commands = sup.on_ph(to_sec(msg.header.stamp), msg.value)
+            except ReadingError as exc:
+                self.report("bad_reading", "warn", f"pH reading refused: {exc}")
+                return
+        for cmd in commands:
+            if cmd.kind == "stop_dispensing" and self.dispense_goal is not None:
+                self.dispense_goal.cancel_goal_async()
+            elif cmd.kind == "apply":
+                self.apply(cmd.symbol, to_sec(msg.header.stamp), self.get_name(), "", cmd.detail)
+
+    def on_anomaly(self, msg):
+        if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
+            return
+        if msg.severity == "halt":
+            self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind)
+
+    def on_front(self, msg):
+        try:
+            self.front = images.to_rgb(msg)
+        except images.ImageEncodingError as exc:
+            self.report("bad_image", "warn", f"front camera: {exc}")
+
+    # ------------------------------------------------------------------ FSM
+    def apply(self, symbol, now, source, subtask_id, detail=None):
+        with self.lock:
+            if self.sup is None or not symbol:
+                return
+            previous = self.sup.machine.state
+            transition = self.sup.apply(symbol, now, source, subtask_id)
+            if transition is None:
+                return
+            state = self.sup.machine.state
+            self.publish_state(state, previous, symbol, subtask_id)
+        if symbol == "ph_stable":
+            self.tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph") if detail else None}, now)
+        if symbol == "endpoint":
+            self.snapshot("endpoint")
+        if symbol in ("endpoint", "verified"):
+            with self.lock:
+                temp = self.sup.last_temperature
+            self.tell("recorder", symbol, subtask_id, {"ph": detail.get("ph") if detail else None,
+                                                        "temperature_c": temp}, now)
+        if state != previous or symbol in ("grasp_ok", "draw_ok", "act", "titrate", "verified"):
+            self.dispatch()
+
+    def publish_state(self, state, previous, symbol, subtask_id="", terminal=None):
+        sup = self.sup
+        accepting = bool(sup and sup.machine.accepting)
+        self.fsm_pub.publish(FsmState(stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, state=state,
+                                      previous_state=previous, symbol=symbol, subtask_id=subtask_id,
+                                      accepting=accepting,
+                                      terminal=bool(terminal if terminal is not None else (sup and sup.machine.terminal))))
+
+    def abort(self, reason, kind):
+        now = node_now(self)
+        self.get_logger().error(f"abort: {reason}")
+        self.report(kind, "halt", reason, response="abort")
+        if self.dispense_goal is not None:
+            self.dispense_goal.cancel_goal_async()
+        with self.lock:
+            if self.sup is None or self.sup.machine.terminal:
+                self.publish_state("aborted", "", "abort", terminal=True)
+                return
+            previous = self.sup.machine.state
+            self.sup.machine.abort(reason, now)
+            self.publish_state(self.sup.machine.state, previous, "abort", terminal=True)
+        self.snapshot("anomaly")
+
+    def check_timeouts(self):
+        with self.lock:
+            reason = self.sup.check_timeout(node_now(self)) if self.sup else None
+        if reason:
+            self.abort(reason, "state_timeout")
+
+    # ------------------------------------------------------------------ outputs
+    def tell(self, receiver, symbol, subtask_id, payload, now=None):
+        self.msg_pub.publish(AgentMessage(stamp=to_msg(now if now is not None else node_now(self)),
+                                          experiment_id=self.experiment_id, sender=self.get_name(),
+                                          receiver=receiver, subtask_id=subtask_id, symbol=symbol,
+                                          payload_json=json.dumps(payload)))
+
+    def snapshot(self, label):
+        frame = self.front
+        if frame is None or not self.experiment_id:
+            return
+        folder = self.runs_dir / self.experiment_id / "snapshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{label}_{node_now(self):.1f}.png"
+        cv2.imwrite(str(path), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        self.tell("recorder", "artifact", "", {"kind": "snapshot", "path": str(path.resolve()), "label": label})
+
+    def report(self, kind, severity, description, response=""):
+        with self.lock:
+            state = self.sup.machine.state if self.sup else ""
+        self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
+                                              source=self.get_name(), kind=kind, severity=severity,
+                                              description=description, fsm_state=state, response=response))
+
+    def describe(self, request, response):
+        frame = self.front
+        response.header.stamp = to_msg(node_now(self))
+        response.header.frame_id = "front_camera"
+        if request.camera not in ("", "front"):
+            response.success, response.message = False, f"camera {request.camera!r} is not used for scene checks"
+            return response
+        if frame is None:
+            response.success, response.message = False, "no front camera image received yet"
+            return response
+        desc = describe_scene(frame)
+        response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence)
+                            for o in desc.objects]
+        response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons})
+        response.success, response.message = True, f"{len(desc.objects)} objects"
+        return response
+
+
+def main(args=None):
+    spin_node(VisionSupervisorNode, args)
+
+
+if __name__ == "__main__":
+    main()

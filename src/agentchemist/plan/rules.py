@@ -1,0 +1,363 @@
+"""The rule-based planner backend (the embedded default): parse, pick the protocol, fill it.
+
+``RulesBackend().propose(text, scene, protocol_hint)`` returns a raw plan dict (validated by the
+caller), or ``{"question": ...}`` when something essential is missing or unknown, or
+``{"refusal": ..., "reasons": [...]}`` when the instruction cannot be an experiment we run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
+from agentchemist.plan.feasibility import (
+    InfeasibleTargetError,
+    complexometric_equivalence_ml,
+    equivalence_point,
+    titrant_for_ph,
+)
+from agentchemist.plan.parse import InstructionParse, ReagentParse, parse_instruction
+from agentchemist.plan.protocols import ProtocolLibrary
+from agentchemist.plan.registry import HardwareRegistry
+from agentchemist.plan.roles import assign_roles, detect_family
+from agentchemist.plan.scene import SceneInfo
+
+__all__ = ["RulesBackend", "experiment_id_for"]
+
+DEFAULT_ANALYTE_ML = 25.0
+# Default endpoint colours per indicator (complex -> free indicator at the working pH).
+_INDICATOR_COLOURS = {"calconcarboxylic_acid": ("magenta", "blue")}
+_FAMILY_RECORDING = {
+    "acid_base_titration": ["ph_per_drop", "titrant_volume_per_drop"],
+    "complexometric_titration": ["titrant_volume_per_drop", "colour_per_drop"],
+    "weighing_dissolution": ["mass_per_tap", "final_mass"],
+}
+_FAMILY_LABEL = {
+    "acid_base_titration": "acid-base titration",
+    "complexometric_titration": "complexometric titration",
+    "weighing_dissolution": "weighing and dissolution",
+}
+
+
+class _Stop(Exception):
+    """Internal: planning stops with a question or a refusal (the payload dict)."""
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
+        super().__init__(payload.get("question") or payload.get("refusal"))
+
+
+def experiment_id_for(text: str) -> str:
+    """A deterministic id from the instruction text (no clock): 'exp-' + 12 hex digits."""
+    return "exp-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _ask(*questions: str) -> _Stop:
+    return _Stop({"question": " ".join(questions), "reasons": list(questions)})
+
+
+def _refuse(*reasons: str) -> _Stop:
+    return _Stop({"refusal": "; ".join(reasons), "reasons": list(reasons)})
+
+
+def _equivalents(r: Reagent) -> int:
+    """Protons given or taken per formula unit (what normality counts)."""
+    if r.kind in ("strong_acid", "weak_acid"):
+        return max(r.strong_protons, 0) + r.protons_as_added
+    if r.kind in ("strong_base", "weak_base"):
+        return max(-r.strong_protons, 0) + (len(r.pka) - r.protons_as_added)
+    return 0
+
+
+def _conc_text(r: ReagentParse) -> str:
+    return f"{r.concentration_m:g} M {r.reagent.display_name}" if r.concentration_m else r.reagent.display_name
+
+
+class RulesBackend:
+    """Keyword and pattern parser + protocol library. Deterministic; no model, no network."""
+
+    name = "rules"
+
+    def __init__(
+        self,
+        library: ReagentLibrary | None = None,
+        protocols: ProtocolLibrary | None = None,
+        registry: HardwareRegistry | None = None,
+    ) -> None:
+        self.library = library if library is not None else default_library()
+        self.protocols = protocols if protocols is not None else ProtocolLibrary.load()
+        self.registry = registry if registry is not None else HardwareRegistry.load()
+
+    # -- PlannerBackend ---------------------------------------------------------------------------
+    def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]:
+        try:
+            return self._plan(text, scene)
+        except _Stop as stop:
+            return stop.payload
+
+    # -- steps ------------------------------------------------------------------------------------
+    def _plan(self, text: str, scene: SceneInfo | None) -> dict[str, Any]:
+        parse = parse_instruction(text, self.library)
+        if parse.refusals:
+            raise _refuse(*parse.refusals)
+        family = detect_family(parse)
+        if parse.refusals:
+            raise _refuse(*parse.refusals)
+        if family is None:
+            if parse.questions:
+                raise _ask(*parse.questions)
+            raise _refuse(
+                "this is not an experiment the protocol library covers (acid-base titration, complexometric "
+                "Ca/EDTA titration, weighing and dissolution)"
+            )
+        if parse.questions:  # unknown reagents first: roles built on a misread reagent are noise
+            raise _ask(*parse.questions)
+        assign_roles(parse, family)
+        if parse.questions:
+            raise _ask(*parse.questions)
+        parse.family = family
+        warnings = list(parse.warnings)
+        if family == "weighing_dissolution":
+            ctx, reagents, objects = self._weighing(parse, scene, warnings)
+        else:
+            ctx, reagents, objects = self._titration(parse, scene, warnings)
+        proto = self.protocols.for_family(family)
+        ctx["output_format"] = ["report"] + [o for o in parse.output_format if o != "report"]
+        filled = proto.fill(ctx)
+        instruments = list(proto.required_instruments) + [
+            i for i in parse.instruments if i not in proto.required_instruments and i in self.registry.instrument_kinds
+        ]
+        for inst in parse.instruments:
+            if inst not in instruments:
+                warnings.append(f"the instruction mentions a {inst.replace('_', ' ')}, which this bench does not use")
+        recording = _FAMILY_RECORDING[family] + [d for d in parse.data_recording if d not in _FAMILY_RECORDING[family]]
+        return {
+            "experiment_id": experiment_id_for(parse.text),
+            "protocol": {"id": proto.id, "version": proto.version},
+            "parsed_instruction": {
+                "experiment_name": filled["experiment_name"],
+                "family": family,
+                "entities": {"instruments": instruments, "reagents": reagents, "objects": objects},
+                "initial_conditions": ctx["initial_conditions"],
+                "target_conditions": ctx["target_conditions"],
+                "operation_intent": ctx["operation_intent"],
+                "data_recording": recording,
+                "output_format": ctx["output_format"],
+                "operation_primitives": list(proto.operation_primitives),
+            },
+            "environment_check": {"satisfied": True, "missing_objects": [], "user_feedback": ""},
+            "state_machine": filled["state_machine"],
+            "task_decomposition": filled["task_decomposition"],
+            "module_instantiation": filled["module_instantiation"],
+            "warnings": warnings,
+        }
+
+    def _beaker(self, parse: InstructionParse, scene: SceneInfo | None, holds: str | None, warnings: list[str],
+                volume_ml: float | None = None) -> tuple[str, str]:
+        """(scene id or kind of the beaker, registry beaker kind). ``volume_ml``: what must fit in it."""
+        reg = self.registry
+        if scene is not None:
+            beakers = [o for o in scene.objects if o.kind in reg.kinds_for("beaker") or o.kind in reg.beakers]
+            if holds is not None:
+                holding = [o for o in beakers if o.contains and o.contains in self.library
+                           and self.library.get(o.contains).name == holds]
+                if len(holding) == 1:
+                    beakers = holding
+            if parse.container_capacity_ml is not None:
+                sized = [o for o in beakers if abs(self._capacity(o) - parse.container_capacity_ml) <= 0.5]
+                beakers = sized or beakers
+            if len(beakers) == 1:
+                kind = reg.beaker_for_capacity(self._capacity(beakers[0]))
+                if kind is None:
+                    raise _refuse(f"beaker {beakers[0].id!r} ({self._capacity(beakers[0]):g} mL) is not in the hardware registry")
+                return beakers[0].id, kind
+            if len(beakers) > 1:
+                options = ", ".join(f"{o.id} ({self._capacity(o):g} mL)" for o in beakers)
+                raise _ask(f"Which beaker should be used: {options}?")
+        if parse.container_capacity_ml is not None:
+            kind = reg.beaker_for_capacity(parse.container_capacity_ml)
+            if kind is None:
+                raise _refuse(f"there is no {parse.container_capacity_ml:g} mL beaker in the hardware registry "
+                              f"(known: {', '.join(sorted(reg.beakers))})")
+            return kind, kind
+        if volume_ml is None:
+            warnings.append(f"beaker size not stated: assuming {reg.default_beaker}")
+            return reg.default_beaker, reg.default_beaker
+        by_size = sorted(reg.beakers, key=lambda k: reg.beakers[k])
+        fits = [k for k in by_size if reg.beaker_room_ml(k) >= volume_ml]
+        kind = fits[0] if fits else by_size[-1]
+        warnings.append(f"beaker size not stated: using {kind} for about {volume_ml:.0f} mL of liquid")
+        return kind, kind
+
+    def _capacity(self, obj: Any) -> float:
+        if obj.capacity_ml is not None:
+            return float(obj.capacity_ml)
+        return self.registry.beakers.get(obj.kind, self.registry.beakers[self.registry.default_beaker])
+
+    def _scene_id(self, scene: SceneInfo | None, instrument: str, default: str) -> str:
+        if scene is None:
+            return default
+        found = scene.of_kinds(self.registry.kinds_for(instrument))
+        return found[0].id if found else default
+
+    def _molar(self, r: ReagentParse, warnings: list[str]) -> None:
+        if r.concentration_m is None or not r.normality:
+            return
+        eq = _equivalents(r.reagent)
+        if eq != 1:
+            raise _ask(f"Normality is ambiguous for {r.reagent.display_name} ({eq or 'no'} acid-base equivalents "
+                       f"per mole): what is its molar concentration?")
+        warnings.append(f"{r.concentration_m:g} N {r.reagent.display_name} read as {r.concentration_m:g} M (monoprotic)")
+
+    def _titration(self, parse: InstructionParse, scene: SceneInfo | None, warnings: list[str]):
+        fam = parse.family
+        analyte, titrant = parse.by_role("analyte"), parse.by_role("titrant")
+        assert analyte is not None and titrant is not None  # assign_roles asked otherwise
+        for r in (titrant, analyte):
+            self._molar(r, warnings)
+        missing = [f"What is the concentration of the {r.reagent.display_name}?"
+                   for r in (titrant, analyte) if r.concentration_m is None]
+        if missing:
+            raise _ask(*missing, "It is needed to check that the target is reachable and the titrant fits the beaker.")
+        va = analyte.volume_ml
+        if va is None:
+            volumes = [q for q in parse.unbound if q.kind == "volume"]
+            if len(volumes) == 1:
+                va = volumes[0].value
+                warnings.append(f"read {volumes[0].text.strip()!r} as the analyte volume")
+            else:
+                va = DEFAULT_ANALYTE_ML
+                warnings.append(f"analyte volume not stated: assuming {va:g} mL of {analyte.reagent.display_name}")
+        a = {analyte.reagent.name: analyte.concentration_m}
+        t = {titrant.reagent.name: titrant.concentration_m}
+        ctx: dict[str, Any] = {}
+        target_conditions: dict[str, Any] = {"target_ph": None, "to_equivalence": False, "target_volume_ml": None,
+                                             "target_mass_g": None, "colour_change": None}
+        need: float | None = None
+        if fam == "complexometric_titration":
+            need = complexometric_equivalence_ml(analyte.concentration_m, va, titrant.concentration_m) * 1.2
+            indicator = parse.by_role("indicator")
+            default = _INDICATOR_COLOURS.get(indicator.reagent.name if indicator else "", ("magenta", "blue"))
+            c_from, c_to = parse.colour_from or default[0], parse.colour_to or default[1]
+            if not (parse.colour_from and parse.colour_to):
+                warnings.append(f"endpoint colour change assumed {c_from} -> {c_to} for the indicator")
+            target_conditions["colour_change"] = {"from_colour": c_from, "to_colour": c_to}
+            ctx.update(stop_on="colour", colour_from=c_from, colour_to=c_to,
+                       indicator_display=indicator.reagent.display_name if indicator else "indicator")
+            if parse.target_ph is not None:
+                warnings.append(f"pH {parse.target_ph:g} ignored: a complexometric endpoint is read from the colour")
+        elif parse.target_ph is not None:
+            target_conditions["target_ph"] = parse.target_ph
+            ctx.update(stop_on="ph", target_ph=parse.target_ph)
+            try:
+                need = titrant_for_ph(a, va, t, parse.target_ph, self.library).volume_ml
+            except InfeasibleTargetError:
+                need = None  # the rule engine refuses it with the reason
+        elif parse.to_equivalence:
+            try:
+                eq = equivalence_point(a, va, t, self.library)
+            except InfeasibleTargetError as exc:
+                raise _refuse(str(exc)) from None
+            target_conditions["to_equivalence"] = True
+            need = eq.volume_ml
+            ctx.update(stop_on="ph", target_ph=round(eq.ph, 2))
+            warnings.append(f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
+                            f"(about {eq.volume_ml:.2f} mL of titrant)")
+        elif titrant.volume_ml is not None:
+            need = titrant.volume_ml
+            target_conditions["target_volume_ml"] = titrant.volume_ml
+            ctx.update(stop_on="volume", target_volume_ml=titrant.volume_ml)
+            warnings.append(f"no target pH given: dispensing the stated {titrant.volume_ml:g} mL of titrant")
+        else:
+            raise _ask("What should end the titration: a target pH (e.g. 'until the pH reaches 8.2') or the "
+                       "equivalence point?")
+        beaker_id, beaker_kind = self._beaker(parse, scene, analyte.reagent.name, warnings,
+                                              va + need if need is not None else None)
+        room = self.registry.beaker_room_ml(beaker_kind)
+        limit = min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml)
+        if titrant.volume_ml is not None and ctx.get("stop_on") != "volume":
+            limit = min(limit, titrant.volume_ml)
+        draw = round(min(limit, need * 1.1 + 1.0), 1) if need is not None else round(limit, 1)
+        cap = round(max(min(room - va, draw), 0.1), 1)
+        pipette = self._scene_id(scene, "pipette", "pipette")
+        container = "titrant_bottle"
+        if scene is not None:
+            holders = [o for o in scene.holding(titrant.reagent.name, self.library) if o.id != beaker_id]
+            container = holders[0].id if holders else container
+        settle = parse.settle_each_drop
+        ctx.update(
+            experiment_name=f"{_FAMILY_LABEL[fam]} of {_conc_text(analyte)} with {_conc_text(titrant)}",
+            analyte_name=analyte.reagent.name, analyte_display=analyte.reagent.display_name,
+            titrant_name=titrant.reagent.name, titrant_display=titrant.reagent.display_name,
+            analyte_concentration_m=analyte.concentration_m, titrant_concentration_m=titrant.concentration_m,
+            analyte_volume_ml=va, draw_volume_ml=draw, max_volume_ml=cap,
+            beaker=beaker_id, pipette=pipette, titrant_container=container,
+        )
+        if settle is not None:
+            ctx["settle_each_drop"] = settle
+        ctx["initial_conditions"] = {"initial_ph": parse.initial_ph, "analyte_volume_ml": va,
+                                     "temperature_c": parse.initial_temperature_c}
+        ctx["target_conditions"] = target_conditions
+        end = (f"until pH {ctx['target_ph']:g}" if ctx.get("stop_on") == "ph" else
+               f"until the colour turns {ctx.get('colour_to')}" if ctx.get("stop_on") == "colour" else
+               f"adding {ctx.get('target_volume_ml'):g} mL")
+        wait = ", acting only on a settled reading after each drop" if settle else ""
+        ctx["operation_intent"] = (f"Titrate {va:g} mL of {_conc_text(analyte)} with {_conc_text(titrant)} "
+                                   f"{end}{wait}.")
+        reagents = [{"name": titrant.reagent.name, "role": "titrant", "concentration_m": titrant.concentration_m,
+                     "volume_ml": titrant.volume_ml, "mass_g": None},
+                    {"name": analyte.reagent.name, "role": "analyte", "concentration_m": analyte.concentration_m,
+                     "volume_ml": va, "mass_g": None}]
+        indicator = parse.by_role("indicator")
+        if indicator is not None:
+            reagents.append({"name": indicator.reagent.name, "role": "indicator", "concentration_m": indicator.concentration_m,
+                             "volume_ml": indicator.volume_ml, "mass_g": indicator.mass_g})
+        objects = [beaker_kind] + [o for o in (beaker_id, pipette, container) if o != beaker_kind]
+        return ctx, reagents, objects
+
+    def _weighing(self, parse: InstructionParse, scene: SceneInfo | None, warnings: list[str]):
+        solid = parse.by_role("solid")
+        assert solid is not None
+        water = parse.by_role("solvent")
+        water_ml = water.volume_ml if water is not None else None
+        mass = solid.mass_g
+        if mass is None and solid.concentration_m is not None and solid.volume_ml is not None:
+            mass = round(solid.concentration_m * solid.volume_ml * 1e-3 * solid.reagent.molar_mass_g_mol, 3)
+            water_ml = water_ml or solid.volume_ml
+            warnings.append(f"{solid.volume_ml:g} mL of {solid.concentration_m:g} M {solid.reagent.display_name} needs "
+                            f"{mass:g} g; made up with {water_ml:g} mL of water (the solid's volume is neglected)")
+        if mass is None:
+            raise _ask(f"How much {solid.reagent.display_name} should be weighed (e.g. '2.50 g')?")
+        if water_ml is None:
+            volumes = [q for q in parse.unbound if q.kind == "volume"]
+            if len(volumes) == 1:
+                water_ml = volumes[0].value
+                if water is None:
+                    warnings.append("no solvent named: dissolving in water")
+            else:
+                raise _ask(f"In how much water should the {solid.reagent.display_name} be dissolved (e.g. '50 mL')?")
+        beaker_id, beaker_kind = self._beaker(parse, scene, None, warnings, water_ml)
+        balance = self._scene_id(scene, "balance", "balance")
+        stirrer = self._scene_id(scene, "magnetic_stirrer", "magnetic_stirrer")
+        cylinder = self._scene_id(scene, "graduated_cylinder", "graduated_cylinder")
+        ctx: dict[str, Any] = {
+            "experiment_name": f"{_FAMILY_LABEL['weighing_dissolution']} of {mass:g} g {solid.reagent.display_name} "
+                               f"in {water_ml:g} mL water",
+            "solid_name": solid.reagent.name, "solid_display": solid.reagent.display_name,
+            "target_mass_g": mass, "water_volume_ml": water_ml,
+            "beaker": beaker_id, "balance": balance, "stirrer": stirrer, "water_container": cylinder,
+        }
+        if parse.settle_each_drop is not None:
+            ctx["settle_each_drop"] = parse.settle_each_drop
+        ctx["initial_conditions"] = {"initial_ph": None, "analyte_volume_ml": None,
+                                     "temperature_c": parse.initial_temperature_c}
+        ctx["target_conditions"] = {"target_ph": None, "to_equivalence": False, "target_volume_ml": None,
+                                    "target_mass_g": mass, "colour_change": None}
+        ctx["operation_intent"] = (f"Weigh {mass:g} g of {solid.reagent.display_name} into the beaker, add "
+                                   f"{water_ml:g} mL of water and stir until dissolved.")
+        reagents = [{"name": solid.reagent.name, "role": "solid", "concentration_m": None, "volume_ml": None,
+                     "mass_g": mass},
+                    {"name": "water", "role": "solvent", "concentration_m": None, "volume_ml": water_ml, "mass_g": None}]
+        objects = [beaker_kind] + [o for o in (beaker_id, balance, stirrer, cylinder) if o != beaker_kind]
+        return ctx, reagents, objects

@@ -1,0 +1,454 @@
+"""The report as a render-neutral document: numbered sections made of blocks (paragraphs, key-value
+tables, tables, lists, images). Markdown and HTML render the same document, so they cannot disagree.
+
+All text is built here from the summary dict (``summary.build_summary``); numbers are formatted, never
+computed, so every figure a reader sees is the analysis's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .summary import SECTION_TITLES
+
+__all__ = ["Bullets", "Image", "KeyValues", "Para", "Section", "Table", "build_document", "fmt", "fmt_t"]
+
+NOT_RECORDED = "not recorded"
+
+
+@dataclass
+class Para:
+    text: str
+    kind: str = "p"  # "p" | "warn" | "note"
+
+
+@dataclass
+class KeyValues:
+    rows: list[tuple[str, str]]
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    scroll: bool = False
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+    kind: str = "p"
+
+
+@dataclass
+class Image:
+    path: Path
+    caption: str
+    kind: str = "chart"  # "chart" | "snapshot"
+
+
+@dataclass
+class Section:
+    key: str
+    number: int | None
+    title: str
+    blocks: list = field(default_factory=list)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt(x, digits: int = 3, unit: str = "") -> str:
+    """A number with ``digits`` decimals (and unit), or "not recorded" / "n/a" for None / NaN."""
+    if x is None:
+        return NOT_RECORDED
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if not _finite(x):
+        return str(x) if not isinstance(x, float) else "n/a"
+    text = f"{x:.{digits}f}"
+    return f"{text} {unit}".rstrip() if unit else text
+
+
+def fmt_sig(x, sig: int = 4, unit: str = "") -> str:
+    """A number to ``sig`` significant figures."""
+    if not _finite(x):
+        return fmt(x)
+    text = f"{x:.{sig}g}"
+    return f"{text} {unit}".rstrip() if unit else text
+
+
+def fmt_t(t_s) -> str:
+    """Elapsed seconds as '12.3 s' or 'H:MM:SS'."""
+    if not _finite(t_s):
+        return NOT_RECORDED
+    if abs(t_s) < 100:
+        return f"{t_s:.1f} s"
+    sign = "-" if t_s < 0 else ""
+    t = abs(t_s)
+    return f"{sign}{int(t // 3600)}:{int(t % 3600 // 60):02d}:{t % 60:04.1f}"
+
+
+def fmt_stamp(stamp) -> str:
+    """A stored stamp: ISO 8601 UTC when it looks like epoch seconds, else seconds on the run clock."""
+    if not _finite(stamp):
+        return NOT_RECORDED
+    if stamp > 1e9:
+        return datetime.fromtimestamp(stamp, tz=timezone.utc).isoformat(timespec="seconds")
+    return f"{stamp:.3f} s (run clock)"
+
+
+def _text(x) -> str:
+    if x is None or x == "":
+        return NOT_RECORDED
+    if isinstance(x, float):
+        return fmt_sig(x)
+    if isinstance(x, (list, tuple)):
+        return ", ".join(_text(i) for i in x) if x else "none"
+    if isinstance(x, dict):
+        return "; ".join(f"{k}={_text(v)}" for k, v in x.items()) if x else "none"
+    return str(x)
+
+
+def _yes(flag) -> str:
+    return "yes" if flag else "**no**"
+
+
+# ----------------------------------------------------------------------------------------- sections
+def _summary_section(summary: dict, narrative: dict | None) -> Section:
+    sec = Section("summary", None, "Summary")
+    status = summary.get("status") or NOT_RECORDED
+    sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: status {status}."))
+    concluded = summary.get("concluded") or []
+    sec.blocks.append(Para("Findings supported by the data:"))
+    sec.blocks.append(Bullets(concluded or ["none: nothing could be concluded from this run"]))
+    not_concluded = summary.get("not_concluded") or []
+    if not_concluded:
+        sec.blocks.append(Para("What could not be concluded, and why:", "warn"))
+        sec.blocks.append(Bullets(not_concluded, "warn"))
+    if narrative:
+        if narrative.get("text"):
+            sec.blocks.append(Para("Narrative (written by a language model from this report's numbers; the tables "
+                                   "below are authoritative):", "note"))
+            sec.blocks.append(Para(narrative["text"]))
+        for note in narrative.get("notes", []):
+            sec.blocks.append(Para(note, "warn"))
+    return sec
+
+
+def _metadata(s: dict) -> list:
+    kv = [("Experiment id", _text(s.get("experiment_id"))), ("Name", _text(s.get("experiment_name"))),
+          ("Family", _text(s.get("family"))), ("Instruction", _text(s.get("instruction"))),
+          ("Operator", _text(s.get("operator"))), ("Started", fmt_stamp(s.get("started"))),
+          ("Finished", fmt_stamp(s.get("finished"))), ("Duration", fmt_t(s.get("duration_s"))),
+          ("Status", _text(s.get("status"))), ("Reason", _text(s.get("reason"))),
+          ("Protocol", _text(s.get("protocol"))), ("Clock", _text(s.get("clock")))]
+    blocks: list = [KeyValues(kv)]
+    rows = [[_text(r["name"]), _text(r.get("role")), fmt_sig(r.get("concentration_m"), 4), fmt(r.get("volume_ml"), 2),
+             _text(r.get("batch"))] for r in s.get("reagents", [])]
+    blocks.append(Table(["Reagent", "Role", "Concentration (mol/L)", "Volume (mL)", "Batch"], rows,
+                        "Reagents and batches") if rows else Para("Reagents: not recorded.", "warn"))
+    return blocks
+
+
+def _parameters(s: dict) -> list:
+    blocks: list = []
+    for key, title in (("initial_conditions", "Initial conditions (stated)"), ("target_conditions", "Target conditions")):
+        items = [(k, _text(v)) for k, v in (s.get(key) or {}).items() if v is not None]
+        blocks.append(Para(f"{title}:"))
+        blocks.append(KeyValues(items) if items else Para(NOT_RECORDED, "warn"))
+    m = s.get("measured") or {}
+    blocks.append(Para("Measured at the bench:"))
+    blocks.append(KeyValues([("Initial pH", fmt(m.get("initial_ph"), 2)),
+                             ("Temperature at start", fmt(m.get("temperature_start_c"), 1, "°C")),
+                             ("Temperature at end", fmt(m.get("temperature_end_c"), 1, "°C"))]))
+    modules = s.get("modules") or {}
+    rows = []
+    for module, params in modules.items():
+        if isinstance(params, dict):
+            rows += [[module, k, _text(v)] for k, v in params.items()]
+    if rows:
+        blocks.append(Table(["Module", "Parameter", "Value"], rows, "Module instantiation (from the plan)"))
+    run_params = s.get("run_parameters") or {}
+    if run_params:
+        blocks.append(Table(["Parameter", "Value"], [[k, _text(v)] for k, v in run_params.items()], "Run parameters"))
+    return blocks
+
+
+def _procedure(s: dict) -> list:
+    rows = [[st["id"], _text(st.get("agent")), _text(st.get("description")), _text(st.get("dependencies")),
+             _text(st.get("fsm_state")),
+             (f"{st['expected_transition'].get('symbol')} -> {st['expected_transition'].get('target')}"
+              if st.get("expected_transition") else "-"),
+             fmt_t(st.get("first_t_s")) if st.get("first_t_s") is not None else "-",
+             fmt_t(st.get("completed_t_s")) if st.get("completed_t_s") is not None else "-", st["status"]]
+            for st in s.get("subtasks", [])]
+    if not rows:
+        return [Para("No plan and no subtask was recorded: the procedure cannot be reconstructed.", "warn")]
+    return [Table(["Subtask", "Agent", "Description", "Depends on", "FSM state", "Expected transition", "First seen",
+                   "Completed", "Status"], rows, "Subtasks with timeline (times since start)")]
+
+
+def _fsm(s: dict) -> list:
+    kv = [("Initial state", _text(s.get("initial_state"))), ("Final state", _text(s.get("final_state"))),
+          ("Accepting states", _text(s.get("accepting_states"))),
+          ("Reached an accepting state", _text(s.get("accepted")) if s.get("accepted") is not None else NOT_RECORDED),
+          ("Transitions", str(len(s.get("transitions", []))))]
+    blocks: list = [KeyValues(kv)]
+    time_in = s.get("time_in_state_s") or {}
+    if time_in:
+        blocks.append(Table(["State", "Visits", "Time in state"],
+                            [[k, str(s.get("visits", {}).get(k, 0)), fmt_t(v)] for k, v in time_in.items()],
+                            "Time spent per state"))
+    rows = [[str(i + 1), fmt_t(t.get("t_s")), _text(t.get("from_state")), _text(t.get("symbol")),
+             _text(t.get("to_state")), t.get("subtask_id") or "", t.get("agent") or ""]
+            for i, t in enumerate(s.get("transitions", []))]
+    blocks.append(Table(["#", "t", "From", "Symbol", "To", "Subtask", "Agent"], rows, "Full transition history",
+                        scroll=True) if rows else Para("No transition was recorded.", "warn"))
+    return blocks
+
+
+def _process(s: dict, charts: dict[str, Path]) -> list:
+    rows = [[q, _text(st.get("unit")), str(st["n"]), fmt_sig(st["first"]), fmt_sig(st["last"]), fmt_sig(st["min"]),
+             fmt_sig(st["max"]), fmt_t(st.get("t_first_s")), fmt_t(st.get("t_last_s"))]
+            for q, st in (s.get("series") or {}).items() if st]
+    blocks: list = [Table(["Quantity", "Unit", "Records", "First", "Last", "Min", "Max", "From", "To"], rows,
+                          "Fused time series") if rows else Para("No fused record was stored.", "warn")]
+    raw = s.get("raw_observations") or []
+    if raw:
+        blocks.append(Table(["Sensor", "Quantity", "Raw observations"], [[r["sensor"], r["quantity"], str(r["n"])] for r in raw]))
+    for name, caption in (("ph_time", "pH against time"), ("volume_time", "Titrant volume against time"),
+                          ("temperature_time", "Temperature against time")):
+        if name in charts:
+            blocks.append(Image(charts[name], caption))
+    if "titration_curve" in charts:
+        blocks.append(Para("The titration curve (pH against titrant volume) is shown with its derivatives in section 9."))
+    return blocks
+
+
+def _quantities(s: dict) -> list:
+    rows = []
+    for q, st in (s.get("per_quantity") or {}).items():
+        channels = "; ".join(f"{c} ({v['n']}, mean conf {v['mean_confidence']:.2f})" for c, v in st["channels"].items())
+        rows.append([q, _text(st.get("unit")), str(st["n"]), fmt(st.get("mean_confidence"), 2),
+                     fmt(st.get("min_confidence"), 2), channels or "-", str(st["flagged"]),
+                     _text(st.get("flags")) if st.get("flags") else "-"])
+    blocks: list = [Table(["Quantity", "Unit", "Records", "Mean confidence", "Min confidence", "Channels",
+                           "Flagged", "Flags"], rows, "Fused records by quantity") if rows
+                    else Para("No quantity record was stored.", "warn")]
+    totals = s.get("volume_channel_totals")
+    if totals:
+        kv = [("Fused total", f"{fmt(totals.get('fused'), 4, 'mL')} (confidence {fmt(totals.get('fused_confidence'), 2)})")]
+        for k, v in totals.items():
+            if isinstance(v, dict):
+                kv.append((f"{k} channel", f"{fmt(v.get('value'), 4, 'mL')} (confidence {fmt(v.get('confidence'), 2)})"))
+        blocks.append(Para("Total titrant volume by channel (last record):"))
+        blocks.append(KeyValues(kv))
+    audio = s.get("audio_events") or {}
+    blocks.append(Para(f"Audio events: {audio.get('n', 0)} ({_text(audio.get('by_classification')) if audio.get('n') else 'none'}), "
+                       f"mean confidence {fmt(audio.get('mean_confidence'), 2)}."))
+    drops = s.get("per_drop") or []
+    if drops:
+        channel_names = sorted({c for r in drops for c in r["volume_channels"]})
+        headers = ["#", "t", "Drops", "V (mL)", "ΔV (mL)", "pH", "ΔpH"] + [f"{c} (mL, conf)" for c in channel_names] + [
+            "conf V", "conf pH", "T (°C)", "Flags"]
+        rows = []
+        for r in drops:
+            ch = [f"{fmt(r['volume_channels'][c]['value'], 4)} ({fmt(r['volume_channels'][c]['confidence'], 2)})"
+                  if c in r["volume_channels"] else "-" for c in channel_names]
+            rows.append([str(r["reading"]), fmt_t(r.get("t_s")), str(r["drops"]), fmt(r["volume_ml"], 4),
+                         fmt(r["d_volume_ml"], 4) if _finite(r["d_volume_ml"]) else "-", fmt(r["ph"], 3),
+                         fmt(r["d_ph"], 3) if _finite(r["d_ph"]) else "-", *ch, fmt(r["volume_confidence"], 2),
+                         fmt(r["ph_confidence"], 2), fmt(r["temperature_c"], 1) if _finite(r["temperature_c"]) else "-",
+                         ", ".join(r["flags"]) or ""])
+        blocks.append(Table(headers, rows, f"Per-drop table ({len(rows)} settled pH readings)", scroll=True))
+    else:
+        blocks.append(Para("Per-drop table: no settled pH reading was recorded.", "warn"))
+    return blocks
+
+
+def _events(s: dict) -> list:
+    blocks: list = []
+    drops = s.get("drops")
+    if drops:
+        blocks.append(Para(f"Drops: {drops['n']} between {fmt_t(drops.get('first_t_s'))} and {fmt_t(drops.get('last_t_s'))}"
+                           + (f", one every {drops['mean_interval_s']:.1f} s on average" if drops.get("mean_interval_s") else "")
+                           + " (each drop with its pH is in the per-drop table)."))
+    rows = [[fmt_t(e.get("t_s")), e["kind"], e.get("source") or "", e["text"]] for e in s.get("events", [])]
+    blocks.append(Table(["t", "Kind", "Source", "Event"], rows, "Transitions, completions, anomalies, snapshots",
+                        scroll=True) if rows else Para("No event was recorded.", "warn"))
+    return blocks
+
+
+def _anomalies(s: dict) -> list:
+    recs = s.get("records") or []
+    blocks: list = [Para(f"{len(recs)} anomaly record(s), {s.get('unresolved', 0)} unresolved.",
+                         "warn" if s.get("unresolved") else "p")]
+    if recs:
+        blocks.append(Table(["t", "Type", "Severity", "Source", "FSM state", "Description", "Response", "Resolved"],
+                            [[fmt_t(a.get("t_s")), _text(a.get("kind")), _text(a.get("severity")), _text(a.get("source")),
+                              _text(a.get("fsm_state")), _text(a.get("description")), _text(a.get("response")),
+                              "yes" if a["resolved"] else "**no**"] for a in recs], "Anomaly audit"))
+    audio = s.get("audio_anomalies") or []
+    if audio:
+        blocks.append(Table(["t", "Event", "Kind", "Classification", "Confidence"],
+                            [[fmt_t(a.get("t_s")), _text(a.get("event_id")), _text(a.get("kind")),
+                              _text(a.get("classification")), fmt(a.get("confidence"), 2)] for a in audio],
+                            "Audio events classified anomalous or timeout"))
+    flags = s.get("data_quality_flags") or {}
+    if flags:
+        blocks.append(Table(["Data-quality flag", "Records"], [[k, str(v)] for k, v in flags.items()],
+                            "Recorder data-quality flags"))
+    return blocks
+
+
+def _results(s: dict, charts: dict[str, Path]) -> list:
+    blocks: list = []
+    kv = [("Final pH", fmt(s.get("final_ph"), 3)), ("Target pH", fmt(s.get("target_ph"), 2)),
+          ("Final pH - target", fmt(s.get("final_ph_deviation"), 3)),
+          ("Total titrant volume", fmt(s.get("total_volume_ml"), 4, "mL")), ("Drops", str(s.get("drops", 0))),
+          ("Initial pH (measured / stated)", f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
+          ("Temperature start / end", f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
+    setup = s.get("setup") or {}
+    kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
+                              f"{fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with {_text(setup.get('titrant'))} "
+                              f"({fmt_sig(setup.get('titrant_m'))} mol/L) at {fmt(setup.get('temperature_c'), 1)} °C"))
+    for key, label in (("endpoint_volume_ml", "Endpoint volume (mL)"), ("calcium_m", "Ca2+ (mol/L)"),
+                       ("final_mass_g", "Final mass (g)"), ("target_mass_g", "Target mass (g)")):
+        if key in s:
+            kv.append((label, fmt_sig(s[key], 5)))
+    if s.get("weighing_error"):
+        w = s["weighing_error"]
+        kv.append(("Weighing error", f"{w['error_g']:+.3f} g ({100 * w['relative']:+.2f} %)"))
+    blocks.append(KeyValues(kv))
+    eqs = s.get("equivalence_points")
+    if eqs is not None:
+        rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt(e["uncertainty_ml"], 3), fmt(e["ph"], 2),
+                 e["method"], _yes(e["supported"]), e["reason"]] for e in eqs]
+        blocks.append(Table(["#", "V_eq (mL)", "± (mL)", "pH", "Method", "Supported", "Evidence"], rows,
+                            "Equivalence points") if rows else Para("No equivalence point was found.", "warn"))
+    pka = s.get("pka")
+    if pka is not None:
+        rows = [[f"pKa{p['index']}", fmt(p["value"], 3), fmt(p["uncertainty"], 3), p["method"].replace("_", " "),
+                 fmt(p.get("half_equivalence_volume_ml"), 3) if p["method"] == "half_equivalence" else "-",
+                 _yes(p["supported"]), p["reason"]] for p in pka]
+        blocks.append(Table(["", "Value", "±", "Method", "V_half (mL)", "Supported", "Evidence"], rows, "pKa")
+                      if rows else Para("No pKa estimate.", "warn"))
+    conc = s.get("concentration")
+    if conc:
+        kv = [("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt(conc['uncertainty_m'], 5)} mol/L"),
+              ("Method", conc["method"].replace("_", " ")), ("Supported", _yes(conc["supported"])),
+              ("Evidence", _text(conc.get("reason")))]
+        if conc.get("curve_fit"):
+            c = conc["curve_fit"]
+            kv.append(("Curve fit", f"{fmt(c['analyte_m'], 5)} ± {fmt_sig(c['uncertainty_m'], 2)} mol/L"))
+        blocks.append(Para("Concentration:"))
+        blocks.append(KeyValues(kv))
+    fit = s.get("curve_fit")
+    if fit:
+        params = "; ".join(f"{k} = {fmt_sig(v, 6)} ± {fmt_sig(fit['uncertainties'].get(k), 2)}" for k, v in fit["parameters"].items())
+        blocks.append(Para("Equilibrium-model fit:"))
+        blocks.append(KeyValues([("Model", fit["model"]), ("Parameters", params or "none"),
+                                 ("Residual rms", fmt(fit["rms_ph"], 4, "pH")),
+                                 ("Points", f"{fit['n_points']} used, {fit['excluded_points']} excluded (flagged)"),
+                                 ("Converged", _yes(fit["converged"])), ("Solver", fit["message"]),
+                                 ("Implied equivalence volumes", ", ".join(fmt(v, 3, "mL") for v in fit["equivalence_volumes_ml"]) or "-"),
+                                 ("Note", fit["uncertainty_note"])]))
+    devs = s.get("deviations") or []
+    if devs:
+        rows = [[d["quantity"], d["method"].replace("_", " "), fmt_sig(d["measured"], 5), fmt_sig(d["reference"], 5),
+                 d["reference_kind"], fmt_sig(d["deviation"], 3),
+                 f"{100 * d['relative_deviation']:+.2f} %" if _finite(d["relative_deviation"]) else "n/a",
+                 _yes(d["supported"]), d["source"] + (f" ({d['note']})" if d.get("note") else "")] for d in devs]
+        blocks.append(Table(["Quantity", "Method", "Measured", "Reference", "Kind", "Deviation", "Relative",
+                             "Supported", "Reference source"], rows, "Deviation from theory and literature"))
+    curve = s.get("theory_curve")
+    if curve:
+        blocks.append(Para(f"Point-by-point comparison with the theoretical curve ({curve['n_points']} points): rms "
+                           f"{curve['rms_ph']:.3f} pH, mean {curve['mean_ph']:+.3f} pH, largest {curve['max_abs_ph']:.3f} pH "
+                           f"({curve['source']})."))
+    sm = s.get("smoothing")
+    if sm:
+        blocks.append(Para(f"Smoothing: {sm.get('reason')}."))
+        local = sm.get("local_windows") or []
+        if local:
+            blocks.append(Para("Local windows at the equivalence points: " + "; ".join(
+                f"#{w['index']}: {w['window_points']} points ({w['window_ml']:.3g} mL)" for w in local) + "."))
+    for name, caption in (("titration_curve", "Titration curve"), ("first_derivative", "First derivative"),
+                          ("second_derivative", "Second derivative"), ("jump_zoom", "Zoom on the jump")):
+        if name in charts:
+            blocks.append(Image(charts[name], caption))
+    if s.get("chart_notes"):
+        blocks.append(Bullets(s["chart_notes"], "warn"))
+    return blocks
+
+
+def _visual(s: dict) -> list:
+    blocks: list = []
+    snaps = s.get("snapshots") or []
+    for snap in snaps:
+        caption = f"{snap['label'] or 'snapshot'} at {fmt_t(snap.get('t_s'))}"
+        if snap["exists"]:
+            blocks.append(Image(Path(snap["path"]), caption, "snapshot"))
+        else:
+            blocks.append(Para(f"Snapshot '{snap['label']}' ({snap['path']}) is missing on disk.", "warn"))
+    if s.get("missing"):
+        blocks.append(Para("No snapshot for: " + ", ".join(s["missing"]) + ".", "warn"))
+    charts = s.get("charts") or {}
+    if charts:
+        blocks.append(Para("Charts: " + ", ".join(f"{name} ({Path(p).name})" for name, p in charts.items()) + "."))
+    return blocks
+
+
+def _reproducibility(s: dict) -> list:
+    kv = [("Software version", _text(s.get("software_version"))), ("Configuration hash", _text(s.get("config_hash"))),
+          ("Report writer", f"agentchemist {s.get('report_writer_version')}"),
+          ("Libraries", _text(s.get("libraries"))), ("Protocol", _text(s.get("protocol"))),
+          ("Regenerate this report", s.get("regenerate"))]
+    blocks: list = [KeyValues(kv)]
+    reagents = s.get("reagents") or []
+    if reagents:
+        blocks.append(Para("Prepare: " + "; ".join(
+            f"{r['name']} {fmt_sig(r.get('concentration_m'))} mol/L" + (f", {fmt(r.get('volume_ml'), 2)} mL" if r.get("volume_ml") else "")
+            + (f" (batch {r['batch']})" if r.get("batch") else "") for r in reagents) + "."))
+    if s.get("conditions"):
+        blocks.append(Para("Conditions: " + _text(s["conditions"]) + "."))
+    if s.get("dispenser"):
+        blocks.append(Para("Dispenser: " + _text(s["dispenser"]) + "."))
+    if s.get("parameters"):
+        blocks.append(Para("Parameters: " + _text(s["parameters"]) + "."))
+    if s.get("procedure"):
+        blocks.append(Para("Procedure, in order:"))
+        blocks.append(Bullets(list(s["procedure"])))
+    setup = s.get("analysis_setup")
+    if setup:
+        blocks.append(Para("Analysis: " + _text(setup) + (f"; options {_text(s['analysis_options'])}" if s.get("analysis_options") else "")
+                           + (f"; smoothing {s['smoothing'].get('reason')}" if s.get("smoothing") else "") + "."))
+    return blocks
+
+
+def build_document(summary: dict, charts: dict[str, Path], narrative: dict | None = None) -> list[Section]:
+    """Summary + the eleven numbered sections, in SPEC.md order."""
+    sections = summary["sections"]
+    builders = {
+        "metadata": lambda s: _metadata(s),
+        "parameters": lambda s: _parameters(s),
+        "procedure": lambda s: _procedure(s),
+        "fsm_evolution": lambda s: _fsm(s),
+        "process_data": lambda s: _process(s, charts),
+        "quantity_records": lambda s: _quantities(s),
+        "event_log": lambda s: _events(s),
+        "anomalies": lambda s: _anomalies(s),
+        "results": lambda s: _results(s, charts),
+        "visual_documentation": lambda s: _visual(s),
+        "reproducibility": lambda s: _reproducibility(s),
+    }
+    doc = [_summary_section(summary, narrative)]
+    for number, (key, title) in enumerate(SECTION_TITLES.items(), start=1):
+        doc.append(Section(key, number, title, builders[key](sections[key])))
+    return doc

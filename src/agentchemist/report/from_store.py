@@ -1,0 +1,78 @@
+"""Fill the report's RunData from the recorder's store, and regenerate a report from a run folder.
+
+The plan stored with the experiment supplies the reagents and conditions; the records supply the data.
+Used by the summarizer node and by `agentchemist report <run_dir>`.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import agentchemist
+from agentchemist.record import open_store
+from agentchemist.report.model import RunData
+from agentchemist.report.writer import write_report
+
+STORE_NAME = "records.db"
+
+
+def config_hash(config_dir: Path | None = None) -> str:
+    """sha256 over every file in config/: the reproducibility guide names the exact configuration."""
+    from agentchemist.policy.primitives import config_dir as default_dir
+    root = Path(config_dir or default_dir())
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _reagents_and_conditions(plan: dict) -> tuple[list[dict], dict]:
+    parsed = plan.get("parsed_instruction", {}) if isinstance(plan, dict) else {}
+    reagents = []
+    for r in (parsed.get("entities", {}) or {}).get("reagents", []) or []:
+        reagents.append({k: r.get(k) for k in ("name", "role", "concentration_m", "volume_ml", "mass_g")
+                         if r.get(k) is not None})
+    conditions = {}
+    for key in ("initial_conditions", "target_conditions"):
+        value = parsed.get(key) or {}
+        if isinstance(value, dict):
+            conditions.update({k: v for k, v in value.items() if v is not None})
+    return reagents, conditions
+
+
+def run_data(store, experiment_id: str, run_dir: Path | None = None) -> RunData:
+    raw = store.load_run(experiment_id)
+    experiment = dict(raw["experiment"])
+    metadata = experiment.pop("metadata", None) or {}
+    plan = experiment.get("plan") or metadata.get("plan") or {}
+    reagents, conditions = _reagents_and_conditions(plan)
+    temps = [r for r in raw["fused_records"] if r["quantity"] == "temperature" and math.isfinite(r["value"])]
+    if temps:
+        conditions.setdefault("temperature_start_c", temps[0]["value"])
+        conditions.setdefault("temperature_end_c", temps[-1]["value"])
+    experiment.update({"plan": plan, "reagents": experiment.get("reagents") or reagents,
+                       "conditions": {**conditions, **(experiment.get("conditions") or {})},
+                       "software_version": f"agentchemist {agentchemist.__version__}",
+                       "config_hash": config_hash()})
+    experiment.setdefault("instruction", (plan.get("parsed_instruction") or {}).get("raw_instruction", ""))
+    return RunData(experiment=experiment, transitions=raw["transitions"], raw_observations=raw["raw_observations"],
+                   fused_records=raw["fused_records"], anomalies=raw["anomalies"],
+                   audio_events=raw["audio_events"], artifacts=raw["artifacts"], run_dir=run_dir)
+
+
+def regenerate_report(run_dir: str | Path, store_url: str | None = None, experiment_id: str | None = None):
+    """Write the report of a stored run into run_dir; returns the writer's ReportPaths."""
+    run_dir = Path(run_dir)
+    store = open_store(store_url or str(run_dir / STORE_NAME))
+    try:
+        if experiment_id is None:
+            experiments = store.experiments()
+            if not experiments:
+                raise ValueError(f"{run_dir}: the store holds no experiment")
+            experiment_id = experiments[-1]["experiment_id"]
+        data = run_data(store, experiment_id, run_dir)
+    finally:
+        store.close()
+    return write_report(data, run_dir)

@@ -1,0 +1,215 @@
+"""Synthetic camera images of the twin's bench: the front camera and the two wrist cameras.
+
+The front view is drawn from :meth:`LabTwin.scene_state` (positions in front-image pixels) with OpenCV:
+wall and bench, stirrer, balance, meter, stand and probe, beakers with the solution's colour and level,
+the pipette (resting in the beaker, or held above it by the right gripper, with its pendant drop and
+drops in flight), bottles and the arms' grippers. Every item carries its ArUco tag (DICT_4X4_50,
+:mod:`agentchemist.sim.markers`); missing items are not drawn, moved items are drawn where they are.
+
+Wrist cameras have no arm kinematics to follow yet: each one shows a 2x close-up of the front scene
+around what its gripper works on (right: the pipette tip over the beaker; left: the solid bottle when
+weighing, else the meter and probe), with its own fingers in the foreground.
+
+Each image gets Gaussian sensor noise (``cameras.noise_sd`` grey levels) from the camera's own seeded
+generator, so images are reproducible for a given seed and call sequence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agentchemist.sim import drawing as dr
+from agentchemist.sim.indicators import WATER_RGB
+from agentchemist.sim.scenario import CameraSpec
+from agentchemist.sim.types import LabwareItem
+
+__all__ = ["BenchRenderer", "CAMERA_NAMES"]
+
+CAMERA_NAMES = ("front", "left_wrist", "right_wrist")
+DESIGN_W = 320.0
+_PARK = {"left": ((0.0, 40.0), (44.0, 78.0)), "right": ((320.0, 40.0), (288.0, 78.0))}
+
+
+class BenchRenderer:
+    """Draws camera images from a scene-state dict (see :meth:`LabTwin.scene_state`)."""
+
+    def __init__(self, spec: CameraSpec, rng: np.random.Generator) -> None:
+        self.spec = spec
+        self._rng = rng
+        self._backgrounds: dict[float, np.ndarray] = {}
+
+    # ------------------------------------------------------------------------------------------------
+    def render(self, name: str, state: dict[str, Any]) -> np.ndarray:
+        w, h = self.spec.width, self.spec.height
+        base = w / DESIGN_W
+        if name == "front":
+            canvas = self._scene(w, h, base, state)
+            img = canvas.img
+        else:
+            side = "left" if name == "left_wrist" else "right"
+            zoom = 2.0
+            canvas = self._scene(int(w * zoom), int(h * zoom), base * zoom, state)
+            cu, cv_ = self._wrist_target(side, state, canvas.s)
+            x0 = int(np.clip(cu - w / 2, 0, canvas.img.shape[1] - w))
+            y0 = int(np.clip(cv_ - h / 2, 0, canvas.img.shape[0] - h))
+            img = canvas.img[y0:y0 + h, x0:x0 + w].copy()
+            self._own_fingers(img, state["gripper_opening_m"][side])
+        if self.spec.noise_sd > 0:
+            noise = self._rng.standard_normal(img.shape, dtype=np.float32) * np.float32(self.spec.noise_sd)
+            img = np.clip(img.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+        return img
+
+    # ------------------------------------------------------------------------------------------------
+    def _background(self, w: int, h: int, s: float) -> np.ndarray:
+        key = (w, h, s)
+        bg = self._backgrounds.get(key)  # type: ignore[arg-type]
+        if bg is None:
+            c = dr.Canvas(w, h, s)
+            dr.draw_bench(c)
+            bg = c.img
+            self._backgrounds[key] = bg  # type: ignore[index]
+        return bg
+
+    def _scene(self, w: int, h: int, s: float, st: dict[str, Any]) -> dr.Canvas:
+        c = dr.Canvas(w, h, s)
+        c.img[:] = self._background(w, h, s)
+        k = DESIGN_W / self.spec.width  # layout px -> design px
+        items: dict[str, LabwareItem] = {i.id: i for i in st["items"] if i.present}
+
+        def pos(item: LabwareItem) -> tuple[float, float]:
+            return item.position[0] * k, item.position[1] * k
+
+        tops: dict[str, float] = {}
+        # platforms
+        for it in items.values():
+            u, v = pos(it)
+            if it.kind == "stirrer":
+                tops[it.id] = dr.draw_stirrer(c, u, v, st["stirrer_on"], it.marker_id)
+            elif it.kind == "balance":
+                tops[it.id] = dr.draw_balance(c, u, v, st["balance_text"], it.marker_id)
+
+        def base_of(it: LabwareItem) -> tuple[float, float]:
+            u, v = pos(it)
+            if it.on in tops:
+                v = tops[it.on]
+            return u, v
+
+        # free-standing items, back to front
+        beaker_geo: dict[str, tuple[float, float, float, float]] = {}  # id -> (u, base v, top v, surface v)
+        bottle_side = st.get("bottle_side")
+        held_bottle = None
+        order = sorted(items.values(), key=lambda i: base_of(i)[1])
+        for it in order:
+            u, v = base_of(it)
+            if it.kind == "beaker":
+                cap = it.capacity_ml or (st["beaker_capacity_ml"] if it.id == st["beaker_id"] else 100.0)
+                if it.id == st["beaker_id"]:
+                    surface = dr.draw_beaker(c, u, v, cap, st["beaker_volume_ml"], st["solution_rgb"], it.marker_id,
+                                             st["stirrer_on"] and it.on == st["stirrer_id"], st["solid_in_vessel_g"])
+                else:
+                    surface = dr.draw_beaker(c, u, v, cap, 0.0, WATER_RGB, it.marker_id, False)
+                beaker_geo[it.id] = (u, v, v - dr.beaker_size(cap)[1], surface)
+            elif it.kind == "ph_meter":
+                dr.draw_meter(c, u, v, st["meter_text"], it.marker_id)
+            elif it.kind == "reagent_bottle":
+                dr.draw_bottle(c, u, v, it.label or it.id, (40, 80, 170), (225, 232, 236), it.marker_id)
+            elif it.kind == "solid_bottle":
+                if bottle_side is not None and it.id == st["bottle_id"] and st["bottle_tilt_deg"] > 0:
+                    held_bottle = it
+                else:
+                    dr.draw_solid_bottle(c, u, v, it.label or it.id, it.marker_id, 0.0)
+            elif it.kind == "wash_bottle":
+                dr.draw_wash_bottle(c, u, v, it.marker_id)
+            elif it.kind == "weighing_boat":
+                dr.draw_weighing_boat(c, u, v, it.marker_id)
+
+        # stand + probe (the probe hangs in the beaker it is "on")
+        probe = items.get(st["probe_id"])
+        stand = next((i for i in items.values() if i.kind == "stand"), None)
+        meter = next((i for i in items.values() if i.kind == "ph_meter"), None)
+        probe_geo = None
+        if probe is not None:
+            if probe.on in beaker_geo:
+                bu, bv, btop, _ = beaker_geo[probe.on]
+                pu = bu - 11.0
+                probe_geo = (pu, btop - 26.0, bv - 4.0)
+            else:
+                pu, pv = pos(probe)
+                probe_geo = (pu, pv - 60.0, pv - 10.0)
+        if stand is not None:
+            su, sv = base_of(stand)
+            clamp_v = probe_geo[1] + 6.0 if probe_geo else sv - 80.0
+            dr.draw_stand(c, su, sv, min(clamp_v - 14.0, sv - 60.0), probe_geo[0] if probe_geo else su + 20.0,
+                          clamp_v, stand.marker_id)
+        if probe_geo is not None:
+            cable = None
+            if meter is not None:
+                mu, mv = base_of(meter)
+                cable = (mu + 22.0, mv - 30.0)
+            dr.draw_probe(c, probe_geo[0], probe_geo[1], probe_geo[2], cable, probe.marker_id)
+
+        # pipette, drops and the gripper holding it
+        pip = items.get(st["pipette_id"])
+        held_by = st["held_by"]
+        bulb = None
+        if pip is not None:
+            pu, pv = pos(pip)
+            liquid = (200, 214, 230)
+            if pip.on in beaker_geo:
+                bu, bv, btop, surface = beaker_geo[pip.on]
+                if st["pipette_held"]:
+                    tip_v = btop - 6.0
+                    bulb = dr.draw_pipette(c, pu, tip_v, 0.0, st["pipette_fill"], liquid, st["pipette_pendant_ml"],
+                                          pip.marker_id, flag_frac=0.35)
+                    for frac_left in st["falling"]:
+                        y = tip_v + (surface - tip_v) * (1.0 - min(max(frac_left, 0.0), 1.0))
+                        dr.cv2.ellipse(c.img, c.p(pu, y), (c.n(1.3), c.n(2.0)), 0, 0, 360, liquid, -1, dr.AA)
+                else:
+                    dr.draw_pipette(c, bu + 19.0, bv - 4.0, 12.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
+            else:
+                bulb = dr.draw_pipette(c, pu, pv, 0.0, st["pipette_fill"], liquid, 0.0, pip.marker_id) if st["pipette_held"] \
+                    else dr.draw_pipette(c, pu, pv, 80.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
+        for side in ("left", "right"):
+            corner, park = _PARK[side]
+            opening = st["gripper_opening_m"][side]
+            if side == held_by and bulb is not None and st["pipette_held"]:
+                dr.draw_gripper(c, bulb[0], bulb[1] + 4.0, opening, corner)
+            elif side == bottle_side and held_bottle is not None:
+                bu_, bv_ = base_of(held_bottle)
+                target = beaker_geo.get(st["beaker_id"])
+                hu, hv = (target[0] - 24.0, target[2] - 8.0) if target else (bu_, bv_ - 70.0)
+                mouth = dr.draw_bottle(c, hu, hv, held_bottle.label, (40, 90, 170), (238, 238, 232), None,
+                                       st["bottle_tilt_deg"])
+                dr.draw_gripper(c, hu, hv - 30.0, opening, corner)
+                del mouth
+            else:
+                dr.draw_gripper(c, park[0], park[1], opening, corner)
+        return c
+
+    def _wrist_target(self, side: str, st: dict[str, Any], s: float) -> tuple[float, float]:
+        """Image point (hi-res px) the wrist camera of ``side`` looks at."""
+        k = DESIGN_W / self.spec.width
+        items = {i.id: i for i in st["items"]}
+        if side == st["held_by"] and st["pipette_id"] in items:
+            it = items[st["pipette_id"]]
+            return it.position[0] * k * s, (it.position[1] * k - 40.0) * s
+        if st.get("bottle_id") and side == st.get("bottle_side") and st["bottle_id"] in items:
+            it = items[st["bottle_id"]]
+            return it.position[0] * k * s, (it.position[1] * k - 40.0) * s
+        meter = next((i for i in st["items"] if i.kind == "ph_meter"), None)
+        if meter is not None:
+            return (meter.position[0] * k + 40.0) * s, (meter.position[1] * k - 40.0) * s
+        return DESIGN_W / 2 * s, 120.0 * s
+
+    @staticmethod
+    def _own_fingers(img: np.ndarray, opening_m: float) -> None:
+        """The camera's own gripper fingers, entering from the bottom edge."""
+        h, w = img.shape[:2]
+        half = int(w * (0.08 + opening_m / 0.07 * 0.22))
+        fw, fh = int(w * 0.07), int(h * 0.28)
+        for sgn in (-1, 1):
+            cx = w // 2 + sgn * half
+            dr.cv2.rectangle(img, (cx - fw // 2, h - fh), (cx + fw // 2, h), (38, 40, 44), -1, dr.AA)
+            dr.cv2.rectangle(img, (cx - fw // 2, h - fh), (cx + fw // 2, h - fh + 4), (90, 92, 98), -1, dr.AA)
