@@ -114,14 +114,32 @@ class PostgresServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+# Several test modules import the fixture; they share one server, stopped when the last one is done.
+_shared: dict[str, object] = {"server": None, "users": 0}
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     bindir = find_bindir()
     if bindir is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found; set PG_BINDIR")
-    server = PostgresServer(bindir)
+    if _shared["server"] is None:
+        server = PostgresServer(bindir)
+        try:
+            server.start()
+        except BaseException:
+            server.cleanup()
+            raise
+        _shared["server"] = server
+    server = _shared["server"]
+    assert isinstance(server, PostgresServer)
+    _shared["users"] = int(_shared["users"]) + 1  # type: ignore[call-overload]
     try:
-        server.start()
+        if not server.running():  # a test that stopped it failed before restarting
+            server.start()
         yield server
     finally:
-        server.cleanup()
+        _shared["users"] = int(_shared["users"]) - 1  # type: ignore[call-overload]
+        if _shared["users"] == 0:
+            _shared["server"] = None
+            server.cleanup()

@@ -68,6 +68,7 @@ class DispenserConfig:
     stall_time_s: float = 1.0           #: ... for this long -> gripper stall
     max_resets: int = 2                 #: RESETs before giving up
     settle_timeout_s: float = 60.0      #: a WAIT that never settles ends in RESET
+    drop_pause_s: float = 0.5           #: without pH readings, WAIT this long after a drop (it falls)
 
     def __post_init__(self):
         for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
@@ -179,7 +180,7 @@ class DispenserController:
         self._last_update = now
         self._last_measured = start_opening_mm
         self.q_stat = 0.0
-        self._reported_q = 0.0
+        self._next_report = config.drop_volume_ml
         self.drops = 0
         self._disp_since_drop = 0.0
         self._drop_pending_settle: str | None = None
@@ -256,7 +257,7 @@ class DispenserController:
             elif self._resume_requested:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
-            elif self._settle.is_stable():
+            elif self._settled(now):
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
                 a = ControllerAnomaly(now, "settle_timeout",
@@ -287,11 +288,14 @@ class DispenserController:
             # Only closing squeezes liquid out; opening lets air back into the bulb.
             self.q_stat += self.config.k_ml_per_mm * dd
             self._disp_since_drop += dd
-        # One statistical estimate per drop-volume of displacement keeps the channel in step with audio.
-        if self.q_stat - self._reported_q >= self.config.drop_volume_ml - 1e-12:
-            delta = self.q_stat - self._reported_q
-            self._reported_q = self.q_stat
-            out.estimates.append(Estimate(now, self.q_stat, delta, self.confidence(), self.state.value))
+        # One statistical estimate each time Q_stat crosses another drop volume keeps the channel in step
+        # with the audio channel's per-drop estimates.
+        if self.q_stat >= self._next_report - 1e-12:
+            dv = self.config.drop_volume_ml
+            previous = self._next_report - dv
+            self._next_report = (math.floor(self.q_stat / dv + 1e-9) + 1) * dv
+            out.estimates.append(Estimate(now, self.q_stat, self.q_stat - previous, self.confidence(),
+                                          self.state.value))
 
     def confidence(self) -> float:
         """Confidence of Q_stat: calibration residual relative to a drop, discounted by execution state."""
@@ -300,6 +304,12 @@ class DispenserController:
         state_factor = {State.MOTION: 1.0, State.WAIT: 1.0, State.RESET: 0.3, State.DONE: 1.0}[self.state]
         stall_factor = 0.5 if self._stall_since is not None else 1.0
         return max(0.0, min(1.0, calib * state_factor * stall_factor))
+
+    def _settled(self, now: float) -> bool:
+        """pH settled when a pH stream exists; otherwise the hanging drop had time to fall."""
+        if self._last_ph is not None:
+            return self._settle.is_stable()
+        return now - (self._wait_since or now) >= self.config.drop_pause_s
 
     def _near_target(self) -> bool:
         g, c = self.goal, self.config

@@ -185,7 +185,7 @@ def _check_subtasks(spec: "StateMachineSpec", subtasks: list["Subtask"]) -> list
                 ):
                     reasons.append(
                         f"subtask {task.id!r}: no transition on {exp.symbol!r} into {exp.target!r} "
-                        f"can follow its state {task.fsm_state!r}"
+                        f"is reachable from its state {task.fsm_state!r}"
                     )
     for cycle in dependency_cycles(subtasks):
         reasons.append("dependency cycle: " + " -> ".join(cycle))

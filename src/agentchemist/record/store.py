@@ -31,20 +31,58 @@ from agentchemist.record.writer import BatchWriter, FailureCallback
 
 @runtime_checkable
 class RecordStore(Protocol):
-    """What the recorder node needs from a store (see :class:`QueuedStore` for the semantics)."""
+    """What the recorder node needs from a store (see :class:`QueuedStore` for the semantics).
 
-    def start_experiment(self, experiment_id: str, *, now: float, instruction: str = "", metadata: dict | None = None) -> None: ...
+    Times (``now``, ``stamp``, ``start``, ``end``) are seconds on the ROS clock; values are in the unit
+    named next to them. Record dicts returned by reads use exactly the add_* keyword names.
+    """
+
+    def start_experiment(
+        self, experiment_id: str, *, now: float, instruction: str = "", metadata: dict | None = None
+    ) -> None: ...
+
     def finish_experiment(self, experiment_id: str, *, now: float, status: str, reason: str = "") -> None: ...
-    def add_transition(self, experiment_id: str, *, stamp: float, from_state: str, to_state: str, symbol: str, subtask_id: str = "", agent: str = "") -> None: ...
-    def add_raw(self, experiment_id: str, *, stamp: float, channel: str, sensor: str, quantity: str, value: float, unit: str, confidence: float, fsm_state: str = "", subtask_id: str = "", flags: Sequence[str] = (), payload: Any = None) -> None: ...
-    def add_fused(self, experiment_id: str, *, stamp: float, quantity: str, unit: str, value: float, confidence: float, channels: Sequence[str], channel_values: Sequence[float], channel_confidences: Sequence[float], fsm_state: str = "", subtask_id: str = "", quality_flags: Sequence[str] = ()) -> int: ...
-    def add_anomaly(self, experiment_id: str, *, stamp: float, source: str, kind: str, severity: str, description: str, fsm_state: str = "", subtask_id: str = "", response: str = "", resolved: bool = False) -> None: ...
-    def add_audio_event(self, experiment_id: str, *, stamp: float, event_id: str, kind: str, classification: str, start: float, end: float, snr_db: float, peak_frequency_hz: float, quantity: float, confidence: float) -> None: ...
+
+    def add_transition(
+        self, experiment_id: str, *, stamp: float, from_state: str, to_state: str, symbol: str,
+        subtask_id: str = "", agent: str = "",
+    ) -> None: ...
+
+    def add_raw(
+        self, experiment_id: str, *, stamp: float, channel: str, sensor: str, quantity: str, value: float,
+        unit: str, confidence: float, fsm_state: str = "", subtask_id: str = "", flags: Sequence[str] = (),
+        payload: Any = None,
+    ) -> None: ...
+
+    def add_fused(
+        self, experiment_id: str, *, stamp: float, quantity: str, unit: str, value: float, confidence: float,
+        channels: Sequence[str], channel_values: Sequence[float], channel_confidences: Sequence[float],
+        fsm_state: str = "", subtask_id: str = "", quality_flags: Sequence[str] = (),
+    ) -> int: ...
+
+    def add_anomaly(
+        self, experiment_id: str, *, stamp: float, source: str, kind: str, severity: str, description: str,
+        fsm_state: str = "", subtask_id: str = "", response: str = "", resolved: bool = False,
+    ) -> None: ...
+
+    def add_audio_event(
+        self, experiment_id: str, *, stamp: float, event_id: str, kind: str, classification: str,
+        start: float, end: float, snr_db: float, peak_frequency_hz: float, quantity: float, confidence: float,
+    ) -> None: ...
+
     def add_artifact(self, experiment_id: str, *, stamp: float, kind: str, path: str, label: str = "") -> None: ...
+
     def flush(self) -> None: ...
+
     def close(self) -> None: ...
+
     def load_run(self, experiment_id: str) -> dict: ...
-    def query_fused(self, experiment_id: str, *, quantity: str | None = None, since: float | None = None, until: float | None = None, limit: int = 0) -> list[dict]: ...
+
+    def query_fused(
+        self, experiment_id: str, *, quantity: str | None = None, since: float | None = None,
+        until: float | None = None, limit: int = 0,
+    ) -> list[dict]: ...
+
     def experiments(self) -> list[dict]: ...
 
 

@@ -243,7 +243,8 @@ def time_series_figure(
             ref = np.interp(np.asarray(s, float), np.asarray(stamps, float), np.asarray(values, float))
             ax_diff.plot((np.asarray(s) - t0) / scale, np.asarray(vals) - ref, "-", linewidth=0.9, label=lab)
         ax_diff.axhline(0.0, color="black", linewidth=0.6)
-        ax_diff.set_ylabel(f"channel − {label}")
+        unit = ylabel[ylabel.rfind("("):] if ylabel.endswith(")") and "(" in ylabel else ""
+        ax_diff.set_ylabel(f"channel − {label} {unit}".strip())
         ax_diff.set_xlabel(xlabel)
         ax_diff.legend(loc="best", fontsize=8)
     if markers is not None:

@@ -84,14 +84,17 @@ def fmt_sig(x, sig: int = 4, unit: str = "") -> str:
 
 
 def fmt_t(t_s) -> str:
-    """Elapsed seconds as '12.3 s' or 'H:MM:SS'."""
+    """Elapsed seconds as '12.3 s', 'M:SS.s' (under an hour) or 'H:MM:SS.s'."""
     if not _finite(t_s):
         return NOT_RECORDED
-    if abs(t_s) < 100:
-        return f"{t_s:.1f} s"
+    tenths = int(round(abs(t_s) * 10))  # round once, so 59.96 s reads 1:00.0 and never 0:60.0
     sign = "-" if t_s < 0 else ""
-    t = abs(t_s)
-    return f"{sign}{int(t // 3600)}:{int(t % 3600 // 60):02d}:{t % 60:04.1f}"
+    if tenths < 600:
+        return f"{sign}{tenths / 10:.1f} s"
+    h, rem = divmod(tenths, 36000)
+    m, rem = divmod(rem, 600)
+    sec = f"{rem // 10:02d}.{rem % 10}"
+    return f"{sign}{h}:{m:02d}:{sec}" if h else f"{sign}{m}:{sec}"
 
 
 def fmt_stamp(stamp) -> str:
@@ -106,6 +109,8 @@ def fmt_stamp(stamp) -> str:
 def _text(x) -> str:
     if x is None or x == "":
         return NOT_RECORDED
+    if isinstance(x, bool):
+        return "yes" if x else "no"
     if isinstance(x, float):
         return fmt_sig(x)
     if isinstance(x, (list, tuple)):
@@ -191,13 +196,14 @@ def _procedure(s: dict) -> list:
     if not rows:
         return [Para("No plan and no subtask was recorded: the procedure cannot be reconstructed.", "warn")]
     return [Table(["Subtask", "Agent", "Description", "Depends on", "FSM state", "Expected transition", "First seen",
-                   "Completed", "Status"], rows, "Subtasks with timeline (times since start)")]
+                   "Completed", "Status"], rows, "Subtasks with timeline (times since start; continuous subtasks such as "
+            "monitoring leave no transition)")]
 
 
 def _fsm(s: dict) -> list:
     kv = [("Initial state", _text(s.get("initial_state"))), ("Final state", _text(s.get("final_state"))),
           ("Accepting states", _text(s.get("accepting_states"))),
-          ("Reached an accepting state", _text(s.get("accepted")) if s.get("accepted") is not None else NOT_RECORDED),
+          ("Reached an accepting state", fmt(s.get("accepted")) if s.get("accepted") is not None else NOT_RECORDED),
           ("Transitions", str(len(s.get("transitions", []))))]
     blocks: list = [KeyValues(kv)]
     time_in = s.get("time_in_state_s") or {}
@@ -279,6 +285,9 @@ def _events(s: dict) -> list:
         blocks.append(Para(f"Drops: {drops['n']} between {fmt_t(drops.get('first_t_s'))} and {fmt_t(drops.get('last_t_s'))}"
                            + (f", one every {drops['mean_interval_s']:.1f} s on average" if drops.get("mean_interval_s") else "")
                            + " (each drop with its pH is in the per-drop table)."))
+    if s.get("routine_transitions"):
+        blocks.append(Para(f"{s['routine_transitions']} routine drop / settle transitions are not repeated here "
+                           "(section 4 lists every transition, section 6 every drop)."))
     rows = [[fmt_t(e.get("t_s")), e["kind"], e.get("source") or "", e["text"]] for e in s.get("events", [])]
     blocks.append(Table(["t", "Kind", "Source", "Event"], rows, "Transitions, completions, anomalies, snapshots",
                         scroll=True) if rows else Para("No event was recorded.", "warn"))
@@ -361,7 +370,9 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
                                  ("Note", fit["uncertainty_note"])]))
     devs = s.get("deviations") or []
     if devs:
-        rows = [[d["quantity"], d["method"].replace("_", " "), fmt_sig(d["measured"], 5), fmt_sig(d["reference"], 5),
+        digits = {"mL": 3, "mol/L": 5}
+        rows = [[d["quantity"] + (f" ({d['unit']})" if d["unit"] else ""), d["method"].replace("_", " "),
+                 fmt(d["measured"], digits.get(d["unit"], 3)), fmt(d["reference"], digits.get(d["unit"], 3)),
                  d["reference_kind"], fmt_sig(d["deviation"], 3),
                  f"{100 * d['relative_deviation']:+.2f} %" if _finite(d["relative_deviation"]) else "n/a",
                  _yes(d["supported"]), d["source"] + (f" ({d['note']})" if d.get("note") else "")] for d in devs]

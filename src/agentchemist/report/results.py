@@ -329,7 +329,11 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     t_end = _num(conditions.get("temperature_end_c"))
     out["temperature_start_c"] = t_start if t_start is not None else _first(run, "temperature")
     out["temperature_end_c"] = t_end if t_end is not None else _last(run, "temperature")[0]
-    if final_ph is None:
+    if final_ph is not None:
+        target_text = f" (target {target_ph:g}, deviation {final_ph - target_ph:+.3f})" if target_ph is not None else ""
+        volume_text = f" after {total_volume:.3f} mL of titrant ({out['drops']} drops)" if total_volume is not None else ""
+        ctx.concluded.append(f"final pH {final_ph:.3f}{volume_text}{target_text}")
+    else:
         ctx.not_concluded.append("no final pH: no pH was recorded")
     if total_volume is None and setup.family != "weighing_dissolution":
         ctx.not_concluded.append("no total volume: no titrant volume was recorded")

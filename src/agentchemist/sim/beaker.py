@@ -20,6 +20,7 @@ from collections import OrderedDict
 from typing import Mapping
 
 from agentchemist.chemistry.equilibrium import ph_of_mixture
+from agentchemist.chemistry.reagents import default_library
 from agentchemist.sim.indicators import WATER_RGB, indicator_for, solution_rgb
 from agentchemist.sim.scenario import BeakerSpec
 
@@ -47,6 +48,7 @@ class Beaker:
         self.liquid_mass_g = spec.volume_ml * spec.density_g_ml
         self.overflow_ml = 0.0
         self._cache: OrderedDict[tuple, float] = OrderedDict()
+        self._library = default_library()
         self.complexometric = (
             self.indicator is not None
             and self.indicator.name == _COMPLEXOMETRIC_INDICATOR
@@ -89,7 +91,8 @@ class Beaker:
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        amounts = {k: v for k, v in self.moles.items() if v > 0.0}
+        # Indicators outside the reagent library (phenolphthalein ...) are at 1e-5 M: no pH effect modelled.
+        amounts = {k: v for k, v in self.moles.items() if v > 0.0 and k in self._library}
         value = ph_of_mixture(amounts, self.volume_ml / 1000.0, self.temperature_c, activity=self.activity)
         self._cache[key] = value
         if len(self._cache) > 256:

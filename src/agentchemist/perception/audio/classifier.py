@@ -94,9 +94,7 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     c = config
     short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
     sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
-    # rings longer than a grain: the fitted decay, or twice the energy centroid when the fit window is
-    # short (a weak drop whose fastest partial dominates the first ms)
-    drop_decay = (_above(max(f.decay_s, 2.0 * f.centroid_s), c.drop_decay_s[0], c.drop_decay_w[0])
+    drop_decay = (_above(f.decay_s, c.drop_decay_s[0], c.drop_decay_w[0])
                   * _below(f.decay_s, c.drop_decay_s[1], c.drop_decay_w[1]))
     drop_centroid = (_above(f.centroid_s, c.drop_centroid_s[0], c.drop_centroid_w[0])
                      * _below(f.centroid_s, c.drop_centroid_s[1], c.drop_centroid_w[1]))

@@ -19,6 +19,8 @@ class EventFeatures:
         0.69 * decay_s; stationary sounds: their length).
     centroid_s: energy-weighted mean time of the energy above the floor, from the onset, s
         (exponential decay: decay_s / 2; a cluster of grains or a burst: half its length).
+    pre_level_db: band energy over the 50 ms before the onset relative to the floor, dB (about 0 when
+        the event starts from quiet).
     flatness: spectral flatness of the excess spectrum in the detection band (0 tonal .. 1 white).
     low_fraction: share of the excess energy below 600 Hz (thuds).
     granularity_db: median absolute step of the 1 ms envelope, dB (grains make it jitter).
@@ -33,6 +35,7 @@ class EventFeatures:
     attack_s: float
     hold_s: float
     centroid_s: float
+    pre_level_db: float
     flatness: float
     low_fraction: float
     granularity_db: float

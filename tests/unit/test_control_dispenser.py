@@ -1,0 +1,216 @@
+"""The dispenser controller's transition table, row by row, plus goal validation and Q_stat accounting."""
+import math
+
+import pytest
+
+from agentchemist.control.dispenser import (TRANSITIONS, DispenseGoal, DispenserConfig, DispenserController,
+                                            GoalError, State)
+
+CFG = DispenserConfig()
+
+
+def make(goal=None, opening=60.0, now=0.0, config=CFG):
+    return DispenserController(config, goal or DispenseGoal(target_volume_ml=5.0), start_opening_mm=opening, now=now)
+
+
+def run_motion(c, t0, t1, dt=0.02, opening=None, ph=None):
+    """Step with the gripper following the command exactly (an ideal gripper); a drop every 0.1 s."""
+    out, t = None, t0
+    measured = c.command if opening is None else opening
+    while t < t1 - 1e-9:
+        t = round(t + dt, 9)
+        if int(t / 0.1) != int((t - dt) / 0.1):
+            c.on_drop(t)
+        if ph is not None:
+            c.on_ph(t, ph(t) if callable(ph) else ph)
+        out = c.update(t, measured)
+        measured = out.command_opening_mm if opening is None else opening
+        if out.done:
+            break
+    return out, t
+
+
+def collect(c, t0, t1, **kw):
+    seen = []
+    t = t0
+    measured = c.command
+    while t < t1 - 1e-9:
+        t = round(t + 0.02, 9)
+        if "ph" in kw:
+            c.on_ph(t, kw["ph"](t))
+        if "drop_every" in kw and int(t / kw["drop_every"]) != int((t - 0.02) / kw["drop_every"]):
+            c.on_drop(t)
+        if kw.get("drops_by_volume") and c.q_stat >= (c.drops + 1) * CFG.drop_volume_ml:
+            c.on_drop(t)  # like the twin: a drop falls once a drop volume has been expelled
+        out = c.update(t, measured)
+        measured = out.command_opening_mm
+        seen += out.transitions
+        if out.done:
+            break
+    return seen, out
+
+
+def test_table_covers_every_state_and_condition():
+    conditions = {(s, cond) for s, cond, _, _ in TRANSITIONS}
+    assert len(conditions) == len(TRANSITIONS), "ambiguous transition in the table"
+    assert {s for s, *_ in TRANSITIONS} == {State.MOTION, State.WAIT, State.RESET}
+
+
+def test_starts_in_motion_and_closes_at_the_commanded_rate():
+    c = make(DispenseGoal(target_volume_ml=5.0, rate_mm_s=0.2))
+    assert c.state == State.MOTION
+    out, _ = run_motion(c, 0.0, 1.0)
+    assert out.command_opening_mm == pytest.approx(60.0 - 0.2, abs=0.005)
+    # Q_stat from the measured position: k * displacement
+    assert c.q_stat == pytest.approx(1.0 * 0.2, abs=0.005)
+
+
+def test_qstat_uses_measured_not_commanded_position():
+    c = make()
+    for i in range(1, 51):
+        c.update(i * 0.02, 60.0)  # the gripper never moves (commanded moves)
+    assert c.q_stat == 0.0
+
+
+def test_opening_does_not_count_as_dispensing():
+    c = make()
+    c.update(0.02, 59.0)
+    c.update(0.04, 60.0)
+    assert c.q_stat == pytest.approx(1.0)
+
+
+def test_motion_to_done_on_target_volume():
+    c = make(DispenseGoal(target_volume_ml=0.5, rate_mm_s=1.0))
+    seen, out = collect(c, 0.0, 60.0, drops_by_volume=True)
+    assert seen[-1][1:] == ("goal_reached", State.DONE)
+    assert (State.MOTION, "near_target_drop", State.WAIT) in seen
+    assert out.done.success and out.done.reason == "target_volume"
+    assert abs(out.done.dispensed_ml - 0.5) <= CFG.drop_volume_ml
+
+
+def test_motion_to_done_directly_when_far_steps_reach_the_target():
+    c = make(DispenseGoal(target_volume_ml=0.5, rate_mm_s=1.0), config=DispenserConfig(near_target_ml=0.0))
+    seen, out = collect(c, 0.0, 5.0, drops_by_volume=True)
+    assert seen == [(State.MOTION, "goal_reached", State.DONE)]
+
+
+def test_motion_to_wait_on_high_change_rate_then_settled_back_to_motion():
+    c = make(DispenseGoal(target_volume_ml=10.0, target_ph=12.0))
+    ph = lambda t: 3.0 + (0.5 * (t - 0.5) if 0.5 < t < 1.5 else (0.5 if t >= 1.5 else 0.0))  # noqa: E731
+    seen, _ = collect(c, 0.0, 4.0, ph=ph, drop_every=0.2)
+    assert (State.MOTION, "change_rate_high", State.WAIT) in seen
+    assert (State.WAIT, "settled", State.MOTION) in seen
+
+
+def test_drop_landed_settle_when_asked():
+    c = make(DispenseGoal(target_volume_ml=10.0, target_ph=12.0, settle_each_drop=True))
+    seen, _ = collect(c, 0.0, 3.0, ph=lambda t: 3.0, drop_every=0.2)
+    assert (State.MOTION, "drop_landed_settle", State.WAIT) in seen
+    assert (State.WAIT, "settled", State.MOTION) in seen
+
+
+def test_near_target_one_drop_at_a_time():
+    c = make(DispenseGoal(target_volume_ml=10.0, target_ph=7.0))
+    seen, _ = collect(c, 0.0, 2.0, ph=lambda t: 6.8, drop_every=0.2)
+    assert (State.MOTION, "near_target_drop", State.WAIT) in seen
+
+
+def test_wait_resume_command():
+    c = make(DispenseGoal(target_volume_ml=10.0, target_ph=12.0, settle_each_drop=True))
+    c.on_ph(0.01, 3.0)
+    c.on_drop(0.01)
+    out = c.update(0.02, 60.0)
+    assert out.state == State.WAIT
+    c.request_resume()
+    out = c.update(0.04, 60.0)
+    assert (State.WAIT, "resume_command", State.MOTION) in out.transitions
+
+
+def test_wait_to_done_when_target_ph_reached_and_settled():
+    c = make(DispenseGoal(target_volume_ml=0.0, target_ph=7.0, settle_each_drop=True))
+    seen, out = collect(c, 0.0, 3.0, ph=lambda t: 7.05, drop_every=0.1)
+    assert out.done is not None and out.done.reason == "target_ph" and out.done.success
+
+
+@pytest.mark.parametrize("kind", ["no_drop", "sensor_timeout", "gripper_stall", "pipette_empty", "operation_timeout"])
+def test_each_anomaly_ends_in_reset_with_its_kind(kind):
+    goal = DispenseGoal(target_volume_ml=10.0, target_ph=12.0 if kind == "sensor_timeout" else None, timeout_s=1.0
+                        if kind == "operation_timeout" else 0.0, rate_mm_s=1.0)
+    opening = 0.5 if kind == "pipette_empty" else 60.0
+    c = make(goal, opening=opening)
+    anomalies, t, measured = [], 0.0, opening
+    for _ in range(400):
+        t = round(t + 0.02, 9)
+        if kind == "sensor_timeout":
+            pass  # no pH at all
+        elif goal.target_ph is not None:
+            c.on_ph(t, 3.0)
+        if kind not in ("no_drop",) and int(t / 0.04) != int((t - 0.02) / 0.04):
+            c.on_drop(t)
+        out = c.update(t, measured)
+        anomalies += out.anomalies
+        if kind != "gripper_stall":
+            measured = out.command_opening_mm
+        if out.state == State.RESET or out.done:
+            break
+    assert anomalies and anomalies[0].kind == kind
+    assert c.state in (State.RESET, State.DONE)
+
+
+def test_reset_retracts_then_resumes_or_gives_up():
+    c = make(DispenseGoal(target_volume_ml=10.0, rate_mm_s=1.0))
+    # no drops at all -> no_drop anomaly -> RESET -> retract to the safe opening
+    seen, t, measured = [], 0.0, 60.0
+    for _ in range(3000):
+        t = round(t + 0.02, 9)
+        out = c.update(t, measured)
+        seen += out.transitions
+        measured = out.command_opening_mm
+        if out.done:
+            break
+    assert (State.RESET, "retracted_resume", State.MOTION) in seen
+    assert (State.RESET, "retracted_give_up", State.DONE) in seen
+    assert out.done.reason == "anomaly" and not out.done.success
+    assert c.resets == CFG.max_resets + 1
+
+
+@pytest.mark.parametrize("goal, message", [
+    (DispenseGoal(target_volume_ml=float("nan")), "not a number"),
+    (DispenseGoal(target_volume_ml=-1.0), "negative"),
+    (DispenseGoal(target_volume_ml=1.0, rate_mm_s=50.0), "exceeds"),
+    (DispenseGoal(target_ph=15.0), "outside"),
+    (DispenseGoal(), "neither"),
+])
+def test_bad_goals_are_refused_with_a_reason(goal, message):
+    with pytest.raises(GoalError, match=message):
+        make(goal)
+
+
+def test_bad_start_position_refused():
+    with pytest.raises(GoalError):
+        make(opening=float("nan"))
+    with pytest.raises(GoalError):
+        make(opening=80.0)
+
+
+def test_commands_are_quantised_to_the_gripper_resolution():
+    c = make(DispenseGoal(target_volume_ml=5.0, rate_mm_s=0.0123))
+    out, _ = run_motion(c, 0.0, 0.5)
+    assert math.isclose(out.command_opening_mm * 1000, round(out.command_opening_mm * 1000), abs_tol=1e-6)
+
+
+def test_statistical_estimates_one_per_drop_volume_with_confidence():
+    c = make(DispenseGoal(target_volume_ml=1.0, rate_mm_s=1.0))
+    estimates, t, measured = [], 0.0, 60.0
+    for _ in range(200):
+        t = round(t + 0.02, 9)
+        if int(t / 0.04) != int((t - 0.02) / 0.04):
+            c.on_drop(t)
+        out = c.update(t, measured)
+        measured = out.command_opening_mm
+        estimates += out.estimates
+        if out.done:
+            break
+    assert len(estimates) >= 15  # 1 mL in steps of one drop volume
+    assert all(0.0 < e.confidence <= 1.0 for e in estimates)
+    assert all(b.value_ml > a.value_ml for a, b in zip(estimates, estimates[1:]))
