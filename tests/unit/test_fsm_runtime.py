@@ -20,29 +20,54 @@ PROTO = ProtocolLibrary.load().for_family("acid_base_titration")
 
 
 def titration_plan(settle: bool = True) -> Plan:
-    filled = PROTO.fill(dict(
-        experiment_name="HCl/NaOH", analyte_name="hcl", analyte_display="hydrochloric acid", titrant_name="naoh",
-        titrant_display="sodium hydroxide", analyte_concentration_m=0.1, titrant_concentration_m=0.1,
-        analyte_volume_ml=25.0, target_ph=12.5, draw_volume_ml=54.4, max_volume_ml=54.4, output_format=["report"],
-        settle_each_drop=settle,
-    ))
-    return Plan.model_validate({
-        "experiment_id": "exp-runtime",
-        "protocol": {"id": PROTO.id, "version": PROTO.version},
-        "parsed_instruction": {
-            "experiment_name": "HCl/NaOH", "family": "acid_base_titration",
-            "entities": {"instruments": ["pipette", "beaker", "magnetic_stirrer", "ph_meter"], "reagents": [], "objects": []},
-            "initial_conditions": {}, "target_conditions": {"target_ph": 12.5}, "operation_intent": "titrate",
-        },
-        "environment_check": {"satisfied": True},
-        "state_machine": filled["state_machine"],
-        "task_decomposition": filled["task_decomposition"],
-        "module_instantiation": filled["module_instantiation"],
-    })
+    filled = PROTO.fill(
+        dict(
+            experiment_name="HCl/NaOH",
+            analyte_name="hcl",
+            analyte_display="hydrochloric acid",
+            titrant_name="naoh",
+            titrant_display="sodium hydroxide",
+            analyte_concentration_m=0.1,
+            titrant_concentration_m=0.1,
+            analyte_volume_ml=25.0,
+            target_ph=12.5,
+            draw_volume_ml=54.4,
+            max_volume_ml=54.4,
+            output_format=["report"],
+            settle_each_drop=settle,
+        )
+    )
+    return Plan.model_validate(
+        {
+            "experiment_id": "exp-runtime",
+            "protocol": {"id": PROTO.id, "version": PROTO.version},
+            "parsed_instruction": {
+                "experiment_name": "HCl/NaOH",
+                "family": "acid_base_titration",
+                "entities": {
+                    "instruments": ["pipette", "beaker", "magnetic_stirrer", "ph_meter"],
+                    "reagents": [],
+                    "objects": [],
+                },
+                "initial_conditions": {},
+                "target_conditions": {"target_ph": 12.5},
+                "operation_intent": "titrate",
+            },
+            "environment_check": {"satisfied": True},
+            "state_machine": filled["state_machine"],
+            "task_decomposition": filled["task_decomposition"],
+            "module_instantiation": filled["module_instantiation"],
+        }
+    )
 
 
-PREFIX = [("grasp_ok", "action_policy"), ("draw_ok", "action_policy"), ("act", "action_policy"),
-          ("record", "recorder"), ("titrate", "vision_supervisor")]
+PREFIX = [
+    ("grasp_ok", "action_policy"),
+    ("draw_ok", "action_policy"),
+    ("act", "action_policy"),
+    ("record", "recorder"),
+    ("titrate", "vision_supervisor"),
+]
 
 
 def run(machine: ExperimentMachine, symbols, t0: float = 0.0, dt: float = 1.0) -> float:
@@ -57,8 +82,12 @@ def test_titration_runs_to_acceptance_with_full_history():
     m = ExperimentMachine.from_plan(titration_plan(), now=0.0)
     assert m.state == "initial" and not m.terminal
     seq = PREFIX + [("drop", "dispenser_controller"), ("record", "recorder"), ("ph_stable", "vision_supervisor")] * 3
-    seq += [("drop", "audio_supervisor"), ("endpoint", "vision_supervisor"), ("record", "recorder"),
-            ("verified", "vision_supervisor")]
+    seq += [
+        ("drop", "audio_supervisor"),
+        ("endpoint", "vision_supervisor"),
+        ("record", "recorder"),
+        ("verified", "vision_supervisor"),
+    ]
     t = run(m, seq)
     assert m.state == "accepted" and m.accepting and m.terminal and not m.aborted
     hist = m.history
@@ -72,8 +101,10 @@ def test_titration_runs_to_acceptance_with_full_history():
 
 
 def test_endpoint_is_accepted_from_titrating_and_from_waiting():
-    for tail in ([("endpoint", "vision_supervisor")],
-                 [("drop", "dispenser_controller"), ("endpoint", "vision_supervisor")]):
+    for tail in (
+        [("endpoint", "vision_supervisor")],
+        [("drop", "dispenser_controller"), ("endpoint", "vision_supervisor")],
+    ):
         m = ExperimentMachine.from_plan(titration_plan(), now=0.0)
         run(m, PREFIX + tail)
         assert m.state == "done"
@@ -184,8 +215,14 @@ def test_bad_time_stamps_are_refused():
 def test_scheduler_dispatches_in_dependency_and_state_order():
     plan = titration_plan()
     s = SubtaskScheduler(plan)
-    assert s.order == ["grasp_pipette", "draw_titrant", "position_over_beaker", "titrate", "verify_endpoint",
-                       "write_report"]
+    assert s.order == [
+        "grasp_pipette",
+        "draw_titrant",
+        "position_over_beaker",
+        "titrate",
+        "verify_endpoint",
+        "write_report",
+    ]
     assert [t.id for t in s.ready("initial")] == ["grasp_pipette"]
     assert s.ready("pipette_grasped") == []  # draw waits for the grasp to be done
     s.mark_dispatched("grasp_pipette")
@@ -241,4 +278,9 @@ def test_machine_and_scheduler_drive_the_experiment_together():
     assert m.accepting and drops == 5
     assert [t.id for t in s.ready(m.state)] == ["write_report"]
     assert {h.subtask_id for h in m.history if h.subtask_id} == {
-        "grasp_pipette", "draw_titrant", "position_over_beaker", "titrate", "verify_endpoint"}
+        "grasp_pipette",
+        "draw_titrant",
+        "position_over_beaker",
+        "titrate",
+        "verify_endpoint",
+    }

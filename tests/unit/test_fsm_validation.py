@@ -14,9 +14,18 @@ LIB = ProtocolLibrary.load()
 
 TITRATION_VALUES = dict(
     experiment_name="acid-base titration of 0.1 M hydrochloric acid with 0.1 M sodium hydroxide",
-    analyte_name="hcl", analyte_display="hydrochloric acid", titrant_name="naoh", titrant_display="sodium hydroxide",
-    analyte_concentration_m=0.1, titrant_concentration_m=0.1, analyte_volume_ml=25.0, target_ph=12.5,
-    draw_volume_ml=54.4, max_volume_ml=54.4, output_format=["report"], settle_each_drop=True,
+    analyte_name="hcl",
+    analyte_display="hydrochloric acid",
+    titrant_name="naoh",
+    titrant_display="sodium hydroxide",
+    analyte_concentration_m=0.1,
+    titrant_concentration_m=0.1,
+    analyte_volume_ml=25.0,
+    target_ph=12.5,
+    draw_volume_ml=54.4,
+    max_volume_ml=54.4,
+    output_format=["report"],
+    settle_each_drop=True,
 )
 
 
@@ -29,9 +38,14 @@ def plan_dict(family: str = "acid_base_titration", **values) -> dict:
         "parsed_instruction": {
             "experiment_name": filled["experiment_name"],
             "family": family,
-            "entities": {"instruments": list(proto.required_instruments), "reagents": [
-                {"name": "naoh", "role": "titrant", "concentration_m": 0.1},
-                {"name": "hcl", "role": "analyte", "concentration_m": 0.1, "volume_ml": 25.0}], "objects": []},
+            "entities": {
+                "instruments": list(proto.required_instruments),
+                "reagents": [
+                    {"name": "naoh", "role": "titrant", "concentration_m": 0.1},
+                    {"name": "hcl", "role": "analyte", "concentration_m": 0.1, "volume_ml": 25.0},
+                ],
+                "objects": [],
+            },
             "initial_conditions": {"initial_ph": 1.06, "analyte_volume_ml": 25.0},
             "target_conditions": {"target_ph": 12.5},
             "operation_intent": "titrate",
@@ -52,10 +66,27 @@ def test_titration_protocol_machine_is_valid_and_matches_spec():
     plan = Plan.model_validate(data)
     assert validate_machine(plan) == []
     sm = plan.state_machine
-    assert sm.states == ["initial", "pipette_grasped", "solution_drawn", "ready", "titrating", "waiting_ph", "done",
-                         "accepted"]
-    assert set(sm.input_symbols) == {"act", "grasp_ok", "draw_ok", "titrate", "drop", "ph_stable", "record",
-                                     "endpoint", "verified"}
+    assert sm.states == [
+        "initial",
+        "pipette_grasped",
+        "solution_drawn",
+        "ready",
+        "titrating",
+        "waiting_ph",
+        "done",
+        "accepted",
+    ]
+    assert set(sm.input_symbols) == {
+        "act",
+        "grasp_ok",
+        "draw_ok",
+        "titrate",
+        "drop",
+        "ph_stable",
+        "record",
+        "endpoint",
+        "verified",
+    }
     edges = {(t.source, t.symbol): t.target for t in sm.transitions}
     assert edges[("titrating", "endpoint")] == "done" and edges[("waiting_ph", "endpoint")] == "done"
     assert edges[("solution_drawn", "act")] == "ready"
@@ -72,8 +103,16 @@ def test_without_settling_a_drop_may_fall_while_waiting():
 
 @pytest.mark.parametrize("family", ["complexometric_titration", "weighing_dissolution"])
 def test_other_protocol_machines_are_valid(family):
-    values = dict(colour_from="magenta", colour_to="blue", indicator_display="calcon", stop_on="colour",
-                  solid_name="nacl", solid_display="sodium chloride", target_mass_g=2.5, water_volume_ml=50.0)
+    values = dict(
+        colour_from="magenta",
+        colour_to="blue",
+        indicator_display="calcon",
+        stop_on="colour",
+        solid_name="nacl",
+        solid_display="sodium chloride",
+        target_mass_g=2.5,
+        water_volume_ml=50.0,
+    )
     if family == "weighing_dissolution":
         values["stop_on"] = "mass"
     data = plan_dict(family, **values)
@@ -116,9 +155,16 @@ def test_symbol_produced_by_no_agent():
     reasons = reasons_for(data)
     assert any("'magic' is produced by no agent" in r for r in reasons)
     # ... unless some subtask expects it: then its receiver reports it
-    data["task_decomposition"].append({
-        "id": "do_magic", "receiver": "action_policy", "description": "do it", "fsm_state": "ready",
-        "expected_transition": {"symbol": "magic", "target": "done"}, "primitive": "wave"})
+    data["task_decomposition"].append(
+        {
+            "id": "do_magic",
+            "receiver": "action_policy",
+            "description": "do it",
+            "fsm_state": "ready",
+            "expected_transition": {"symbol": "magic", "target": "done"},
+            "primitive": "wave",
+        }
+    )
     assert not any("magic" in r for r in reasons_for(data))
 
 
@@ -163,8 +209,10 @@ def test_reserved_names_dead_ends_and_duplicates():
     sm["states"].append("aborted")
     sm["states"].append("limbo")
     sm["input_symbols"].append("pause")
-    sm["transitions"] += [{"source": "ready", "symbol": "pause", "target": "aborted"},
-                          {"source": "done", "symbol": "drop", "target": "limbo"}]
+    sm["transitions"] += [
+        {"source": "ready", "symbol": "pause", "target": "aborted"},
+        {"source": "done", "symbol": "drop", "target": "limbo"},
+    ]
     sm["state_timeouts_s"]["ghost"] = 5.0
     reasons = reasons_for(data)
     assert any("'aborted' is reserved" in r for r in reasons)

@@ -283,3 +283,17 @@ def test_raising_one_channel_value_never_lowers_fused_value(estimates, bump) -> 
     b = fuse(bumped, operation_active=True, now=100.0)
     if not math.isnan(a.value):
         assert b.value >= a.value - 1e-9 * max(1.0, abs(a.value))
+
+
+def test_stamp_order_flags_late_and_invalid_stamps_per_stream() -> None:
+    from agentchemist.record import StampOrder
+
+    order = StampOrder()
+    assert order.check("audio", 10.0) is None
+    assert order.check("audio", 10.0) == "out_of_order"
+    assert order.check("audio", 9.0) == "out_of_order"
+    assert order.check("statistical", 9.0) is None  # streams are independent
+    assert order.check("audio", float("nan")) == "invalid_stamp"
+    assert order.check("audio", 10.5) is None and order.last("audio") == 10.5
+    order.reset("audio")
+    assert order.check("audio", 1.0) is None

@@ -11,8 +11,10 @@ import pytest
 from agentchemist.record import (
     RecordConfigError,
     StoreDurabilityError,
+    RecordInputError,
     default_spill_path,
     open_store,
+    run_database_path,
 )
 
 EXP = "exp-disk"
@@ -124,3 +126,10 @@ def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         open_store("mysql://x")
     with pytest.raises(RecordConfigError):
         open_store("")
+
+
+def test_run_database_path(tmp_path: Path) -> None:
+    assert run_database_path(tmp_path / "runs", "exp-2024_01.a") == tmp_path / "runs" / "exp-2024_01.a" / "records.db"
+    for bad in ("../x", "a/b", "..", "", "a b"):
+        with pytest.raises(RecordInputError):
+            run_database_path(tmp_path, bad)

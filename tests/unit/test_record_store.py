@@ -12,6 +12,7 @@ import pytest
 
 from agentchemist.record import (
     RecordInputError,
+    RecordStore,
     StoreClosedError,
     UnknownExperimentError,
     open_store,
@@ -87,6 +88,7 @@ def fill(store) -> None:
 
 def test_round_trip_every_record_kind_with_exact_fields(make_store) -> None:
     store = make_store()
+    assert isinstance(store, RecordStore)
     fill(store)
     store.finish_experiment(EXP, now=9.0, status="completed")
     run = store.load_run(EXP)

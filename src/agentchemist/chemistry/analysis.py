@@ -213,6 +213,7 @@ def _half_equivalence(
         bias = None
         if fit is not None and fit.converged and fit.ph_fit is not None and f"pka{index}" in fit.parameters:
             bias = float(np.interp(v_half, curve.grid_ml, fit.ph_fit)) - fit.parameters[f"pka{index}"]
+            bias = bias if round(bias, 3) != 0 else 0.0  # print "+0.000", never "-0.000"
             bias_note = f"model bias pH(V_half) - pKa = {bias:+.3f} from the fitted curve"
         elif analyte_m is not None and analyte_volume_ml is not None:
             total = analyte_m * analyte_volume_ml / (analyte_volume_ml + v_half)
@@ -222,8 +223,8 @@ def _half_equivalence(
             if not abs(bias) <= cfg.half_eq_max_bias_ph:
                 problems.append(
                     f"pH at half equivalence is not the pKa here: {bias_note} exceeds "
-                    f"{cfg.half_eq_max_bias_ph:g} (the acid is too strong or the solution too dilute; "
-                    "use the curve fit)"
+                    f"{cfg.half_eq_max_bias_ph:g} ([H+]/[OH-] comparable to the buffer concentration, or "
+                    "activity coefficients, shift the half-equivalence pH; use the curve fit)"
                 )
             else:
                 uncertainty = math.hypot(uncertainty, bias)
@@ -236,15 +237,29 @@ def _half_equivalence(
     return out
 
 
-def _fit_estimates(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig) -> list[PkaEstimate]:
+def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titrant: Reagent, noise_sd: float,
+                   cfg: AnalysisConfig) -> list[PkaEstimate]:
     out = []
     rms_limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+    steps = np.diff(v)
+    median_step = float(np.median(steps[steps > 0]))
+    per_step = fit.equivalence_volumes_ml[0] if fit.equivalence_volumes_ml else NAN
     for name, value in fit.parameters.items():
         if not name.startswith("pka"):
             continue
         index = int(name[3:])
         u = fit.uncertainties.get(name, NAN)
         problems = []
+        # The same evidence rule as at half equivalence: the fitted buffer midpoint of this pKa must
+        # lie inside the data with points on both sides (else the pKa is an extrapolation of the model).
+        step = next((k for k in range(1, 8) if _step_pka_index(k, analyte, titrant) == index), None)
+        v_half = (step - 0.5) * per_step if step is not None and math.isfinite(per_step) else NAN
+        if math.isfinite(v_half):
+            reach = (cfg.half_eq_points_each_side + 0.5) * median_step
+            before, after, _ = _points_near(v, v_half, reach)
+            if before < cfg.half_eq_points_each_side or after < cfg.half_eq_points_each_side:
+                problems.append(f"the data do not reach both sides of the fitted half-equivalence volume "
+                                f"{v_half:.3f} mL ({before} point(s) before, {after} after): the pKa is extrapolated")
         if not fit.converged:
             problems.append(f"fit did not converge ({fit.message})")
         if not fit.rms_ph <= rms_limit:
@@ -255,8 +270,17 @@ def _fit_estimates(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig) -> list[
         reason = "; ".join(problems) if problems else (
             f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH, standard error from the Jacobian"
         )
-        out.append(PkaEstimate(value, "curve_fit", u, not problems, reason, index))
+        out.append(PkaEstimate(value, "curve_fit", u, not problems, reason, index, v_half))
     return out
+
+
+def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: bool) -> str | None:
+    limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+    if fit.rms_ph <= limit:
+        return None
+    hint = "" if activity else " (a glass electrode reads activities: try the fit with activity=True)"
+    return (f"the equilibrium model does not describe the data: residual rms {fit.rms_ph:.3g} pH against a noise of "
+            f"{noise_sd:.2g} pH{hint}; wrong analyte, electrode calibration or activity effects are candidates")
 
 
 # ------------------------------------------------------------------------------------------- main
@@ -361,7 +385,10 @@ def analyze_titration(
                                       f"{analyte_r.display_name} is a {analyte_r.kind.replace('_', ' ')}: it is "
                                       f"fully dissociated in water and has no measurable pKa{ph_half}", 1))
     if fit_result is not None:
-        result.pka.extend(_fit_estimates(fit_result, curve.noise_sd, cfg))
+        result.pka.extend(_fit_estimates(fit_result, v, analyte_r, titrant_r, curve.noise_sd, cfg))
+        misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity)
+        if misfit:
+            warnings.append(misfit)
     result.pka.sort(key=lambda e: (e.index, e.method != "half_equivalence"))
     if analyte_r is not None:
         for index in range(1, len(analyte_r.pka) + 1):

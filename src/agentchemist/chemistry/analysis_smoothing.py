@@ -106,7 +106,7 @@ def _grid_step(volume_ml: np.ndarray, max_grid_points: int) -> tuple[float, str]
     span = float(volume_ml[-1] - volume_ml[0])
     why = f"25th percentile of the {steps.size} volume increments"
     if span / step + 1 > max_grid_points:
-        step = span / (max_grid_points - 1)
+        step = span / (max_grid_points - 2)
         why += f", widened to keep the grid at {max_grid_points} points"
     return step, why
 
@@ -144,8 +144,11 @@ def smooth_curve(volume_ml: np.ndarray, ph: np.ndarray, *, max_grid_points: int 
     :func:`agentchemist.chemistry.analysis.analyze_titration`, checks this).
     """
     step, step_why = _grid_step(volume_ml, max_grid_points)
-    n_grid = int(math.floor((volume_ml[-1] - volume_ml[0]) / step + 1e-9)) + 1
-    grid = volume_ml[0] + step * np.arange(n_grid)
+    # Round the number of intervals up and shrink the step to fit, so the grid ends on the last point.
+    span = float(volume_ml[-1] - volume_ml[0])
+    n_grid = int(math.ceil(span / step - 1e-9)) + 1
+    step = span / (n_grid - 1)
+    grid = np.linspace(volume_ml[0], volume_ml[-1], n_grid)
     interpolant = PchipInterpolator(volume_ml, ph, extrapolate=False)
     ph_grid = interpolant(np.clip(grid, volume_ml[0], volume_ml[-1]))
     noise = estimate_ph_noise(volume_ml, ph)

@@ -72,9 +72,7 @@ AGENT_EVENT_SYMBOLS: Mapping[str, frozenset[str]] = MappingProxyType(
             }
         ),
         "audio_supervisor": frozenset({"drop", "tap"}),
-        "action_policy": frozenset(
-            {"grasp_ok", "draw_ok", "act", "place_ok", "transfer_ok", "pour_ok", "stir_ok"}
-        ),
+        "action_policy": frozenset({"grasp_ok", "draw_ok", "act", "place_ok", "transfer_ok", "pour_ok", "stir_ok"}),
         "dispenser_controller": frozenset({"drop", "tap"}),
         "recorder": frozenset({"record"}),
         "summarizer": frozenset(),

@@ -56,7 +56,7 @@ def dependency_cycles(subtasks: Iterable["Subtask"]) -> list[list[str]]:
             if dep not in deps:
                 continue
             if colour.get(dep, 0) == 1:
-                cycle = stack[stack.index(dep):] + [dep]
+                cycle = stack[stack.index(dep) :] + [dep]
                 key = frozenset(cycle)
                 if key not in seen_cycles:
                     seen_cycles.add(key)
@@ -130,9 +130,7 @@ def _check_spec(spec: "StateMachineSpec") -> list[str]:
         targets.setdefault((t.source, t.symbol), set()).add(t.target)
     for (source, symbol), outs in targets.items():
         if len(outs) > 1:
-            reasons.append(
-                f"ambiguous transition: state {source!r} on symbol {symbol!r} goes to {sorted(outs)}"
-            )
+            reasons.append(f"ambiguous transition: state {source!r} on symbol {symbol!r} goes to {sorted(outs)}")
 
     if spec.initial_state in states:
         reach = reachable_states(spec, spec.initial_state)

@@ -66,8 +66,7 @@ class PlannerBackend(Protocol):
 
     name: str
 
-    def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]:
-        ...
+    def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -186,25 +185,37 @@ def build_messages(text: str, scene: SceneInfo | None, protocol_hint: dict[str, 
     schema = json.dumps(Plan.model_json_schema(), separators=(",", ":"))
     scene_json = "null"
     if scene is not None:
-        scene_json = json.dumps({
-            "objects": [{"id": o.id, "kind": o.kind, "contains": o.contains, "capacity_ml": o.capacity_ml}
-                        for o in scene.objects],
-            "preconditions": dict(scene.preconditions),
-        })
+        scene_json = json.dumps(
+            {
+                "objects": [
+                    {"id": o.id, "kind": o.kind, "contains": o.contains, "capacity_ml": o.capacity_ml}
+                    for o in scene.objects
+                ],
+                "preconditions": dict(scene.preconditions),
+            }
+        )
     hint = json.dumps(protocol_hint or {}, separators=(",", ":"), default=str)
     return [
         {"role": "system", "content": f"{_SYSTEM}\nJSON Schema of the plan:\n{schema}"},
-        {"role": "user", "content": f"Instruction:\n{text}\n\nScene:\n{scene_json}\n\nProtocol template (hint):\n{hint}"},
+        {
+            "role": "user",
+            "content": f"Instruction:\n{text}\n\nScene:\n{scene_json}\n\nProtocol template (hint):\n{hint}",
+        },
     ]
 
 
-def _repair_messages(text: str, scene: SceneInfo | None, hint: dict[str, Any] | None, previous: Any,
-                     errors: list[str]) -> list[dict[str, str]]:
+def _repair_messages(
+    text: str, scene: SceneInfo | None, hint: dict[str, Any] | None, previous: Any, errors: list[str]
+) -> list[dict[str, str]]:
     prev = previous if isinstance(previous, str) else json.dumps(previous, default=str)
     return build_messages(text, scene, hint) + [
         {"role": "assistant", "content": prev[:20000]},
-        {"role": "user", "content": "That output is invalid:\n- " + "\n- ".join(errors[:30])
-         + "\nReturn the corrected JSON object only."},
+        {
+            "role": "user",
+            "content": "That output is invalid:\n- "
+            + "\n- ".join(errors[:30])
+            + "\nReturn the corrected JSON object only.",
+        },
     ]
 
 
@@ -219,8 +230,9 @@ class _ChatBackend:
     def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]:
         return extract_json_object(self._complete(build_messages(text, scene, protocol_hint)))
 
-    def repair(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None, previous: Any,
-               errors: list[str]) -> dict[str, Any]:
+    def repair(
+        self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None, previous: Any, errors: list[str]
+    ) -> dict[str, Any]:
         return extract_json_object(self._complete(_repair_messages(text, scene, protocol_hint, previous, errors)))
 
 
@@ -229,8 +241,16 @@ class OpenAICompatibleBackend(_ChatBackend):
 
     name = "openai"
 
-    def __init__(self, base_url: str, model: str, timeout_s: float = 60.0, *, api_key: str | None = None,
-                 max_tokens: int = 4096, json_mode: bool = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        timeout_s: float = 60.0,
+        *,
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        json_mode: bool = True,
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not model:
@@ -245,15 +265,20 @@ class OpenAICompatibleBackend(_ChatBackend):
         self.json_mode = json_mode
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0.0,
-                                "max_tokens": self.max_tokens}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+        }
         if self.json_mode:
             body["response_format"] = {"type": "json_object"}
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=json.dumps(body).encode("utf-8"),
-                                         headers=headers, method="POST")
+        request = urllib.request.Request(
+            f"{self.base_url}/chat/completions", data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 payload = json.loads(response.read().decode("utf-8"))
@@ -306,4 +331,4 @@ class TransformersBackend(_ChatBackend):
         inputs = inputs.to(self.device)
         with torch.no_grad():
             out = self._model.generate(inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        return self._tokenizer.decode(out[0, inputs.shape[-1]:], skip_special_tokens=True)
+        return self._tokenizer.decode(out[0, inputs.shape[-1] :], skip_special_tokens=True)

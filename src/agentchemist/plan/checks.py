@@ -16,7 +16,6 @@ the cylinder, the mass is within the balance's range); reachability of the targe
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -47,11 +46,15 @@ _CAUSAL_RULES = (
     ("tap", "pour", "water goes in after the solid is weighed"),
 )
 _REQUIRED_INSTRUMENTS = {
-    "acid_base_titration": (("ph_meter", "NO_PROBE", "no titration without a pH probe"),
-                            ("pipette", "NO_PIPETTE", "the titrant is dispensed from the pipette")),
+    "acid_base_titration": (
+        ("ph_meter", "NO_PROBE", "no titration without a pH probe"),
+        ("pipette", "NO_PIPETTE", "the titrant is dispensed from the pipette"),
+    ),
     "complexometric_titration": (("pipette", "NO_PIPETTE", "the titrant is dispensed from the pipette"),),
-    "weighing_dissolution": (("balance", "NO_BALANCE", "no weighing without a balance"),
-                             ("magnetic_stirrer", "NO_STIRRER", "dissolution uses the magnetic stirrer")),
+    "weighing_dissolution": (
+        ("balance", "NO_BALANCE", "no weighing without a balance"),
+        ("magnetic_stirrer", "NO_STIRRER", "dissolution uses the magnetic stirrer"),
+    ),
 }
 
 
@@ -80,7 +83,9 @@ def _clamp_finding(path: tuple[Any, ...], what: str, value: float, lo: float, hi
         return None
     new = min(max(value, lo), hi)
     return Finding(
-        "WARN", "RANGE_CLAMP", f"{what} {value:g} {unit} is outside [{lo:g}, {hi:g}]; clamped to {new:g}",
+        "WARN",
+        "RANGE_CLAMP",
+        f"{what} {value:g} {unit} is outside [{lo:g}, {hi:g}]; clamped to {new:g}",
         lambda d, p=path, v=new: _set_path(d, p, v),
     )
 
@@ -97,8 +102,12 @@ def _ranges(plan: Plan, reg: HardwareRegistry) -> list[Finding]:
     out: list[Finding] = []
     disp = plan.module_instantiation.dispenser
     base = ("module_instantiation", "dispenser")
-    for key, unit in (("rate_mm_s", "mm/s"), ("settle_window_s", "s"), ("endpoint_stable_s", "s"),
-                      ("wait_on_change_threshold", "per s")):
+    for key, unit in (
+        ("rate_mm_s", "mm/s"),
+        ("settle_window_s", "s"),
+        ("endpoint_stable_s", "s"),
+        ("wait_on_change_threshold", "per s"),
+    ):
         lo, hi = reg.dispense_ranges[key]
         out.append(_clamp_finding(base + (key,), f"dispenser {key}", getattr(disp, key), lo, hi, unit))
     if disp.mass_tolerance_g is not None:
@@ -106,8 +115,16 @@ def _ranges(plan: Plan, reg: HardwareRegistry) -> list[Finding]:
         lo = max(lo, reg.balance_resolution_g)
         out.append(_clamp_finding(base + ("mass_tolerance_g",), "mass tolerance", disp.mass_tolerance_g, lo, hi, "g"))
     lo, hi = reg.recorder_tau
-    out.append(_clamp_finding(("module_instantiation", "recorder", "tau"), "recorder tau",
-                              plan.module_instantiation.recorder.tau, lo, hi, ""))
+    out.append(
+        _clamp_finding(
+            ("module_instantiation", "recorder", "tau"),
+            "recorder tau",
+            plan.module_instantiation.recorder.tau,
+            lo,
+            hi,
+            "",
+        )
+    )
     param_ranges = {
         "rate_mm_s": reg.dispense_ranges["rate_mm_s"],
         "stable_window_s": reg.dispense_ranges["settle_window_s"],
@@ -120,25 +137,49 @@ def _ranges(plan: Plan, reg: HardwareRegistry) -> list[Finding]:
         for key, (lo, hi) in param_ranges.items():
             value = task.parameters.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out.append(_clamp_finding(("task_decomposition", i, "parameters", key),
-                                          f"subtask {task.id!r} {key}", float(value), lo, hi, ""))
-    for ph, what in ((plan.parsed_instruction.target_conditions.target_ph, "target pH"), (disp.target_ph, "dispenser target pH")):
+                out.append(
+                    _clamp_finding(
+                        ("task_decomposition", i, "parameters", key),
+                        f"subtask {task.id!r} {key}",
+                        float(value),
+                        lo,
+                        hi,
+                        "",
+                    )
+                )
+    for ph, what in (
+        (plan.parsed_instruction.target_conditions.target_ph, "target pH"),
+        (disp.target_ph, "dispenser target pH"),
+    ):
         if ph is not None and not reg.ph_range[0] <= ph <= reg.ph_range[1]:
-            out.append(Finding("HALT", "PH_OUT_OF_RANGE",
-                               f"{what} {ph:g} is outside the pH meter's range {reg.ph_range[0]:g}-{reg.ph_range[1]:g}"))
+            out.append(
+                Finding(
+                    "HALT",
+                    "PH_OUT_OF_RANGE",
+                    f"{what} {ph:g} is outside the pH meter's range {reg.ph_range[0]:g}-{reg.ph_range[1]:g}",
+                )
+            )
     target = plan.parsed_instruction.target_conditions.target_ph
     if target is not None and disp.target_ph is not None and abs(disp.target_ph - target) > 1e-6:
-        out.append(Finding("WARN", "TARGET_MISMATCH",
-                           f"dispenser target pH {disp.target_ph:g} differs from the instruction's {target:g}; using {target:g}",
-                           lambda d, v=target: _set_path(d, base + ("target_ph",), v)))
+        out.append(
+            Finding(
+                "WARN",
+                "TARGET_MISMATCH",
+                f"dispenser target pH {disp.target_ph:g} differs from the instruction's {target:g}; using {target:g}",
+                lambda d, v=target: _set_path(d, base + ("target_ph",), v),
+            )
+        )
     return [f for f in out if f is not None]
 
 
 def _instruments(plan: Plan) -> list[Finding]:
     have = set(plan.parsed_instruction.entities.instruments)
     fam = plan.parsed_instruction.family
-    out = [Finding("HALT", code, f"{why}: the plan lists no {inst.replace('_', ' ')}")
-           for inst, code, why in _REQUIRED_INSTRUMENTS[fam] if inst not in have]
+    out = [
+        Finding("HALT", code, f"{why}: the plan lists no {inst.replace('_', ' ')}")
+        for inst, code, why in _REQUIRED_INSTRUMENTS[fam]
+        if inst not in have
+    ]
     if fam == "acid_base_titration" and plan.module_instantiation.vision.endpoint != "ph":
         out.append(Finding("HALT", "NO_PROBE", "an acid-base titration must read its endpoint from the pH probe"))
     if fam == "complexometric_titration" and plan.reagent("indicator") is None:
@@ -170,24 +211,39 @@ def _order(plan: Plan) -> list[Finding]:
             later = tasks[j]
             if first not in by_prim:
                 if first in ("draw", "tare"):
-                    out.append(Finding("HALT", "CAUSAL_ORDER", f"{why}: subtask {later.id!r} has no {first!r} step before it"))
+                    out.append(
+                        Finding("HALT", "CAUSAL_ORDER", f"{why}: subtask {later.id!r} has no {first!r} step before it")
+                    )
                 continue
             before = tasks[by_prim[first][0]]
             if before.fsm_state in spec.states and later.fsm_state not in reachable_states(spec, before.fsm_state):
-                out.append(Finding("HALT", "CAUSAL_ORDER",
-                                   f"{why}: {later.id!r} runs in {later.fsm_state!r}, which cannot follow "
-                                   f"{before.id!r} in {before.fsm_state!r}"))
+                out.append(
+                    Finding(
+                        "HALT",
+                        "CAUSAL_ORDER",
+                        f"{why}: {later.id!r} runs in {later.fsm_state!r}, which cannot follow "
+                        f"{before.id!r} in {before.fsm_state!r}",
+                    )
+                )
             elif before.id not in ancestors(later.id):
-                out.append(Finding("WARN", "CAUSAL_ORDER", f"{why}: added dependency {later.id!r} -> {before.id!r}",
-                                   lambda d, j=j, b=before.id: d["task_decomposition"][j]["dependencies"].append(b)))
+                out.append(
+                    Finding(
+                        "WARN",
+                        "CAUSAL_ORDER",
+                        f"{why}: added dependency {later.id!r} -> {before.id!r}",
+                        lambda d, j=j, b=before.id: d["task_decomposition"][j]["dependencies"].append(b),
+                    )
+                )
     try:
         order = topological_order(list(tasks))
     except ValueError:
         return out  # cycles are the machine validator's to report
     if order != [t.id for t in tasks]:
+
         def reorder(d: dict[str, Any], order: list[str] = order) -> None:
             by_id = {t["id"]: t for t in d["task_decomposition"]}
             d["task_decomposition"] = [by_id[i] for i in order if i in by_id]
+
         out.append(Finding("WARN", "REORDER", "subtasks listed out of dependency order; reordered", reorder))
     return out
 
@@ -247,13 +303,23 @@ def _titration_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) 
     # A colour endpoint must be passed to be seen: allow 20 % past the theoretical equivalence.
     planned = need * 1.2 if pi.family == "complexometric_titration" else need
     if va + planned > room:
-        out.append(Finding("HALT", "OVERFLOW",
-                           f"{va:g} mL analyte + {planned:.1f} mL titrant needed = {va + planned:.1f} mL exceeds "
-                           f"the usable {room:g} mL of the {kind}{cap_note}"))
+        out.append(
+            Finding(
+                "HALT",
+                "OVERFLOW",
+                f"{va:g} mL analyte + {planned:.1f} mL titrant needed = {va + planned:.1f} mL exceeds "
+                f"the usable {room:g} mL of the {kind}{cap_note}",
+            )
+        )
     limit = min(reg.pipette_capacity_ml, reg.max_titrant_ml)
     if planned > limit:
-        out.append(Finding("HALT", "PIPETTE_CAPACITY",
-                           f"the target needs {planned:.1f} mL of titrant; one pipette draw holds {limit:g} mL"))
+        out.append(
+            Finding(
+                "HALT",
+                "PIPETTE_CAPACITY",
+                f"the target needs {planned:.1f} mL of titrant; one pipette draw holds {limit:g} mL",
+            )
+        )
     if out:
         return out
     di = _draw_index(plan)
@@ -261,27 +327,49 @@ def _titration_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) 
     if di is not None:
         drawn = plan.task_decomposition[di].parameters.get("volume_ml")
         if not isinstance(drawn, (int, float)) or isinstance(drawn, bool) or drawn < planned or drawn > limit:
-            out.append(Finding("WARN", "DRAW_VOLUME",
-                               f"draw volume {drawn!r} mL does not cover the {planned:.1f} mL needed within the "
-                               f"pipette's {limit:g} mL; set to {wanted_draw:g} mL",
-                               lambda d, i=di, v=wanted_draw: _set_path(d, ("task_decomposition", i, "parameters", "volume_ml"), v)))
+            out.append(
+                Finding(
+                    "WARN",
+                    "DRAW_VOLUME",
+                    f"draw volume {drawn!r} mL does not cover the {planned:.1f} mL needed within the "
+                    f"pipette's {limit:g} mL; set to {wanted_draw:g} mL",
+                    lambda d, i=di, v=wanted_draw: _set_path(
+                        d, ("task_decomposition", i, "parameters", "volume_ml"), v
+                    ),
+                )
+            )
             drawn = wanted_draw
         hard_cap = round(min(room - va, float(drawn)), 1)
     else:
         hard_cap = round(min(room - va, limit), 1)
     current = plan.module_instantiation.dispenser.max_volume_ml
     if current is None or current > hard_cap + 1e-9 or current < planned:
-        out.append(Finding("WARN", "MAX_VOLUME",
-                           f"dispenser cap {current!r} mL set to {hard_cap:g} mL (titrant drawn, room left in the beaker)",
-                           lambda d, v=hard_cap: _set_path(d, ("module_instantiation", "dispenser", "max_volume_ml"), v)))
+        out.append(
+            Finding(
+                "WARN",
+                "MAX_VOLUME",
+                f"dispenser cap {current!r} mL set to {hard_cap:g} mL (titrant drawn, room left in the beaker)",
+                lambda d, v=hard_cap: _set_path(d, ("module_instantiation", "dispenser", "max_volume_ml"), v),
+            )
+        )
     start = pi.initial_conditions.initial_ph
     if pi.family == "acid_base_titration" and start is not None:
-        theory = ph_after({analyte.name: analyte.concentration_m}, va,
-                          {plan.reagent("titrant").name: plan.reagent("titrant").concentration_m}, 0.0, lib)
+        theory = ph_after(
+            {analyte.name: analyte.concentration_m},
+            va,
+            {plan.reagent("titrant").name: plan.reagent("titrant").concentration_m},
+            0.0,
+            lib,
+        )
         if abs(theory - start) > 1.0:
-            out.append(Finding("WARN", "INITIAL_PH",
-                               f"stated initial pH {start:g} differs from {theory:.2f} computed for "
-                               f"{analyte.concentration_m:g} M {lib.get(analyte.name).display_name}; check the concentration"))
+            out.append(
+                Finding(
+                    "WARN",
+                    "INITIAL_PH",
+                    f"stated initial pH {start:g} differs from {theory:.2f} computed for "
+                    f"{analyte.concentration_m:g} M {lib.get(analyte.name).display_name}; check the concentration",
+                )
+            )
     return out
 
 
@@ -293,7 +381,9 @@ def _weighing_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) -
     try:
         reagent = lib.get(solid.name)
         if reagent.phase != "solid":
-            out.append(Finding("HALT", "NOT_A_SOLID", f"{reagent.display_name} is a {reagent.phase}, not a solid to weigh"))
+            out.append(
+                Finding("HALT", "NOT_A_SOLID", f"{reagent.display_name} is a {reagent.phase}, not a solid to weigh")
+            )
     except UnknownReagentError as exc:
         out.append(Finding("HALT", "UNKNOWN_REAGENT", str(exc)))
     lo, hi = reg.balance_range_g
@@ -301,9 +391,14 @@ def _weighing_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) -
     if solid.mass_g > hi:
         out.append(Finding("HALT", "MASS_RANGE", f"{solid.mass_g:g} g exceeds the balance's {hi:g} g range"))
     elif solid.mass_g < minimum:
-        out.append(Finding("HALT", "MASS_RANGE",
-                           f"{solid.mass_g:g} g is below the smallest mass the balance weighs usefully "
-                           f"({minimum:g} g at {reg.balance_resolution_g:g} g resolution)"))
+        out.append(
+            Finding(
+                "HALT",
+                "MASS_RANGE",
+                f"{solid.mass_g:g} g is below the smallest mass the balance weighs usefully "
+                f"({minimum:g} g at {reg.balance_resolution_g:g} g resolution)",
+            )
+        )
     if water is None or water.volume_ml is None:
         out.append(Finding("HALT", "MISSING_VOLUME", "the plan gives no volume of water to dissolve in"))
         return out
@@ -311,10 +406,19 @@ def _weighing_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) -
     room = reg.beaker_room_ml(kind)
     if water.volume_ml > room:
         note = f" (assumed {kind}: the plan names no beaker)" if assumed else ""
-        out.append(Finding("HALT", "OVERFLOW", f"{water.volume_ml:g} mL water exceeds the usable {room:g} mL of the {kind}{note}"))
+        out.append(
+            Finding(
+                "HALT", "OVERFLOW", f"{water.volume_ml:g} mL water exceeds the usable {room:g} mL of the {kind}{note}"
+            )
+        )
     if water.volume_ml > reg.cylinder_capacity_ml:
-        out.append(Finding("HALT", "CYLINDER_CAPACITY",
-                           f"{water.volume_ml:g} mL water exceeds the {reg.cylinder_capacity_ml:g} mL graduated cylinder"))
+        out.append(
+            Finding(
+                "HALT",
+                "CYLINDER_CAPACITY",
+                f"{water.volume_ml:g} mL water exceeds the {reg.cylinder_capacity_ml:g} mL graduated cylinder",
+            )
+        )
     return out
 
 
@@ -355,8 +459,9 @@ def rectify_plan(
         findings = verify_plan(current, registry, library)
         unfixed = [f for f in findings if f.severity == "WARN" and f.fix is not None]
         if unfixed:
-            findings.append(Finding("HALT", "NOT_RECTIFIED",
-                                    "rectification did not converge: " + "; ".join(map(str, unfixed))))
+            findings.append(
+                Finding("HALT", "NOT_RECTIFIED", "rectification did not converge: " + "; ".join(map(str, unfixed)))
+            )
     halts = [f for f in findings if f.severity == "HALT"]
     notes = [f for f in findings if f.severity == "WARN" and f.fix is None]
     new_notes = [f"{f.code}: {f.message}" for f in notes if f"{f.code}: {f.message}" not in current.warnings]

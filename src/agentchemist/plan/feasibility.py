@@ -62,8 +62,13 @@ def ph_after(
 ) -> float:
     """pH after ``titrant_volume_ml`` of titrant is added to the analyte."""
     lib = _lib(library)
-    key = (id(lib), tuple(sorted(analyte.items())), float(analyte_volume_ml), tuple(sorted(titrant.items())),
-           float(titrant_volume_ml))
+    key = (
+        id(lib),
+        tuple(sorted(analyte.items())),
+        float(analyte_volume_ml),
+        tuple(sorted(titrant.items())),
+        float(titrant_volume_ml),
+    )
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is lib:
         return hit[1]
@@ -106,7 +111,9 @@ def titrant_for_ph(
             f"target pH {target_ph:g} is unreachable: {names} {direction} the pH, and the analyte starts at "
             f"pH {start:.2f}"
         )
-    if (rising and target_ph > limit - _ASYMPTOTE_MARGIN_PH) or (not rising and target_ph < limit + _ASYMPTOTE_MARGIN_PH):
+    if (rising and target_ph > limit - _ASYMPTOTE_MARGIN_PH) or (
+        not rising and target_ph < limit + _ASYMPTOTE_MARGIN_PH
+    ):
         raise InfeasibleTargetError(
             f"target pH {target_ph:g} is unreachable with {names}: adding it without limit only approaches "
             f"pH {limit:.2f}"

@@ -16,14 +16,25 @@ __all__ = ["MAX_INSTRUCTION_BYTES", "InstructionRejected", "check_instruction"]
 MAX_INSTRUCTION_BYTES = 10 * 1024
 
 _INJECTION = [
-    (r"\b(?:ignore|disregard|forget|override|overrule|bypass|circumvent|disable)\b[^.]{0,40}?"
-     r"\b(?:limits?|rules?|instructions?|safety|constraints?|checks?|registry|guard\w*|restrictions?|protocols?|"
-     r"verification|prompt)\b", "asks to ignore or bypass the safety limits"),
-    (r"\b(?:no|without\s+(?:any\s+)?)\s*(?:safety\s+)?(?:limits?|checks?|restrictions?)\b", "asks to run without limits"),
-    (r"\b(?:system\s+prompt|you\s+are\s+now|act\s+as\s+(?:an?\s+)?(?:unrestricted|different)|jailbreak|developer\s+mode|"
-     r"previous\s+instructions)\b", "tries to change the planner's instructions"),
-    (r"\b(?:maximum|max|full)\s+(?:speed|rate|power)\b[^.]{0,30}\b(?:regardless|anyway|no\s+matter)\b",
-     "asks to exceed the hardware limits"),
+    (
+        r"\b(?:ignore|disregard|forget|override|overrule|bypass|circumvent|disable)\b[^.]{0,40}?"
+        r"\b(?:limits?|rules?|instructions?|safety|constraints?|checks?|registry|guard\w*|restrictions?|protocols?|"
+        r"verification|prompt)\b",
+        "asks to ignore or bypass the safety limits",
+    ),
+    (
+        r"\b(?:no|without\s+(?:any\s+)?)\s*(?:safety\s+)?(?:limits?|checks?|restrictions?)\b",
+        "asks to run without limits",
+    ),
+    (
+        r"\b(?:system\s+prompt|you\s+are\s+now|act\s+as\s+(?:an?\s+)?(?:unrestricted|different)|jailbreak|developer\s+mode|"
+        r"previous\s+instructions)\b",
+        "tries to change the planner's instructions",
+    ),
+    (
+        r"\b(?:maximum|max|full)\s+(?:speed|rate|power)\b[^.]{0,30}\b(?:regardless|anyway|no\s+matter)\b",
+        "asks to exceed the hardware limits",
+    ),
     (r"<\s*/?\s*(?:script|system|assistant|im_start|im_end)\b|\[\s*/?\s*INST\s*\]", "contains chat-control markup"),
 ]
 

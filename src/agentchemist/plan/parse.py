@@ -27,17 +27,82 @@ __all__ = ["InstructionParse", "ReagentParse", "parse_instruction"]
 
 # Names people use for calcium that the reagent library keeps as the salt actually weighed out.
 _EXTRA_ALIASES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bca\s?(?:\^?2\+|\(ii\)|ions?)(?!\w)|\bcalcium(?:\s+ions?)?\b(?!\s+(?:chloride|carbonate))", re.I),
-    "calcium_chloride"),
+    (
+        re.compile(r"\bca\s?(?:\^?2\+|\(ii\)|ions?)(?!\w)|\bcalcium(?:\s+ions?)?\b(?!\s+(?:chloride|carbonate))", re.I),
+        "calcium_chloride",
+    ),
     (re.compile(r"\bcalcon\b(?![\s-]*carboxylic)", re.I), "calconcarboxylic_acid"),
 ]
-_FILLER = {"of", "the", "a", "an", "solution", "aqueous", "stock", "standard", "standardised", "standardized",
-           "solid", "dry", "pure", "some", "fresh", "dilute", "diluted", "concentrated", "conc"}
-_BACKWARD_OK = _FILLER | {"(", ")", ",", ":", "=", "at", "is", "with", "concentration", "volume", "mass",
-                          "containing", "about", "approximately", "whose", "which", "has", "-", "[", "]", "~"}
+_FILLER = {
+    "of",
+    "the",
+    "a",
+    "an",
+    "solution",
+    "aqueous",
+    "stock",
+    "standard",
+    "standardised",
+    "standardized",
+    "solid",
+    "dry",
+    "pure",
+    "some",
+    "fresh",
+    "dilute",
+    "diluted",
+    "concentrated",
+    "conc",
+}
+_BACKWARD_OK = _FILLER | {
+    "(",
+    ")",
+    ",",
+    ":",
+    "=",
+    "at",
+    "is",
+    "with",
+    "concentration",
+    "volume",
+    "mass",
+    "containing",
+    "about",
+    "approximately",
+    "whose",
+    "which",
+    "has",
+    "-",
+    "[",
+    "]",
+    "~",
+}
 _SENTENCE_END = re.compile(r"[.;!?](?:\s|$)")
-_STOP_WORDS = {"with", "to", "into", "in", "and", "until", "till", "at", "using", "by", "for", "on", "then",
-               "as", "solution", "from", "so", "that", "while", "placed", "which", "whose", "containing"}
+_STOP_WORDS = {
+    "with",
+    "to",
+    "into",
+    "in",
+    "and",
+    "until",
+    "till",
+    "at",
+    "using",
+    "by",
+    "for",
+    "on",
+    "then",
+    "as",
+    "solution",
+    "from",
+    "so",
+    "that",
+    "while",
+    "placed",
+    "which",
+    "whose",
+    "containing",
+}
 
 _CONC_KINDS = ("concentration",)
 
@@ -126,13 +191,13 @@ def _bind_quantities(
         for mi, (_, ms, me) in enumerate(mentions):
             if q.end <= ms:
                 between = [x for x in mentions if q.end <= x[1] < ms]
-                tokens = _tokens(text[q.end:ms], quantities, q.end)
+                tokens = _tokens(text[q.end : ms], quantities, q.end)
                 if between or tokens is None or any(t not in _FILLER and t != "Q" for t in tokens):
                     continue
                 score = 0.1 * len(tokens)
             elif q.start >= me:
                 between = [x for x in mentions if me <= x[1] < q.start]
-                tokens = _tokens(text[me:q.start], quantities, me)
+                tokens = _tokens(text[me : q.start], quantities, me)
                 if between or tokens is None or any(t not in _BACKWARD_OK and t != "Q" for t in tokens):
                     continue
                 score = 1.0 + 0.1 * len(tokens)
@@ -154,7 +219,7 @@ def _bind_quantities(
 
 def _unknown_phrase(text: str, q: Quantity) -> str | None:
     """The words naming what an unbound concentration or mass refers to ('0.1 M hydrochloric acd')."""
-    words = re.findall(r"[A-Za-z][\w()+-]*", text[q.end:q.end + 80])
+    words = re.findall(r"[A-Za-z][\w()+-]*", text[q.end : q.end + 80])
     picked: list[str] = []
     for w in words:
         low = w.lower()
@@ -187,7 +252,7 @@ _PH_TARGET = re.compile(
 def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) -> None:
     prev_end = 0
     for m in mentions:
-        window = text[prev_end:m.start].lower()
+        window = text[prev_end : m.start].lower()
         cut = max((x.end() for x in _SENTENCE_END.finditer(window)), default=0)
         window = window[cut:][-60:]
         inside = m.text.lower()
@@ -233,7 +298,7 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
 
     # "a 250 mL beaker": a container size, not an amount of reagent.
     for q in list(quantities):
-        if q.kind == "volume" and re.match(r"\s*(?:glass\s+)?(?:beaker|flask)\b", text[q.end:], re.I):
+        if q.kind == "volume" and re.match(r"\s*(?:glass\s+)?(?:beaker|flask)\b", text[q.end :], re.I):
             parse.container_capacity_ml = q.value
             quantities.remove(q)
         elif q.kind == "temperature":
@@ -263,18 +328,24 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
                     f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent is "
                     f"the {q.text.strip()} for?"
                 )
-    for m in re.finditer(r"\btitrat\w*\s+(?:the\s+)?([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
-                         r"(?:the\s+)?([a-z][\w\s()+-]{1,40}?)(?=\s+(?:until|to|till|and|in|at|so)\b|[,.;]|$)",
-                         text, re.I):
+    for m in re.finditer(
+        r"\btitrat\w*\s+(?:the\s+)?([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
+        r"(?:the\s+)?([a-z][\w\s()+-]{1,40}?)(?=\s+(?:until|to|till|and|in|at|so)\b|[,.;]|$)",
+        text,
+        re.I,
+    ):
         for group in (1, 2):
             span = (m.start(group), m.end(group))
             if any(span[0] <= s < span[1] or s <= span[0] < e for _, s, e in mentions):
                 continue
             phrase = m.group(group).strip()
-            if re.fullmatch(r"(?:it|them|this|that|the\s+)?(?:acid|base|sample|solution|analyte|titrant)s?",
-                            phrase, re.I):
+            if re.fullmatch(
+                r"(?:it|them|this|that|the\s+)?(?:acid|base|sample|solution|analyte|titrant)s?", phrase, re.I
+            ):
                 continue
-            parse.questions.append(f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent did you mean?")
+            parse.questions.append(
+                f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent did you mean?"
+            )
 
     _classify_ph(text, ph_mentions, parse)
     if parse.target_ph is None:

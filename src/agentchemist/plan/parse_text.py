@@ -32,11 +32,32 @@ INSTRUMENT_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 COLOURS = (
-    "magenta", "fuchsia", "fuchsin", "wine red", "wine-red", "red", "pink", "purple", "violet", "blue",
-    "sapphire blue", "sky blue", "green", "yellow", "orange", "colourless", "colorless",
+    "magenta",
+    "fuchsia",
+    "fuchsin",
+    "wine red",
+    "wine-red",
+    "red",
+    "pink",
+    "purple",
+    "violet",
+    "blue",
+    "sapphire blue",
+    "sky blue",
+    "green",
+    "yellow",
+    "orange",
+    "colourless",
+    "colorless",
 )
-_COLOUR_CANON = {"fuchsia": "magenta", "fuchsin": "magenta", "wine-red": "wine red", "sapphire blue": "blue",
-                 "sky blue": "blue", "colorless": "colourless"}
+_COLOUR_CANON = {
+    "fuchsia": "magenta",
+    "fuchsin": "magenta",
+    "wine-red": "wine red",
+    "sapphire blue": "blue",
+    "sky blue": "blue",
+    "colorless": "colourless",
+}
 
 
 def find_instruments(text: str) -> list[str]:
@@ -52,7 +73,8 @@ _SETTLE_YES = [
     r"\b(?:until|once|when)\s+(?:the\s+)?p\s?H\s+(?:is\s+|has\s+)?(?:stable|stabili[sz]\w*|settled|steady)\b[^.]{0,40}"
     r"\b(?:before|then)\b",
     r"\b(?:stable|settled|steady)\s+(?:p\s?H|reading)\s+(?:before|after)\s+(?:each|every)\s+(?:drop|addition)",
-    r"\blet\s+(?:the\s+)?p\s?H\s+(?:settle|stabili[sz]e)",
+    r"\blet(?:ting)?\s+(?:the\s+)?p\s?H\s+(?:settle|stabili[sz]e|equilibrate)",
+    r"\b(?:stable|stabili[sz]\w*|settle\w*|steady)\b[^.]{0,30}\bbefore\s+(?:adding|the\s+next|each|every|dispensing)",
 ]
 _SETTLE_NO = [
     r"\b(?:no\s+need\s+to|do\s+not|don't|without)\s+wait\w*",
@@ -79,8 +101,11 @@ def data_recording(text: str) -> list[str]:
         out.append("ph_per_drop")
     if per_drop and re.search(r"\bvolume\b", low):
         out.append("titrant_volume_per_drop")
-    if re.search(r"\bcontinuous(?:ly)?\s+(?:record|log|monitor)\w*\s+(?:the\s+)?p\s?h|\brecord\w*\s+(?:the\s+)?p\s?h\s+"
-                 r"(?:value\s+)?continuous", low):
+    if re.search(
+        r"\bcontinuous(?:ly)?\s+(?:record|log|monitor)\w*\s+(?:the\s+)?p\s?h|\brecord\w*\s+(?:the\s+)?p\s?h\s+"
+        r"(?:value\s+)?continuous",
+        low,
+    ):
         out.append("ph_continuous")
     start_end = re.search(r"\b(?:beginning|start)\b[^.]{0,30}\bend\b", low)
     if start_end and "temperature" in low:
@@ -100,17 +125,23 @@ def output_format(text: str) -> list[str]:
     out: list[str] = []
     if re.search(r"\breport\b", low):
         out.append("report")
-    four = re.search(r"\b(?:four|4)\s+(?:\w+\s+)?(?:charts?|figures?|plots?|graphs?)\b", low) or (
-        re.search(r"\bfigure\s*4\b", low)
-    ) or (re.search(r"first\s+derivative", low) and re.search(r"second\s+derivative", low))
+    four = (
+        re.search(r"\b(?:four|4)\s+(?:\w+\s+)?(?:charts?|figures?|plots?|graphs?)\b", low)
+        or (re.search(r"\bfigure\s*4\b", low))
+        or (re.search(r"first\s+derivative", low) and re.search(r"second\s+derivative", low))
+        or (re.search(r"first\s+and\s+second\s+derivatives?", low))
+    )
     if four:
         out.append("four_charts")
     elif re.search(r"\btitration\s+curve\b", low):
         out.append("titration_curve")
     if re.search(r"\bpk\s?a\s?\d?\b|\bdissociation\s+constant\b", low):
         out.append("pka")
-    if re.search(r"\bequivalence\s+(?:point|volume)s?\b[^.]{0,40}\b(?:report|calculat|determin|find|locat)|"
-                 r"\b(?:calculat|determin|find|locat)\w*\b[^.]{0,40}\bequivalence", low):
+    if re.search(
+        r"\bequivalence\s+(?:point|volume)s?\b[^.]{0,40}\b(?:report|calculat|determin|find|locat)|"
+        r"\b(?:calculat|determin|find|locat)\w*\b[^.]{0,40}\bequivalence",
+        low,
+    ):
         out.append("equivalence_point")
     if re.search(r"\bjson\b", low):
         out.append("json")

@@ -78,7 +78,9 @@ class Planner:
         try:
             instruction = check_instruction(text)
         except InstructionRejected as exc:
-            return PlanOutcome("refusal", None, "I cannot plan this instruction: " + "; ".join(exc.reasons), exc.reasons)
+            return PlanOutcome(
+                "refusal", None, "I cannot plan this instruction: " + "; ".join(exc.reasons), exc.reasons
+            )
         chosen = self._backend(backend)
         ranked = self.protocols.retrieve(instruction)
         hint = ranked[0][0].hint() if ranked else None
@@ -86,11 +88,22 @@ class Planner:
         if ranked:
             defaults["protocol"] = {"id": ranked[0][0].id, "version": ranked[0][0].version}
         try:
-            proposal = propose_validated(chosen, instruction, scene, hint,
-                                         max_repairs=0 if chosen is self._rules else max_repairs, defaults=defaults)
+            proposal = propose_validated(
+                chosen,
+                instruction,
+                scene,
+                hint,
+                max_repairs=0 if chosen is self._rules else max_repairs,
+                defaults=defaults,
+            )
         except PlanValidationError as exc:
-            return PlanOutcome("refusal", None, f"the {getattr(chosen, 'name', 'planner')} backend produced no valid "
-                               f"plan after {exc.attempts} attempt(s)", exc.messages)
+            return PlanOutcome(
+                "refusal",
+                None,
+                f"the {getattr(chosen, 'name', 'planner')} backend produced no valid "
+                f"plan after {exc.attempts} attempt(s)",
+                exc.messages,
+            )
         except BackendError as exc:
             return PlanOutcome("refusal", None, f"the planner backend failed: {exc}", [str(exc)])
         if proposal.kind != "plan" or proposal.plan is None:
@@ -117,11 +130,16 @@ class Planner:
             warnings.append("no scene description: the equipment was not verified against the bench")
         else:
             preconditions = list(dict.fromkeys([*proto.preconditions, *plan.module_instantiation.vision.preconditions]))
-            missing, notes = check_environment(scene, instruments, reagents, preconditions,
-                                               self.registry.instrument_kinds, self.library)
+            missing, notes = check_environment(
+                scene, instruments, reagents, preconditions, self.registry.instrument_kinds, self.library
+            )
             if missing:
                 message = missing_equipment_message(
-                    pi.experiment_name, [self._instrument_text(i) for i in instruments], [t for _, t in reagents], missing)
+                    pi.experiment_name,
+                    [self._instrument_text(i) for i in instruments],
+                    [t for _, t in reagents],
+                    missing,
+                )
                 return PlanOutcome("refusal", None, message, [f"missing: {m}" for m in missing])
             warnings += notes
             env = EnvironmentCheck(satisfied=True, user_feedback="all required instruments and reagents are present")
@@ -129,8 +147,13 @@ class Planner:
         plan, findings = rectify_plan(plan, self.registry, self.library)
         halts = [f for f in findings if f.severity == "HALT"]
         if halts:
-            return PlanOutcome("refusal", None, "The plan was refused by the hardware and chemistry check: "
-                               + "; ".join(f.message for f in halts), [str(f) for f in halts], findings)
+            return PlanOutcome(
+                "refusal",
+                None,
+                "The plan was refused by the hardware and chemistry check: " + "; ".join(f.message for f in halts),
+                [str(f) for f in halts],
+                findings,
+            )
         # Rectification may reorder subtasks or add dependencies: the machine must still be valid.
         plan = Plan.model_validate(plan.model_dump(mode="json"))
         reasons = validate_machine(plan)

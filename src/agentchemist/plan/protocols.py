@@ -10,13 +10,14 @@ rules: a value that is exactly ``"{name}"`` becomes the typed value (number, boo
 from __future__ import annotations
 
 import copy
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+
+from agentchemist.paths import config_dir
 
 __all__ = ["Protocol", "ProtocolError", "ProtocolLibrary", "default_protocols_dir"]
 
@@ -43,11 +44,8 @@ class ProtocolError(ValueError):
 
 
 def default_protocols_dir() -> Path:
-    """``$AGENTCHEMIST_CONFIG_DIR/protocols`` if set, else ``<repo>/config/protocols``."""
-    config_dir = os.environ.get("AGENTCHEMIST_CONFIG_DIR")
-    if config_dir:
-        return Path(config_dir) / "protocols"
-    return Path(__file__).resolve().parents[3] / "config" / "protocols"
+    """``<config>/protocols``, with the config folder found by :func:`agentchemist.paths.config_dir`."""
+    return config_dir() / "protocols"
 
 
 def _text(value: Any) -> str:

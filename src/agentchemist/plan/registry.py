@@ -8,12 +8,13 @@ here. Units are in the names: mL, g, mm, mm/s, degrees, rpm.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+
+from agentchemist.paths import config_dir
 
 __all__ = ["HardwareRegistry", "RegistryError", "default_registry_path"]
 
@@ -25,11 +26,8 @@ class RegistryError(ValueError):
 
 
 def default_registry_path() -> Path:
-    """``$AGENTCHEMIST_CONFIG_DIR/hardware_registry.yaml`` if set, else ``<repo>/config/...``."""
-    config_dir = os.environ.get("AGENTCHEMIST_CONFIG_DIR")
-    if config_dir:
-        return Path(config_dir) / "hardware_registry.yaml"
-    return Path(__file__).resolve().parents[3] / "config" / "hardware_registry.yaml"
+    """``<config>/hardware_registry.yaml`` (config folder from :func:`agentchemist.paths.config_dir`)."""
+    return config_dir() / "hardware_registry.yaml"
 
 
 def _range(value: Any, where: str) -> Range:
@@ -86,7 +84,13 @@ class HardwareRegistry:
             raise RegistryError(f"max_fill_fraction must be in (0, 1], got {self.max_fill_fraction}")
         if self.drop_volume_ml >= self.pipette_capacity_ml:
             raise RegistryError("pipette: drop_volume_ml must be smaller than capacity_ml")
-        for key in ("rate_mm_s", "settle_window_s", "endpoint_stable_s", "wait_on_change_threshold", "mass_tolerance_g"):
+        for key in (
+            "rate_mm_s",
+            "settle_window_s",
+            "endpoint_stable_s",
+            "wait_on_change_threshold",
+            "mass_tolerance_g",
+        ):
             if key not in self.dispense_ranges:
                 raise RegistryError(f"dispense: missing range {key!r}")
         if not (0.0 <= self.recorder_tau[0] and self.recorder_tau[1] <= 1.0):

@@ -23,17 +23,25 @@ _R = "\ue000(\\d+)\ue001"
 _G = r"(?:(?!\ue000|[.;!?](?:\s|$)).){0,70}?"
 _CUES: list[tuple[str, tuple[str, ...]]] = [
     (rf"\btitrat\w*\b{_G}{_R}{_G}\b(?:with|using|by|against|from)\b{_G}{_R}", ("analyte", "titrant")),
-    (rf"\b(?:use|using|with|take|employ)\b{_G}{_R}{_G}\b(?:to|for)\s+(?:titrat\w*|neutrali[sz]\w*)\b{_G}{_R}",
-     ("titrant", "analyte")),
-    (rf"{_R}{_G}\b(?:is|was|be|being|gets|get)\s+(?:titrated|neutrali[sz]ed)\b{_G}\b(?:with|by|using)\b{_G}{_R}",
-     ("analyte", "titrant")),
+    (
+        rf"\b(?:use|using|with|take|employ)\b{_G}{_R}{_G}\b(?:to|for)\s+(?:titrat\w*|neutrali[sz]\w*)\b{_G}{_R}",
+        ("titrant", "analyte"),
+    ),
+    (
+        rf"{_R}{_G}\b(?:is|was|be|being|gets|get)\s+(?:titrated|neutrali[sz]ed)\b{_G}\b(?:with|by|using)\b{_G}{_R}",
+        ("analyte", "titrant"),
+    ),
     (rf"\bneutrali[sz]\w*\b{_G}{_R}{_G}\b(?:with|using|by)\b{_G}{_R}", ("analyte", "titrant")),
-    (rf"\b(?:add|adding|drip|dripping|dispense|dispensing|drop|squeeze|deliver|delivering)\b{_G}{_R}{_G}"
-     rf"\b(?:to|into|onto|in)\b{_G}{_R}", ("titrant", "analyte")),
+    (
+        rf"\b(?:add|adding|drip|dripping|dispense|dispensing|drop|squeeze|deliver|delivering)\b{_G}{_R}{_G}"
+        rf"\b(?:to|into|onto|in)\b{_G}{_R}",
+        ("titrant", "analyte"),
+    ),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?titrant\b", ("titrant",)),
     (rf"\btitrant\b\s*(?:is|:|=|will\s+be)?{_G}{_R}", ("titrant",)),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?(?:analyte|sample)\b", ("analyte",)),
     (rf"\b(?:analyte|sample)\b\s*(?:is|:|=)?{_G}{_R}", ("analyte",)),
+    (rf"\btitrat\w*\s+(?:it\s+|this\s+|them\s+)?(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
     (rf"\btitrat\w*\s+(?:of\s+)?{_G}{_R}", ("analyte",)),
 ]
 
@@ -51,13 +59,14 @@ def detect_family(parse: InstructionParse) -> str | None:
     if _COMPLEXO_WORDS.search(text) or "chelator" in kinds:
         return "complexometric_titration"
     if weighing and _TITRATION_WORDS.search(text):
-        parse.refusals.append(
-            "the instruction combines weighing and a titration; send one experiment per instruction"
-        )
+        parse.refusals.append("the instruction combines weighing and a titration; send one experiment per instruction")
         return None
     if weighing:
         return "weighing_dissolution"
     if titration and kinds & _ACID_BASE_KINDS:
+        return "acid_base_titration"
+    # "Add 10 mL of NaOH to the acetic acid": an acid and a base together are a titration.
+    if kinds & {"strong_acid", "weak_acid"} and kinds & {"strong_base", "weak_base"}:
         return "acid_base_titration"
     if _WEIGH_WORDS.search(text) and parse.reagents:
         return "weighing_dissolution"
@@ -87,15 +96,17 @@ def _titration_roles(parse: InstructionParse) -> None:
         picked = [candidates[int(g)] for g in m.groups()]
         if len(picked) == 2 and picked[0] is picked[1]:
             continue
-        for rp, role in zip(picked, roles):
+        for rp, role in zip(picked, roles, strict=True):
             if rp.role is None and parse.by_role(role) is None:
                 rp.role = role
         if parse.by_role("analyte") and parse.by_role("titrant"):
             break
     unassigned = [r for r in candidates if r.role is None]
     for role in ("analyte", "titrant"):
-        if parse.by_role(role) is None and len(unassigned) == 1 and (
-            parse.by_role("analyte") or parse.by_role("titrant")
+        if (
+            parse.by_role(role) is None
+            and len(unassigned) == 1
+            and (parse.by_role("analyte") or parse.by_role("titrant"))
         ):
             unassigned[0].role = role
             unassigned = []

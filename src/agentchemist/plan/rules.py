@@ -153,15 +153,20 @@ class RulesBackend:
             "warnings": warnings,
         }
 
-    def _beaker(self, parse: InstructionParse, scene: SceneInfo | None, holds: str | None, warnings: list[str],
-                volume_ml: float | None = None) -> tuple[str, str]:
+    def _beaker(
+        self,
+        parse: InstructionParse,
+        scene: SceneInfo | None,
+        holds: str | None,
+        warnings: list[str],
+        volume_ml: float | None = None,
+    ) -> tuple[str, str]:
         """(scene id or kind of the beaker, registry beaker kind). ``volume_ml``: what must fit in it."""
         reg = self.registry
         if scene is not None:
             beakers = [o for o in scene.objects if o.kind in reg.kinds_for("beaker") or o.kind in reg.beakers]
             if holds is not None:
-                holding = [o for o in beakers if o.contains and o.contains in self.library
-                           and self.library.get(o.contains).name == holds]
+                holding = [o for o in scene.holding(holds, self.library) if o in beakers]
                 if len(holding) == 1:
                     beakers = holding
             if parse.container_capacity_ml is not None:
@@ -170,7 +175,9 @@ class RulesBackend:
             if len(beakers) == 1:
                 kind = reg.beaker_for_capacity(self._capacity(beakers[0]))
                 if kind is None:
-                    raise _refuse(f"beaker {beakers[0].id!r} ({self._capacity(beakers[0]):g} mL) is not in the hardware registry")
+                    raise _refuse(
+                        f"beaker {beakers[0].id!r} ({self._capacity(beakers[0]):g} mL) is not in the hardware registry"
+                    )
                 return beakers[0].id, kind
             if len(beakers) > 1:
                 options = ", ".join(f"{o.id} ({self._capacity(o):g} mL)" for o in beakers)
@@ -178,8 +185,10 @@ class RulesBackend:
         if parse.container_capacity_ml is not None:
             kind = reg.beaker_for_capacity(parse.container_capacity_ml)
             if kind is None:
-                raise _refuse(f"there is no {parse.container_capacity_ml:g} mL beaker in the hardware registry "
-                              f"(known: {', '.join(sorted(reg.beakers))})")
+                raise _refuse(
+                    f"there is no {parse.container_capacity_ml:g} mL beaker in the hardware registry "
+                    f"(known: {', '.join(sorted(reg.beakers))})"
+                )
             return kind, kind
         if volume_ml is None:
             warnings.append(f"beaker size not stated: assuming {reg.default_beaker}")
@@ -206,9 +215,13 @@ class RulesBackend:
             return
         eq = _equivalents(r.reagent)
         if eq != 1:
-            raise _ask(f"Normality is ambiguous for {r.reagent.display_name} ({eq or 'no'} acid-base equivalents "
-                       f"per mole): what is its molar concentration?")
-        warnings.append(f"{r.concentration_m:g} N {r.reagent.display_name} read as {r.concentration_m:g} M (monoprotic)")
+            raise _ask(
+                f"Normality is ambiguous for {r.reagent.display_name} ({eq or 'no'} acid-base equivalents "
+                f"per mole): what is its molar concentration?"
+            )
+        warnings.append(
+            f"{r.concentration_m:g} N {r.reagent.display_name} read as {r.concentration_m:g} M (monoprotic)"
+        )
 
     def _titration(self, parse: InstructionParse, scene: SceneInfo | None, warnings: list[str]):
         fam = parse.family
@@ -216,8 +229,11 @@ class RulesBackend:
         assert analyte is not None and titrant is not None  # assign_roles asked otherwise
         for r in (titrant, analyte):
             self._molar(r, warnings)
-        missing = [f"What is the concentration of the {r.reagent.display_name}?"
-                   for r in (titrant, analyte) if r.concentration_m is None]
+        missing = [
+            f"What is the concentration of the {r.reagent.display_name}?"
+            for r in (titrant, analyte)
+            if r.concentration_m is None
+        ]
         if missing:
             raise _ask(*missing, "It is needed to check that the target is reachable and the titrant fits the beaker.")
         va = analyte.volume_ml
@@ -232,8 +248,13 @@ class RulesBackend:
         a = {analyte.reagent.name: analyte.concentration_m}
         t = {titrant.reagent.name: titrant.concentration_m}
         ctx: dict[str, Any] = {}
-        target_conditions: dict[str, Any] = {"target_ph": None, "to_equivalence": False, "target_volume_ml": None,
-                                             "target_mass_g": None, "colour_change": None}
+        target_conditions: dict[str, Any] = {
+            "target_ph": None,
+            "to_equivalence": False,
+            "target_volume_ml": None,
+            "target_mass_g": None,
+            "colour_change": None,
+        }
         need: float | None = None
         if fam == "complexometric_titration":
             need = complexometric_equivalence_ml(analyte.concentration_m, va, titrant.concentration_m) * 1.2
@@ -243,8 +264,12 @@ class RulesBackend:
             if not (parse.colour_from and parse.colour_to):
                 warnings.append(f"endpoint colour change assumed {c_from} -> {c_to} for the indicator")
             target_conditions["colour_change"] = {"from_colour": c_from, "to_colour": c_to}
-            ctx.update(stop_on="colour", colour_from=c_from, colour_to=c_to,
-                       indicator_display=indicator.reagent.display_name if indicator else "indicator")
+            ctx.update(
+                stop_on="colour",
+                colour_from=c_from,
+                colour_to=c_to,
+                indicator_display=indicator.reagent.display_name if indicator else "indicator",
+            )
             if parse.target_ph is not None:
                 warnings.append(f"pH {parse.target_ph:g} ignored: a complexometric endpoint is read from the colour")
         elif parse.target_ph is not None:
@@ -262,18 +287,22 @@ class RulesBackend:
             target_conditions["to_equivalence"] = True
             need = eq.volume_ml
             ctx.update(stop_on="ph", target_ph=round(eq.ph, 2))
-            warnings.append(f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
-                            f"(about {eq.volume_ml:.2f} mL of titrant)")
+            warnings.append(
+                f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
+                f"(about {eq.volume_ml:.2f} mL of titrant)"
+            )
         elif titrant.volume_ml is not None:
             need = titrant.volume_ml
             target_conditions["target_volume_ml"] = titrant.volume_ml
             ctx.update(stop_on="volume", target_volume_ml=titrant.volume_ml)
             warnings.append(f"no target pH given: dispensing the stated {titrant.volume_ml:g} mL of titrant")
         else:
-            raise _ask("What should end the titration: a target pH (e.g. 'until the pH reaches 8.2') or the "
-                       "equivalence point?")
-        beaker_id, beaker_kind = self._beaker(parse, scene, analyte.reagent.name, warnings,
-                                              va + need if need is not None else None)
+            raise _ask(
+                "What should end the titration: a target pH (e.g. 'until the pH reaches 8.2') or the equivalence point?"
+            )
+        beaker_id, beaker_kind = self._beaker(
+            parse, scene, analyte.reagent.name, warnings, va + need if need is not None else None
+        )
         room = self.registry.beaker_room_ml(beaker_kind)
         limit = min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml)
         if titrant.volume_ml is not None and ctx.get("stop_on") != "volume":
@@ -288,31 +317,63 @@ class RulesBackend:
         settle = parse.settle_each_drop
         ctx.update(
             experiment_name=f"{_FAMILY_LABEL[fam]} of {_conc_text(analyte)} with {_conc_text(titrant)}",
-            analyte_name=analyte.reagent.name, analyte_display=analyte.reagent.display_name,
-            titrant_name=titrant.reagent.name, titrant_display=titrant.reagent.display_name,
-            analyte_concentration_m=analyte.concentration_m, titrant_concentration_m=titrant.concentration_m,
-            analyte_volume_ml=va, draw_volume_ml=draw, max_volume_ml=cap,
-            beaker=beaker_id, pipette=pipette, titrant_container=container,
+            analyte_name=analyte.reagent.name,
+            analyte_display=analyte.reagent.display_name,
+            titrant_name=titrant.reagent.name,
+            titrant_display=titrant.reagent.display_name,
+            analyte_concentration_m=analyte.concentration_m,
+            titrant_concentration_m=titrant.concentration_m,
+            analyte_volume_ml=va,
+            draw_volume_ml=draw,
+            max_volume_ml=cap,
+            beaker=beaker_id,
+            pipette=pipette,
+            titrant_container=container,
         )
         if settle is not None:
             ctx["settle_each_drop"] = settle
-        ctx["initial_conditions"] = {"initial_ph": parse.initial_ph, "analyte_volume_ml": va,
-                                     "temperature_c": parse.initial_temperature_c}
+        ctx["initial_conditions"] = {
+            "initial_ph": parse.initial_ph,
+            "analyte_volume_ml": va,
+            "temperature_c": parse.initial_temperature_c,
+        }
         ctx["target_conditions"] = target_conditions
-        end = (f"until pH {ctx['target_ph']:g}" if ctx.get("stop_on") == "ph" else
-               f"until the colour turns {ctx.get('colour_to')}" if ctx.get("stop_on") == "colour" else
-               f"adding {ctx.get('target_volume_ml'):g} mL")
+        end = (
+            f"until pH {ctx['target_ph']:g}"
+            if ctx.get("stop_on") == "ph"
+            else f"until the colour turns {ctx.get('colour_to')}"
+            if ctx.get("stop_on") == "colour"
+            else f"adding {ctx.get('target_volume_ml'):g} mL"
+        )
         wait = ", acting only on a settled reading after each drop" if settle else ""
-        ctx["operation_intent"] = (f"Titrate {va:g} mL of {_conc_text(analyte)} with {_conc_text(titrant)} "
-                                   f"{end}{wait}.")
-        reagents = [{"name": titrant.reagent.name, "role": "titrant", "concentration_m": titrant.concentration_m,
-                     "volume_ml": titrant.volume_ml, "mass_g": None},
-                    {"name": analyte.reagent.name, "role": "analyte", "concentration_m": analyte.concentration_m,
-                     "volume_ml": va, "mass_g": None}]
+        ctx["operation_intent"] = f"Titrate {va:g} mL of {_conc_text(analyte)} with {_conc_text(titrant)} {end}{wait}."
+        reagents = [
+            {
+                "name": titrant.reagent.name,
+                "role": "titrant",
+                "concentration_m": titrant.concentration_m,
+                "volume_ml": titrant.volume_ml,
+                "mass_g": None,
+            },
+            {
+                "name": analyte.reagent.name,
+                "role": "analyte",
+                "concentration_m": analyte.concentration_m,
+                "volume_ml": va,
+                "mass_g": None,
+            },
+        ]
         indicator = parse.by_role("indicator")
         if indicator is not None:
-            reagents.append({"name": indicator.reagent.name, "role": "indicator", "concentration_m": indicator.concentration_m,
-                             "volume_ml": indicator.volume_ml, "mass_g": indicator.mass_g})
+            reagents.append(
+                {
+                    "name": indicator.reagent.name,
+                    "role": "indicator",
+                    "concentration_m": indicator.concentration_m,
+                    "volume_ml": indicator.volume_ml,
+                    "mass_g": indicator.mass_g,
+                }
+            )
         objects = [beaker_kind] + [o for o in (beaker_id, pipette, container) if o != beaker_kind]
         return ctx, reagents, objects
 
@@ -325,8 +386,10 @@ class RulesBackend:
         if mass is None and solid.concentration_m is not None and solid.volume_ml is not None:
             mass = round(solid.concentration_m * solid.volume_ml * 1e-3 * solid.reagent.molar_mass_g_mol, 3)
             water_ml = water_ml or solid.volume_ml
-            warnings.append(f"{solid.volume_ml:g} mL of {solid.concentration_m:g} M {solid.reagent.display_name} needs "
-                            f"{mass:g} g; made up with {water_ml:g} mL of water (the solid's volume is neglected)")
+            warnings.append(
+                f"{solid.volume_ml:g} mL of {solid.concentration_m:g} M {solid.reagent.display_name} needs "
+                f"{mass:g} g; made up with {water_ml:g} mL of water (the solid's volume is neglected)"
+            )
         if mass is None:
             raise _ask(f"How much {solid.reagent.display_name} should be weighed (e.g. '2.50 g')?")
         if water_ml is None:
@@ -343,21 +406,37 @@ class RulesBackend:
         cylinder = self._scene_id(scene, "graduated_cylinder", "graduated_cylinder")
         ctx: dict[str, Any] = {
             "experiment_name": f"{_FAMILY_LABEL['weighing_dissolution']} of {mass:g} g {solid.reagent.display_name} "
-                               f"in {water_ml:g} mL water",
-            "solid_name": solid.reagent.name, "solid_display": solid.reagent.display_name,
-            "target_mass_g": mass, "water_volume_ml": water_ml,
-            "beaker": beaker_id, "balance": balance, "stirrer": stirrer, "water_container": cylinder,
+            f"in {water_ml:g} mL water",
+            "solid_name": solid.reagent.name,
+            "solid_display": solid.reagent.display_name,
+            "target_mass_g": mass,
+            "water_volume_ml": water_ml,
+            "beaker": beaker_id,
+            "balance": balance,
+            "stirrer": stirrer,
+            "water_container": cylinder,
         }
         if parse.settle_each_drop is not None:
             ctx["settle_each_drop"] = parse.settle_each_drop
-        ctx["initial_conditions"] = {"initial_ph": None, "analyte_volume_ml": None,
-                                     "temperature_c": parse.initial_temperature_c}
-        ctx["target_conditions"] = {"target_ph": None, "to_equivalence": False, "target_volume_ml": None,
-                                    "target_mass_g": mass, "colour_change": None}
-        ctx["operation_intent"] = (f"Weigh {mass:g} g of {solid.reagent.display_name} into the beaker, add "
-                                   f"{water_ml:g} mL of water and stir until dissolved.")
-        reagents = [{"name": solid.reagent.name, "role": "solid", "concentration_m": None, "volume_ml": None,
-                     "mass_g": mass},
-                    {"name": "water", "role": "solvent", "concentration_m": None, "volume_ml": water_ml, "mass_g": None}]
+        ctx["initial_conditions"] = {
+            "initial_ph": None,
+            "analyte_volume_ml": None,
+            "temperature_c": parse.initial_temperature_c,
+        }
+        ctx["target_conditions"] = {
+            "target_ph": None,
+            "to_equivalence": False,
+            "target_volume_ml": None,
+            "target_mass_g": mass,
+            "colour_change": None,
+        }
+        ctx["operation_intent"] = (
+            f"Weigh {mass:g} g of {solid.reagent.display_name} into the beaker, add "
+            f"{water_ml:g} mL of water and stir until dissolved."
+        )
+        reagents = [
+            {"name": solid.reagent.name, "role": "solid", "concentration_m": None, "volume_ml": None, "mass_g": mass},
+            {"name": "water", "role": "solvent", "concentration_m": None, "volume_ml": water_ml, "mass_g": None},
+        ]
         objects = [beaker_kind] + [o for o in (beaker_id, balance, stirrer, cylinder) if o != beaker_kind]
         return ctx, reagents, objects

@@ -54,12 +54,14 @@ class SceneError(ValueError):
 @dataclass(frozen=True)
 class SceneObject:
     """One object: ``id`` unique in the scene, ``kind`` (e.g. 'beaker_100ml', 'ph_meter',
-    'reagent_bottle'), ``contains`` a reagent name or alias, ``capacity_ml`` for vessels."""
+    'reagent_bottle'), ``contains`` a reagent name or alias, ``capacity_ml`` for vessels, ``label`` the
+    text read on it (e.g. 'NaOH 0.1 M'; used for contents when ``contains`` is not given)."""
 
     id: str
     kind: str
     contains: str | None = None
     capacity_ml: float | None = None
+    label: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -69,7 +71,9 @@ class SceneObject:
         if self.capacity_ml is not None and not (
             isinstance(self.capacity_ml, (int, float)) and math.isfinite(self.capacity_ml) and self.capacity_ml > 0
         ):
-            raise SceneError(f"scene object {self.id!r}: capacity_ml must be a positive number, got {self.capacity_ml!r}")
+            raise SceneError(
+                f"scene object {self.id!r}: capacity_ml must be a positive number, got {self.capacity_ml!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -100,10 +104,14 @@ class SceneInfo:
         for i, raw in enumerate(data.get("objects") or []):
             if not isinstance(raw, Mapping):
                 raise SceneError(f"scene object #{i} must be a mapping")
-            extra = sorted(set(raw) - {"id", "kind", "contains", "capacity_ml"})
+            extra = sorted(set(raw) - {"id", "kind", "contains", "capacity_ml", "label"})
             if extra:
                 raise SceneError(f"scene object #{i}: unknown key(s) {extra}")
-            objects.append(SceneObject(raw.get("id"), raw.get("kind"), raw.get("contains"), raw.get("capacity_ml")))
+            objects.append(
+                SceneObject(
+                    raw.get("id"), raw.get("kind"), raw.get("contains"), raw.get("capacity_ml"), raw.get("label")
+                )
+            )
         return cls(tuple(objects), dict(data.get("preconditions") or {}))
 
     @classmethod
@@ -121,11 +129,19 @@ class SceneInfo:
         wanted = {k.lower() for k in kinds}
         return [o for o in self.objects if o.kind.lower() in wanted]
 
+    @property
+    def reports_contents(self) -> bool:
+        """True when any object says what it contains (else reagent presence cannot be checked)."""
+        return any(o.contains or o.label for o in self.objects)
+
     def holding(self, reagent_name: str, library: ReagentLibrary) -> list[SceneObject]:
-        """Objects whose ``contains`` names this reagent (by canonical name or any alias)."""
+        """Objects whose ``contains`` (or, failing that, ``label``) names this reagent."""
         out = []
         for o in self.objects:
-            if o.contains and o.contains in library and library.get(o.contains).name == reagent_name:
+            if o.contains:
+                if o.contains in library and library.get(o.contains).name == reagent_name:
+                    out.append(o)
+            elif o.label and any(r.name == reagent_name for r, _, _ in library.find_in_text(o.label)):
                 out.append(o)
         return out
 
@@ -149,16 +165,20 @@ def check_environment(
 ) -> tuple[list[str], list[str]]:
     """(missing, notes). ``reagents`` are (canonical name, display text); ``instrument_kinds`` maps an
     instrument to the scene kinds that count as it. A precondition the scene did not report is a note
-    (the vision supervisor checks it before the first action), one reported false is missing."""
+    (the vision supervisor checks it before the first action), one reported false is missing. Reagents
+    are checked only when the scene reports contents at all (water is assumed on tap)."""
     missing: list[str] = []
     notes: list[str] = []
     for inst in instruments:
         kinds = instrument_kinds.get(inst, [inst])
         if not scene.of_kinds(kinds):
             missing.append(INSTRUMENT_DISPLAY.get(inst, inst.replace("_", " ")))
-    for name, display in reagents:
-        if not scene.holding(name, library):
-            missing.append(display)
+    if scene.reports_contents:
+        for name, display in reagents:
+            if name != "water" and not scene.holding(name, library):
+                missing.append(display)
+    elif reagents:
+        notes.append("the scene does not report what the containers hold; reagents not verified")
     for pre in preconditions:
         if pre not in scene.preconditions:
             notes.append(f"precondition {pre!r} not reported by the scene; checked before the first action")

@@ -108,8 +108,11 @@ class TargetConditions(_Strict):
 
     @model_validator(mode="after")
     def _one_target(self) -> "TargetConditions":
-        if self.target_ph is None and not self.to_equivalence and self.target_volume_ml is None and (
-            self.target_mass_g is None and self.colour_change is None
+        if (
+            self.target_ph is None
+            and not self.to_equivalence
+            and self.target_volume_ml is None
+            and (self.target_mass_g is None and self.colour_change is None)
         ):
             raise ValueError(
                 "target_conditions needs one of target_ph, to_equivalence, target_volume_ml, target_mass_g, "

@@ -98,7 +98,7 @@ def find_quantities(text: str) -> list[Quantity]:
                 break
         else:  # pragma: no cover - the alternation and the table are built from the same list
             continue
-        if kind == "volume" and unit == "l" and not re.match(r"\s*(?:of|solution|water|\W|$)", text[m.end():]):
+        if kind == "volume" and unit == "l" and not re.match(r"\s*(?:of|solution|water|\W|$)", text[m.end() :]):
             continue  # a bare lower-case "l" is only a litre when nothing word-like follows
         value = _to_float(m.group("num"), m.group("exp"))
         if not math.isfinite(value):

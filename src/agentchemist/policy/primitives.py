@@ -7,11 +7,12 @@ states with `step_reached`; the core never talks to a robot or reads a clock.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from agentchemist.paths import config_dir
 
 JOINTS_PER_ARM = 6
 
@@ -42,13 +43,6 @@ class Poses:
         except KeyError:
             known = ", ".join(sorted(self.arms.get(side, {})))
             raise PrimitiveError(f"no pose '{name}' for the {side} arm (known: {known})") from None
-
-
-def config_dir() -> Path:
-    env = os.environ.get("AGENTCHEMIST_CONFIG_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "config"
 
 
 def load_poses(path: str | Path | None = None) -> Poses:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     spill = Path(tempfile.mkdtemp(prefix="record-bench-spill-")) / "spill.jsonl"
     with open_store(url, spill_path=spill, batch_size=args.batch_size) as store:
         rate = measure_write_rate(store, rows=args.rows, flush_every=args.flush_every,
-                                  experiment_id=f"bench-{time.time_ns()}")
+                                  experiment_id=f"bench-{uuid.uuid4().hex[:8]}")
     print(f"{store.backend.name}: {rate.rows} rows in {rate.seconds:.2f} s = {rate.rows_per_s:,.0f} rows/s "
           f"(flush every {rate.flush_every or 'end'})")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,20 @@ class SpillFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            data = "".join(lines).encode("utf-8")
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview("".join(lines).encode("utf-8"))
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            except OSError:
+                # Leave no partial line behind: the next append would glue onto it and corrupt both.
+                try:
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass
+                raise
         finally:
             os.close(fd)
         if new_file:
@@ -52,24 +60,61 @@ class SpillFile:
 
     def read(self) -> list[dict[str, Any]]:
         """All complete operations in append order ([] when the file does not exist)."""
-        try:
-            raw = self.path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        operations: list[dict[str, Any]] = []
-        lines = raw.split(b"\n")
-        # The element after the last newline is "" for a clean file, or a torn line.
-        for number, line in enumerate(lines[:-1], start=1):
-            if not line.strip():
-                continue
-            try:
-                operations.append(json.loads(line))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise SpillCorruptError(f"{self.path}: line {number} is not valid JSON ({exc})") from exc
-        return operations
+        return [op for chunk in self.chunks(4096) for op in chunk]
 
-    def __len__(self) -> int:
-        return len(self.read())
+    def chunks(self, size: int) -> Iterator[list[dict[str, Any]]]:
+        """Complete operations in append order, ``size`` at a time, read lazily: a replay that fails on
+        its first chunk does not parse a spill that grew during a long outage."""
+        try:
+            handle = self.path.open("rb")
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with handle:
+            chunk: list[dict[str, Any]] = []
+            for number, line in enumerate(handle, start=1):
+                if not line.endswith(b"\n"):
+                    break  # a torn final line: its append never returned, so it was never acknowledged
+                if not line.strip():
+                    continue
+                try:
+                    chunk.append(json.loads(line))
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise SpillCorruptError(f"{self.path}: line {number} is not valid JSON ({exc})") from exc
+                if len(chunk) >= size:
+                    yield chunk
+                    chunk = []
+            if chunk:
+                yield chunk
+
+    def repair(self) -> bool:
+        """Cut a torn final line left by a process killed inside ``append`` (it was never acknowledged),
+        so later appends start on a line boundary. Returns True when something was cut."""
+        try:
+            with self.path.open("r+b") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size == 0:
+                    return False
+                handle.seek(size - 1)
+                if handle.read(1) == b"\n":
+                    return False
+                # Find the last newline, reading backwards in blocks.
+                end = size
+                keep = 0
+                while end > 0:
+                    begin = max(0, end - 65536)
+                    handle.seek(begin)
+                    block = handle.read(end - begin)
+                    index = block.rfind(b"\n")
+                    if index >= 0:
+                        keep = begin + index + 1
+                        break
+                    end = begin
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+                return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def exists(self) -> bool:
         """True when the file holds at least one byte (possibly a torn line)."""

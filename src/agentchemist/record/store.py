@@ -137,7 +137,9 @@ class QueuedStore:
         return list(self._writer.failures)
 
     # ---- experiment lifecycle -------------------------------------------------------------------
-    def start_experiment(self, experiment_id: str, *, now: float, instruction: str = "", metadata: dict | None = None) -> None:
+    def start_experiment(
+        self, experiment_id: str, *, now: float, instruction: str = "", metadata: dict | None = None
+    ) -> None:
         """Start record (or, for an existing id, merge metadata/instruction into it)."""
         v.name("experiment_id", experiment_id)
         op = {
@@ -349,6 +351,19 @@ def _with_metadata(experiment: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in experiment.get("metadata", {}).items():
         out.setdefault(key, value)
     return out
+
+
+def run_database_path(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
+    """``<runs_dir>/<experiment_id>/records.db``: the default SQLite file of one run.
+
+    The id must be a single safe path component (letters, digits, ``-``, ``_``, ``.``; not ``.``/``..``).
+    """
+    v.name("experiment_id", experiment_id)
+    if experiment_id in (".", "..") or not all(ch.isalnum() or ch in "-_." for ch in experiment_id):
+        raise v.RecordInputError(
+            f"experiment_id {experiment_id!r} cannot name a run folder: use letters, digits, '-', '_', '.'"
+        )
+    return Path(runs_dir) / experiment_id / "records.db"
 
 
 def default_spill_path(url_or_path: str) -> Path:

@@ -8,7 +8,8 @@ count as durable), and every ``retry_interval_s`` reconnects and replays the spi
 resumes direct writes. If even the spill cannot be written, the batch stays in memory, ``wait_durable``
 raises :class:`StoreDurabilityError`, and producers eventually block on the full queue.
 
-The only clock read is ``time.monotonic()`` to pace reconnect attempts (I/O, not experiment logic).
+The only clock read is ``time.monotonic()``, to pace reconnect attempts and bound ``wait_durable``
+(I/O pacing, not experiment logic: record times always come from the caller).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class BatchWriter:
         self.degraded = False
         self._next_retry = 0.0
         self.failures: list[tuple[str, str]] = []
+        spill.repair()
         if spill.exists():
             # Left over from a process that lost its database: replay before anything new.
             self.degraded = True
@@ -211,9 +213,10 @@ class BatchWriter:
         self._next_retry = time.monotonic() + self._retry_interval_s
         try:
             self.backend.connect()
-            operations = self.spill.read()
-            for start in range(0, len(operations), self._batch_size):
-                self.backend.write(operations[start : start + self._batch_size])
+            replayed = 0
+            for chunk in self.spill.chunks(self._batch_size):
+                self.backend.write(chunk)
+                replayed += len(chunk)
             self.spill.clear()
         except Exception as exc:
             log.debug("record store still unavailable: %s", exc)
@@ -223,7 +226,7 @@ class BatchWriter:
         self._set_error(None)  # a batch held in memory goes to the database next
         if self._on_recovery is not None:
             try:
-                self._on_recovery(kind, f"{self.backend.name} writable again; replayed {len(operations)} "
+                self._on_recovery(kind, f"{self.backend.name} writable again; replayed {replayed} "
                                         f"spilled records from {self.spill.path}")
             except Exception:
                 log.exception("on_recovery callback failed")

@@ -9,6 +9,7 @@ supported and dashed grey when the evidence check rejected them (the legend says
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -69,8 +70,17 @@ def _mark_equivalence(ax, analysis: TitrationAnalysis, *, annotate: bool, y_text
         ax.axvline(eq.volume_ml, color=colour, linestyle=style, linewidth=1.1, label=label)
         if annotate:
             y = y_text if y_text is not None else ax.get_ylim()[1]
-            ax.annotate(f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} mL", (eq.volume_ml, y), xytext=(4, -4),
-                        textcoords="offset points", ha="left", va="top", fontsize=8, color=colour)
+            # Near the right edge the label goes to the left of the line, so it stays inside the axes.
+            x_lo, x_hi = _data_span(analysis)
+            right = eq.volume_ml > x_lo + 0.7 * (x_hi - x_lo)
+            ax.annotate(f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} mL", (eq.volume_ml, y),
+                        xytext=(-4 if right else 4, -4), textcoords="offset points",
+                        ha="right" if right else "left", va="top", fontsize=8, color=colour)
+
+
+def _data_span(analysis: TitrationAnalysis) -> tuple[float, float]:
+    v = analysis.volume_ml
+    return (float(v[0]), float(v[-1])) if v.size else (0.0, 1.0)
 
 
 def _display_curve(analysis: TitrationAnalysis) -> np.ndarray:
@@ -113,6 +123,17 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
             ax.plot([est.half_equivalence_volume_ml], [est.value], "D", color="#d35400", markersize=6)
             ax.annotate(f"pKa{est.index} = {est.value:.2f}\n(half equivalence)", (est.half_equivalence_volume_ml, est.value),
                         xytext=(6, -22), textcoords="offset points", fontsize=8, color="#d35400")
+    fitted = []
+    if fit is not None:
+        for est in analysis.pka:
+            if est.method == "curve_fit" and math.isfinite(est.value):
+                fitted.append(f"pKa{est.index} = {est.value:.3f} ± {est.uncertainty:.2g}"
+                              + ("" if est.supported else " (not supported)"))
+        if "analyte_m" in fit.parameters:
+            fitted.append(f"c = {fit.parameters['analyte_m']:.5f} mol/L")
+    if fitted:
+        ax.text(0.98, 0.04, "Curve fit:\n" + "\n".join(fitted), transform=ax.transAxes, ha="right", va="bottom",
+                fontsize=8, bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#27ae60", "alpha": 0.9})
     ax.set_title(title or "Titration curve")
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     return fig
@@ -162,9 +183,12 @@ def _zoom_window(analysis: TitrationAnalysis, centre: float, jump: tuple[float, 
 def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
     """One panel per equivalence point (or the steepest region): every measured point through the jump."""
     targets = [(e.volume_ml, e.jump_region_ml, e) for e in analysis.equivalence_points]
-    if not targets and analysis.d1.size:
-        i = int(np.argmax(np.abs(analysis.d1)))
-        targets = [(float(analysis.grid_ml[i]), (math.nan, math.nan), None)]
+    if not targets and analysis.volume_ml.size:
+        # No jump located: show where one would have to be, the last fifth of the curve.
+        v = analysis.volume_ml
+        span = float(v[-1] - v[0])
+        centre = float(v[-1]) - 0.1 * span
+        targets = [(centre, (centre - span / 15.0, centre), None)]  # _zoom_window: +-1.5 x width = +-10 %
     n = max(len(targets), 1)
     fig, axes = _figure(1, n, size=(max(SIZE_IN[0], 4.2 * n), SIZE_IN[1]))
     for k, ax in enumerate(axes.flat):
@@ -183,16 +207,20 @@ def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") ->
                 label=f"measured ({int(inside.sum())} points)")
         for a, b in analysis.quality_flags:
             if b >= lo and a <= hi:
-                ax.axvspan(a, max(b, a + 1e-3 * (hi - lo)), color=FLAGGED, alpha=0.25, linewidth=0)
+                ax.axvspan(a, max(b, a + 1e-3 * (hi - lo)), color=FLAGGED, alpha=0.25, linewidth=0, label="flagged data")
         ax.set_xlim(lo, hi)
         if eq is not None:
             colour, style = (SUPPORTED, "-") if eq.supported else (UNSUPPORTED, "--")
             ax.axvline(eq.volume_ml, color=colour, linestyle=style, linewidth=1.1,
-                       label=f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} ± {eq.uncertainty_ml:.3f} mL"
+                       label=f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} ± {eq.uncertainty_ml:.2g} mL"
                        + ("" if eq.supported else " (not supported)"))
             ax.set_title(f"Jump around equivalence point {eq.index}")
         else:
-            ax.set_title("Steepest region (no equivalence point located)")
+            ax.set_title("No equivalence point located: end of the measured curve")
+            why = next((w for w in analysis.warnings if "equivalence point" in w or "jump" in w), "")
+            if why:
+                ax.text(0.98, 0.04, textwrap.fill(why, 60), transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
+                        bbox={"boxstyle": "round", "facecolor": "#fff6e5", "edgecolor": FLAGGED})
         ax.legend(loc="upper left", fontsize=8)
     return fig
 

@@ -83,6 +83,11 @@ def fmt_sig(x, sig: int = 4, unit: str = "") -> str:
     return f"{text} {unit}".rstrip() if unit else text
 
 
+def _no_negative_zero(x: float, digits: int) -> float:
+    """x, with values that round to zero made +0.0 (so "-0.000" is never printed)."""
+    return 0.0 if round(x, digits) == 0 else x
+
+
 def fmt_t(t_s) -> str:
     """Elapsed seconds as '12.3 s', 'M:SS.s' (under an hour) or 'H:MM:SS.s'."""
     if not _finite(t_s):
@@ -136,6 +141,14 @@ def _summary_section(summary: dict, narrative: dict | None) -> Section:
     if not_concluded:
         sec.blocks.append(Para("What could not be concluded, and why:", "warn"))
         sec.blocks.append(Bullets(not_concluded, "warn"))
+    anomalies = summary.get("sections", {}).get("anomalies", {})
+    if anomalies.get("n"):
+        open_ = [a for a in anomalies.get("records", []) if not a.get("resolved")]
+        text = f"{anomalies['n']} anomaly record(s), {len(open_)} unresolved"
+        if open_:
+            text += ": " + "; ".join(f"{a.get('kind')} ({a.get('severity')}) at {fmt_t(a.get('t_s'))}, response "
+                                     f"{a.get('response') or 'none'}" for a in open_)
+        sec.blocks.append(Para(text + " (section 8).", "warn" if open_ else "p"))
     if narrative:
         if narrative.get("text"):
             sec.blocks.append(Para("Narrative (written by a language model from this report's numbers; the tables "
@@ -324,7 +337,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
           ("Initial pH (measured / stated)", f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
           ("Temperature start / end", f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
     setup = s.get("setup") or {}
-    kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
+    if s.get("per_drop_rows") and setup.get("family") in ("acid_base_titration", "unknown"):
+        kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
                               f"{fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with {_text(setup.get('titrant'))} "
                               f"({fmt_sig(setup.get('titrant_m'))} mol/L) at {fmt(setup.get('temperature_c'), 1)} °C"))
     for key, label in (("endpoint_volume_ml", "Endpoint volume (mL)"), ("calcium_m", "Ca2+ (mol/L)"),
@@ -337,20 +351,21 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     blocks.append(KeyValues(kv))
     eqs = s.get("equivalence_points")
     if eqs is not None:
-        rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt(e["uncertainty_ml"], 3), fmt(e["ph"], 2),
+        rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt_sig(e["uncertainty_ml"], 2), fmt(e["ph"], 2),
                  e["method"], _yes(e["supported"]), e["reason"]] for e in eqs]
         blocks.append(Table(["#", "V_eq (mL)", "± (mL)", "pH", "Method", "Supported", "Evidence"], rows,
                             "Equivalence points") if rows else Para("No equivalence point was found.", "warn"))
     pka = s.get("pka")
     if pka is not None:
-        rows = [[f"pKa{p['index']}", fmt(p["value"], 3), fmt(p["uncertainty"], 3), p["method"].replace("_", " "),
-                 fmt(p.get("half_equivalence_volume_ml"), 3) if p["method"] == "half_equivalence" else "-",
+        rows = [[f"pKa{p['index']}", fmt(p["value"], 3), fmt_sig(p["uncertainty"], 2), p["method"].replace("_", " "),
+                 fmt(p.get("half_equivalence_volume_ml"), 3),
                  _yes(p["supported"]), p["reason"]] for p in pka]
-        blocks.append(Table(["", "Value", "±", "Method", "V_half (mL)", "Supported", "Evidence"], rows, "pKa")
+        blocks.append(Table(["", "Value", "±", "Method", "V_half (mL)", "Supported", "Evidence"], rows,
+                            "pKa (V_half: the half-equivalence volume used, or implied by the fit)")
                       if rows else Para("No pKa estimate.", "warn"))
     conc = s.get("concentration")
     if conc:
-        kv = [("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt(conc['uncertainty_m'], 5)} mol/L"),
+        kv = [("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt_sig(conc['uncertainty_m'], 2)} mol/L"),
               ("Method", conc["method"].replace("_", " ")), ("Supported", _yes(conc["supported"])),
               ("Evidence", _text(conc.get("reason")))]
         if conc.get("curve_fit"):
@@ -381,7 +396,7 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     curve = s.get("theory_curve")
     if curve:
         blocks.append(Para(f"Point-by-point comparison with the theoretical curve ({curve['n_points']} points): rms "
-                           f"{curve['rms_ph']:.3f} pH, mean {curve['mean_ph']:+.3f} pH, largest {curve['max_abs_ph']:.3f} pH "
+                           f"{curve['rms_ph']:.3f} pH, mean {_no_negative_zero(curve['mean_ph'], 3):+.3f} pH, largest {curve['max_abs_ph']:.3f} pH "
                            f"({curve['source']})."))
     sm = s.get("smoothing")
     if sm:

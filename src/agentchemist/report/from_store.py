@@ -19,7 +19,7 @@ STORE_NAME = "records.db"
 
 def config_hash(config_dir: Path | None = None) -> str:
     """sha256 over every file in config/: the reproducibility guide names the exact configuration."""
-    from agentchemist.policy.primitives import config_dir as default_dir
+    from agentchemist.paths import config_dir as default_dir
     root = Path(config_dir or default_dir())
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):

@@ -29,6 +29,10 @@ from .model import DropRow, ReportInputError, RunData, flagged_volume_ranges, se
 
 __all__ = ["ResultsContext", "TitrationSetup", "compute_results", "titration_setup"]
 
+# A glass electrode responds to the activity of H+, and so does the twin's simulated meter: fit and
+# compare with Davies activities unless the caller says the pH values are concentrations.
+DEFAULT_ACTIVITY = True
+
 _OPTION_KEYS = {
     "analyte", "analyte_m", "analyte_volume_ml", "titrant", "titrant_m", "expected_equivalents",
     "temperature_c", "activity", "fit", "config", "family", "sample_volume_ml",
@@ -196,7 +200,7 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
             [r.volume_ml for r in usable], [r.ph for r in usable],
             expected_equivalents=opts.get("expected_equivalents"), titrant_m=setup.titrant_m,
             analyte_volume_ml=setup.analyte_volume_ml, analyte=setup.analyte, titrant=setup.titrant,
-            quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", False)),
+            quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", DEFAULT_ACTIVITY)),
             fit=bool(opts.get("fit", True)), config=config,
         )
     except ValueError as exc:
@@ -220,25 +224,25 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
     ctx.not_concluded.extend(analysis.warnings)
     for e in analysis.equivalence_points:
         if e.supported:
-            ctx.concluded.append(f"equivalence point {e.index} at {e.volume_ml:.3f} ± {e.uncertainty_ml:.3f} mL "
+            ctx.concluded.append(f"equivalence point {e.index} at {e.volume_ml:.3f} ± {e.uncertainty_ml:.2g} mL "
                                  f"(pH {e.ph:.2f})")
         else:
             ctx.not_concluded.append(f"equivalence point {e.index} (near {e.volume_ml:.3f} mL) is not stated: {e.reason}")
     for p in analysis.pka:
         label = f"pKa{p.index} ({p.method.replace('_', ' ')})"
         if p.supported:
-            ctx.concluded.append(f"{label} = {p.value:.3f} ± {p.uncertainty:.3f}")
+            ctx.concluded.append(f"{label} = {p.value:.3f} ± {p.uncertainty:.2g}")
         else:
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
     conc = analysis.concentration
     if conc is not None:
-        text = f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.5f} mol/L ({conc['method'].replace('_', ' ')})"
+        text = f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L ({conc['method'].replace('_', ' ')})"
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
             text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
     try:
         deviations, curve = compare_with_references(analysis, analyte_m=setup.analyte_m,
                                                     temperature_c=setup.temperature_c,
-                                                    activity=bool(opts.get("activity", False)))
+                                                    activity=bool(opts.get("activity", DEFAULT_ACTIVITY)))
     except ValueError as exc:
         deviations, curve = [], None
         ctx.not_concluded.append(f"no comparison with theory: {exc}")
@@ -337,16 +341,21 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
         ctx.not_concluded.append("no final pH: no pH was recorded")
     if total_volume is None and setup.family != "weighing_dissolution":
         ctx.not_concluded.append("no total volume: no titrant volume was recorded")
+    out["per_drop_rows"] = len(ctx.rows)
     if setup.family in ("acid_base_titration", "unknown") and (ctx.rows or setup.family == "acid_base_titration"):
         _titration(run, setup, opts, out, ctx)
     elif setup.family == "complexometric_titration":
         _complexometric(run, setup, opts, out, ctx)
     elif setup.family == "weighing_dissolution":
         _weighing(run, setup, out, ctx)
+    else:
+        ctx.not_concluded.append("no titration or weighing data was recorded, so no equivalence point, pKa, "
+                                 "concentration or mass can be stated")
     status = exp.get("status")
-    if status in ("aborted", "failed", "running"):
+    if status is not None and status != "completed":
         why = exp.get("reason") or "no reason recorded"
-        ctx.not_concluded.insert(0, f"the run is {status} ({why}): results cover only the data recorded until then")
+        ctx.not_concluded.insert(0, f"the run did not complete (status {status}: {why}): results cover only the "
+                                    "data recorded until then")
     out["concluded"] = list(ctx.concluded)
     out["not_concluded"] = list(dict.fromkeys(ctx.not_concluded))
     ctx.not_concluded = out["not_concluded"]

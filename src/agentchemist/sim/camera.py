@@ -51,7 +51,7 @@ class BenchRenderer:
             side = "left" if name == "left_wrist" else "right"
             zoom = 2.0
             canvas = self._scene(int(w * zoom), int(h * zoom), base * zoom, state)
-            cu, cv_ = self._wrist_target(side, state, canvas.s)
+            cu, cv_ = self._wrist_target(side, canvas)
             x0 = int(np.clip(cu - w / 2, 0, canvas.img.shape[1] - w))
             y0 = int(np.clip(cv_ - h / 2, 0, canvas.img.shape[0] - h))
             img = canvas.img[y0:y0 + h, x0:x0 + w].copy()
@@ -119,7 +119,7 @@ class BenchRenderer:
                 if bottle_side is not None and it.id == st["bottle_id"] and st["bottle_tilt_deg"] > 0:
                     held_bottle = it
                 else:
-                    dr.draw_solid_bottle(c, u, v, it.label or it.id, it.marker_id, 0.0)
+                    dr.draw_solid_bottle(c, u, v, it.label or it.id, it.marker_id)
             elif it.kind == "wash_bottle":
                 dr.draw_wash_bottle(c, u, v, it.marker_id)
             elif it.kind == "weighing_boat":
@@ -171,37 +171,30 @@ class BenchRenderer:
             else:
                 bulb = dr.draw_pipette(c, pu, pv, 0.0, st["pipette_fill"], liquid, 0.0, pip.marker_id) if st["pipette_held"] \
                     else dr.draw_pipette(c, pu, pv, 80.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
+        anchors: dict[str, tuple[float, float]] = {}
         for side in ("left", "right"):
             corner, park = _PARK[side]
             opening = st["gripper_opening_m"][side]
             if side == held_by and bulb is not None and st["pipette_held"]:
-                dr.draw_gripper(c, bulb[0], bulb[1] + 4.0, opening, corner)
+                anchors[side] = (bulb[0], bulb[1] + 4.0)
             elif side == bottle_side and held_bottle is not None:
-                bu_, bv_ = base_of(held_bottle)
                 target = beaker_geo.get(st["beaker_id"])
-                hu, hv = (target[0] - 24.0, target[2] - 8.0) if target else (bu_, bv_ - 70.0)
-                mouth = dr.draw_bottle(c, hu, hv, held_bottle.label, (40, 90, 170), (238, 238, 232), None,
-                                       st["bottle_tilt_deg"])
-                dr.draw_gripper(c, hu, hv - 30.0, opening, corner)
-                del mouth
+                mu, mv = (target[0] - 8.0, target[2] - 8.0) if target else base_of(held_bottle)
+                body = dr.draw_pouring_bottle(c, mu, mv, st["bottle_tilt_deg"], (238, 238, 232),
+                                              st["bottle_flowing"])
+                anchors[side] = (body[0], body[1] - 12.0)
             else:
-                dr.draw_gripper(c, park[0], park[1], opening, corner)
+                anchors[side] = park
+            dr.draw_gripper(c, anchors[side][0], anchors[side][1], opening, corner)
+        c.anchors = anchors  # type: ignore[attr-defined]
         return c
 
-    def _wrist_target(self, side: str, st: dict[str, Any], s: float) -> tuple[float, float]:
-        """Image point (hi-res px) the wrist camera of ``side`` looks at."""
-        k = DESIGN_W / self.spec.width
-        items = {i.id: i for i in st["items"]}
-        if side == st["held_by"] and st["pipette_id"] in items:
-            it = items[st["pipette_id"]]
-            return it.position[0] * k * s, (it.position[1] * k - 40.0) * s
-        if st.get("bottle_id") and side == st.get("bottle_side") and st["bottle_id"] in items:
-            it = items[st["bottle_id"]]
-            return it.position[0] * k * s, (it.position[1] * k - 40.0) * s
-        meter = next((i for i in st["items"] if i.kind == "ph_meter"), None)
-        if meter is not None:
-            return (meter.position[0] * k + 40.0) * s, (meter.position[1] * k - 40.0) * s
-        return DESIGN_W / 2 * s, 120.0 * s
+    @staticmethod
+    def _wrist_target(side: str, canvas: dr.Canvas) -> tuple[float, float]:
+        """Image point (px of the zoomed canvas) the wrist camera of ``side`` looks at: just below its
+        gripper, where the held object's working end is (pipette tip, bottle mouth)."""
+        u, v = canvas.anchors[side]  # type: ignore[attr-defined]
+        return u * canvas.s, (v + 58.0) * canvas.s
 
     @staticmethod
     def _own_fingers(img: np.ndarray, opening_m: float) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "draw_gripper",
     "draw_marker",
     "draw_meter",
+    "draw_pouring_bottle",
     "draw_pipette",
     "draw_probe",
     "draw_solid_bottle",
@@ -253,31 +254,42 @@ def draw_gripper(c: Canvas, cu: float, cv_: float, opening_m: float, from_corner
 
 
 def draw_bottle(c: Canvas, u: float, v: float, label: str, cap_rgb: tuple[int, int, int], glass_rgb: tuple[int, int, int],
-                marker_id: int | None, tilt_deg: float = 0.0) -> tuple[float, float]:
-    """Reagent bottle (narrow neck); returns the mouth position. Tilted bottles are drawn without tag."""
+                marker_id: int | None, tilt_deg: float = 0.0) -> None:
+    """Reagent bottle standing with its base centre at (u, v) (upright; label with tag and text)."""
     w, h = 34.0, 60.0
     outline = [(-w / 2, 0), (w / 2, 0), (w / 2, -h + 14), (6, -h + 4), (6, -h), (-6, -h), (-6, -h + 4), (-w / 2, -h + 14)]
+    c.blend_poly([(u + x, v + y) for x, y in outline], glass_rgb, 0.85)
+    cv2.rectangle(c.img, c.p(u - 7, v - h - 8), c.p(u + 7, v - h), cap_rgb, -1, AA)
+    cv2.rectangle(c.img, c.p(u - w / 2 + 2, v - 38), c.p(u + w / 2 - 2, v - 8), (246, 246, 240), -1, AA)
+    if marker_id is not None:
+        draw_marker(c, marker_id, u - 6, v - 23)
+    cv2.putText(c.img, (label.split() or [''])[0][:6], c.p(u - w / 2 + 3, v - 4), cv2.FONT_HERSHEY_PLAIN, 0.5 * c.s, (30, 30, 30), 1, AA)
+
+
+def draw_pouring_bottle(c: Canvas, mouth_u: float, mouth_v: float, tilt_deg: float,
+                        body_rgb: tuple[int, int, int], grains: bool) -> tuple[float, float]:
+    """A bottle held at its mouth and tilted (0 = upright, 90 = horizontal, body toward -u);
+    uncapped, with a stream of grains while pouring. Returns the design position of the body centre."""
+    w, h = 34.0, 60.0
     a = math.radians(tilt_deg)
-    pivot = (u, v) if tilt_deg == 0 else (u, v)
+    ca, sa = math.cos(a), math.sin(a)
 
-    def rot(p: tuple[float, float]) -> tuple[float, float]:
-        x, y = p
-        return (pivot[0] + x * math.cos(a) - y * math.sin(a), pivot[1] + x * math.sin(a) + y * math.cos(a))
+    def world(x: float, y: float) -> tuple[float, float]:  # local: y down from the mouth
+        return mouth_u + x * ca - y * sa, mouth_v + x * sa + y * ca
 
-    c.blend_poly([rot(p) for p in outline], glass_rgb, 0.85)
-    cap = [rot(p) for p in ((-7, -h), (7, -h), (7, -h - 8), (-7, -h - 8))]
-    cv2.fillPoly(c.img, [np.array([c.p(*p) for p in cap], np.int32)], cap_rgb, AA)
-    if tilt_deg == 0.0:
-        cv2.rectangle(c.img, c.p(u - w / 2 + 2, v - 38), c.p(u + w / 2 - 2, v - 8), (246, 246, 240), -1, AA)
-        if marker_id is not None:
-            draw_marker(c, marker_id, u - 6, v - 23)
-        cv2.putText(c.img, label[:8], c.p(u - w / 2 + 3, v - 4), cv2.FONT_HERSHEY_PLAIN, 0.5 * c.s, (30, 30, 30), 1, AA)
-    return rot((0, -h - 8))
+    outline = [(-6, 0), (6, 0), (6, 4), (w / 2, 14), (w / 2, h), (-w / 2, h), (-w / 2, 14), (-6, 4)]
+    c.blend_poly([world(x, y) for x, y in outline], body_rgb, 0.92)
+    band = [world(x, y) for x, y in ((-w / 2 + 2, 22), (w / 2 - 2, 22), (w / 2 - 2, 52), (-w / 2 + 2, 52))]
+    cv2.fillPoly(c.img, [np.array([c.p(*q) for q in band], np.int32)], (246, 246, 240), AA)
+    if grains:
+        for k in range(7):
+            cv2.circle(c.img, c.p(mouth_u + 1.5 * (k % 2), mouth_v + 3 + 3.2 * k), c.n(0.9), (250, 250, 246), -1, AA)
+    return world(0, h / 2)
 
 
-def draw_solid_bottle(c: Canvas, u: float, v: float, label: str, marker_id: int | None, tilt_deg: float) -> None:
-    """Wide-mouth plastic jar of a solid; tilted about its base toward +u while pouring."""
-    draw_bottle(c, u, v, label, (40, 90, 170), (238, 238, 232), marker_id, tilt_deg)
+def draw_solid_bottle(c: Canvas, u: float, v: float, label: str, marker_id: int | None) -> None:
+    """Plastic bottle of a solid reagent, upright on the bench."""
+    draw_bottle(c, u, v, label, (40, 90, 170), (238, 238, 232), marker_id)
 
 
 def draw_wash_bottle(c: Canvas, u: float, v: float, marker_id: int | None) -> None:

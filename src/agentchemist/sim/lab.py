@@ -61,6 +61,12 @@ def _finite(value: Any, what: str) -> float:
     return v
 
 
+def _next_grid(t: float, dt: float) -> float:
+    """The first multiple of ``dt`` strictly after ``t`` (tolerant of float round-off at grid points)."""
+    k = math.floor(t / dt + 1e-9) + 1
+    return k * dt
+
+
 class LabTwin:
     """The bench of one scenario; see the module docstring."""
 
@@ -137,12 +143,14 @@ class LabTwin:
                 t_evt = min(t_evt, max(nd, t0))
             t1 = max(t_evt, t0)
             holder = self.grippers[self.scenario.pipette.held_by]
+            # Sub-steps sit on a fixed grid of absolute times, so the result does not depend on how
+            # the caller chunks time (only the bulb's in-step interpolation could notice).
             if holder.moving:  # squeezing, grasping or releasing: resolve the bulb at <= 10 ms
-                t1 = min(t1, t0 + PIPETTE_SUBSTEP_S)
+                t1 = min(t1, _next_grid(t0, PIPETTE_SUBSTEP_S))
             pouring = self.bottle is not None and self.bottle.active
             dissolving = self.dissolver is not None and self.dissolver.solid_g > 0.0
             if pouring or dissolving:
-                t1 = min(t1, t0 + SLOW_SUBSTEP_S)
+                t1 = min(t1, _next_grid(t0, SLOW_SUBSTEP_S))
             self._advance_segment(t0, t1, pouring, dissolving)
             self.t = t1
             self._handle_events(t1)
@@ -528,6 +536,7 @@ class LabTwin:
             "balance_text": f"{self.balance.display_g - self.balance.tare_g:7.2f} g",
             "stirrer_on": self.stirrer_on,
             "bottle_tilt_deg": self.bottle.tilt_deg if self.bottle else 0.0,
+            "bottle_flowing": bool(self.bottle and self.bottle.flow_g_s() > 0.0),
             "bottle_id": self.scenario.weighing.bottle_id if self.scenario.weighing else None,
             "bottle_side": self.scenario.weighing.held_by if self.scenario.weighing else None,
             "solid_in_vessel_g": self.dissolver.solid_g if self.dissolver else 0.0,

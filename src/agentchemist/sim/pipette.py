@@ -11,11 +11,16 @@ opening the gripper again lets the bulb re-inflate with air through the tip, and
 pushed out before liquid moves. An empty pipette blows air and makes no drops.
 
 Drop model. Expelled liquid collects at the tip as a pendant drop. Each drop has its own detachment
-volume, drawn from N(drop_volume_ml, drop_volume_sd) (absolute sd, mL, truncated at 30 % of the mean).
-When the pendant reaches it, the neck pinches off ``formation_delay_s`` later, so a fast squeeze gives
-a stream of drops spaced by the formation delay, and a slow one gives one drop per ``drop volume / k``
-mm of travel. The drop falls ``fall_height_m`` (t = sqrt(2 h / g)) and lands. A "drop_fails" fault
-makes the next detachment stick to the tip: it keeps growing and falls later as one larger drop.
+volume (surface tension against weight, Tate's law), drawn from N(drop_volume_ml, drop_volume_sd)
+(absolute sd, mL, truncated at +-30 % of the mean). When the pendant reaches it, the neck takes
+``formation_delay_s`` to pinch off, and the drop carries everything hanging at the tip by then:
+
+    V_drop = V_tate + q * formation_delay_s      (q = flow into the tip, mL/s)
+
+so a slow squeeze gives drops of the nominal size and a fast one gives fewer, larger drops (the reason
+drop-weight methods dispense slowly). The drop falls ``fall_height_m`` (t = sqrt(2 h / g)) and lands.
+A "drop_fails" fault makes the next detachment cling to the tip: it keeps growing and falls later as
+one larger drop.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class RubberBulbPipette:
         self.fall_time_s = math.sqrt(2.0 * spec.fall_height_m / G)
         self._pendant = _Pendant(target_ml=self._sample_volume())
         self._last_detach = -math.inf
+        self._segment = (0.0, 0.0, 0.0, 0.0)  # (t0, pendant at t0, t1, pendant at t1) of the last growth
         self._count = 0
         self.failed_events: list[float] = []
 
@@ -118,13 +124,15 @@ class RubberBulbPipette:
         self.high_water_mm = max(depth_mm, 0.0)
         self._pendant.volume_ml = 0.0
         self._pendant.ready_time = None
+        self._segment = (0.0, 0.0, 0.0, 0.0)
         return got
 
     def squeeze(self, t0: float, depth0_mm: float, t1: float, depth1_mm: float) -> float:
         """Advance the bulb from (t0, depth0) to (t1, depth1) (depth linear in between).
 
-        Returns the liquid expelled into the pendant drop (mL) and stamps the moment the pendant
-        reached its detachment volume (linear interpolation inside the interval).
+        Returns the liquid expelled into the pendant drop (mL). The pendant is taken to grow linearly
+        over the part of the interval where liquid moved; that is used to stamp when it reached its
+        detachment volume and how much it held at the moment it pinched off.
         """
         if depth1_mm <= self.high_water_mm:
             return 0.0
@@ -142,24 +150,42 @@ class RubberBulbPipette:
         p = self._pendant
         before = p.volume_ml
         p.volume_ml += out
+        self._segment = (start, before, t1, p.volume_ml)
         if p.ready_time is None and p.volume_ml >= p.target_ml:
-            frac = (p.target_ml - before) / out if out > 0 else 1.0
-            p.ready_time = start + (t1 - start) * min(max(frac, 0.0), 1.0)
+            p.ready_time = self._time_pendant_reaches(p.target_ml)
         return out
+
+    def _time_pendant_reaches(self, volume: float) -> float:
+        s0, p0, s1, p1 = self._segment
+        if p1 <= p0 or s1 <= s0:
+            return s1
+        return s0 + (s1 - s0) * min(max((volume - p0) / (p1 - p0), 0.0), 1.0)
+
+    def _pendant_at(self, t: float) -> float:
+        """Pendant volume at time t inside or after the last growth segment (mL)."""
+        s0, p0, s1, p1 = self._segment
+        if t >= s1 or s1 <= s0:
+            return self._pendant.volume_ml
+        return p0 + (p1 - p0) * max(t - s0, 0.0) / (s1 - s0)
 
     def next_detach_time(self) -> float | None:
         """Sim time at which the pendant drop will next pinch off, or None if it is not full yet."""
         p = self._pendant
         if p.ready_time is None:
             return None
-        return max(p.ready_time, self._last_detach) + self.spec.formation_delay_s
+        return p.ready_time + self.spec.formation_delay_s
 
     def fail_next_drops(self, n: int = 1) -> None:
         """Fault: the next ``n`` detachments stick to the tip instead of falling."""
         self._pendant.stuck += n
 
     def detach_until(self, t: float) -> list[Drop]:
-        """Drops that pinch off at or before ``t``, in order (each with its landing time)."""
+        """Drops that pinch off at or before ``t``, in order (each with its landing time).
+
+        A drop takes everything hanging at the tip when it pinches off: its detachment volume plus
+        what flowed in while the neck formed (``formation_delay_s``), so faster squeezing makes
+        slightly larger drops, as in drop-weight measurements.
+        """
         drops: list[Drop] = []
         while True:
             when = self.next_detach_time()
@@ -167,20 +193,26 @@ class RubberBulbPipette:
                 return drops
             p = self._pendant
             if p.stuck > 0:
-                # The drop clings: it stays and grows to about twice its size before it can fall.
+                # The drop clings (wets the tip's outside): it keeps growing and falls later, merged.
                 p.stuck -= 1
                 self.failed_events.append(when)
-                self._last_detach = when
                 p.target_ml += self._sample_volume()
-                p.ready_time = when if p.volume_ml >= p.target_ml else None
+                p.ready_time = self._time_pendant_reaches(p.target_ml) if p.volume_ml >= p.target_ml else None
+                if p.ready_time is not None:
+                    p.ready_time = max(p.ready_time, when)
                 continue
-            vol = p.target_ml
+            vol = self._pendant_at(when)
             p.volume_ml -= vol
             if p.volume_ml < 1e-12:
                 p.volume_ml = 0.0
+            s0, p0, s1, p1 = self._segment
+            if when < s1:  # liquid arriving after the pinch-off starts the next drop
+                self._segment = (when, 0.0, s1, p.volume_ml)
+            else:
+                self._segment = (when, p.volume_ml, when, p.volume_ml)
             self._last_detach = when
             p.target_ml = self._sample_volume()
-            p.ready_time = when if p.volume_ml >= p.target_ml else None
+            p.ready_time = self._time_pendant_reaches(p.target_ml) if p.volume_ml >= p.target_ml else None
             drops.append(self._make_drop(when, vol, "squeeze"))
 
     def leak_drop(self, t: float, volume_ml: float | None = None) -> Drop | None:
@@ -193,6 +225,7 @@ class RubberBulbPipette:
         if vol <= 1e-9 or self.reagent is None:
             return None
         p.volume_ml -= from_pendant
+        self._segment = (t, p.volume_ml, t, p.volume_ml)
         if p.volume_ml < p.target_ml:
             p.ready_time = None
         self.content_ml -= from_bulb

@@ -151,7 +151,7 @@ class PipetteSpec(_Model):
     k_ml_per_mm: float = Field(default=1.0, gt=0, description="expelled volume per mm of squeeze (mL/mm)")
     contact_opening_mm: float = Field(default=60.0, gt=0, le=70.0, description="opening where jaws meet the bulb")
     nonlinearity: float = Field(default=0.0, ge=-0.5, le=0.5)
-    formation_delay_s: float = Field(default=0.3, ge=0, le=10.0)
+    formation_delay_s: float = Field(default=0.02, ge=0, le=2.0, description="neck pinch-off time (s)")
     fall_height_m: float = Field(default=0.05, gt=0, le=1.0, description="tip height above the liquid (m)")
     drawn_ml: float = Field(default=0.0, ge=0)
     drawn_reagent: str | None = None

@@ -33,7 +33,17 @@ from agentchemist.sim.scenario import WeighingSpec
 __all__ = ["Dissolver", "SolidBottle"]
 
 SLOT_S = 0.05
+TICK_S = 0.01
 MAX_TILT_RATE_DEG_S = 90.0
+
+
+def _tick(t: float) -> int:
+    return int(math.floor(t / TICK_S + 1e-9))
+
+
+def _slot(t: float) -> int:
+    """Index of the flow slot holding t (tolerant of round-off: 0.15 s is in slot 3, not 2)."""
+    return int(math.floor(t / SLOT_S + 1e-9))
 
 
 class SolidBottle:
@@ -48,6 +58,8 @@ class SolidBottle:
         self.poured_g = 0.0
         self._slot = -1
         self._slot_factor = 1.0
+        self._tick_index = -1
+        self._tick_flow = 0.0
         sigma2 = math.log(1.0 + spec.flow_cv**2)
         self._ln_sigma = math.sqrt(sigma2)
         self._ln_mu = -0.5 * sigma2  # mean of the factor is 1
@@ -76,25 +88,33 @@ class SolidBottle:
         return self.spec.flow_g_s * min(excess / 30.0, 2.0) ** 1.5
 
     def _factor(self, t: float) -> float:
-        slot = int(math.floor(t / SLOT_S))
+        slot = _slot(t)
         while self._slot < slot:  # draw every slot in order, even skipped ones: chunking-independent
             self._slot += 1
             self._slot_factor = float(np.exp(self._ln_mu + self._ln_sigma * self._rng.standard_normal()))
         return self._slot_factor
 
     def advance(self, t0: float, t1: float) -> float:
-        """Tilt and pour over [t0, t1] (sub-steps of at most one flow slot); returns grams poured."""
+        """Tilt and pour over [t0, t1]; returns grams poured.
+
+        The flow is held constant over fixed 10 ms intervals of absolute time (evaluated when an
+        interval is entered), so the result does not depend on how the caller chunks time.
+        """
         poured = 0.0
         t = t0
         while t < t1:
-            slot_end = (math.floor(t / SLOT_S) + 1) * SLOT_S
-            dt = min(t1, slot_end) - t
+            k = _tick(t)
+            end = min(t1, (k + 1) * TICK_S)
+            dt = end - t
             if dt <= 0.0:
-                dt = min(t1 - t, SLOT_S)
+                dt = min(t1 - t, TICK_S)
+            if self._tick_index != k:
+                self._tick_index = k
+                q = self.flow_g_s()
+                self._tick_flow = q * self._factor(t) if q > 0.0 else 0.0
             self.tilt_deg = min(max(self.tilt_deg + self.tilt_rate_deg_s * dt, 0.0), self.spec.max_tilt_deg)
-            q = self.flow_g_s()
-            if q > 0.0:
-                amount = min(q * self._factor(t) * dt, self.content_g)
+            if self._tick_flow > 0.0:
+                amount = min(self._tick_flow * dt, self.content_g)
                 self.content_g -= amount
                 poured += amount
             t += dt

@@ -6,13 +6,12 @@ with a completion report: the result's symbol (e.g. grasp_ok) which the vision s
 """
 import json
 import threading
-import time
 
-import rclpy
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -41,12 +40,15 @@ class ActionPolicyNode(Node):
                           for s in topics.SIDES}
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
+        self._waiting = None
+        self.create_timer(0.1, self.check_step)
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
                                    callback_group=ReentrantCallbackGroup())
 
     def on_joints(self, msg):
         with self.lock:
             self.joints.update(zip(msg.name, msg.position))
+        self.check_step()
 
     def arm(self, side):
         with self.lock:
@@ -57,7 +59,7 @@ class ActionPolicyNode(Node):
         with self.lock:
             return self.joints.get(f"{side}_gripper")
 
-    def execute(self, goal_handle):
+    async def execute(self, goal_handle):
         g = goal_handle.request
         result = ExecuteSubtask.Result()
         try:
@@ -75,25 +77,39 @@ class ActionPolicyNode(Node):
                 result.message = "canceled"
                 return result
             self._send(step)
-            start = node_now(self)
-            while True:
-                now = node_now(self)
-                if step.kind == "wait":
-                    if now - start >= step.duration_s:
-                        break
-                elif now - start >= 0.2 and step_reached(step, self.arm(step.side), self.gripper(step.side),
-                                                          self.poses.tolerance_rad):
-                    break
-                if now - start > step.timeout_s:
-                    return self._fail(goal_handle, result, g,
-                                      f"step '{step.label}' of {primitive} did not complete within {step.timeout_s} s")
-                time.sleep(0.005)
+            reached = await self._wait_for(step)
+            if not reached:
+                return self._fail(goal_handle, result, g,
+                                  f"step '{step.label}' of {primitive} did not complete within {step.timeout_s} s")
             goal_handle.publish_feedback(ExecuteSubtask.Feedback(phase=step.label, progress=(i + 1) / len(steps)))
         result.success = True
         result.symbol = payload.get("symbol", "")
         result.message = f"{primitive} done"
         goal_handle.succeed()
         return result
+
+    def _wait_for(self, step):
+        """A Future: True when the measured state reaches the step (after a short settle), False on timeout."""
+        future = Future()
+        self._waiting = (step, node_now(self), future)
+        return future
+
+    def check_step(self):
+        """Runs on joint states and on a timer: resolves the step being waited for."""
+        waiting = self._waiting
+        if waiting is None:
+            return
+        step, start, future = waiting
+        now = node_now(self)
+        if step.kind == "wait":
+            done = now - start >= step.duration_s
+        else:
+            done = now - start >= 0.2 and step_reached(step, self.arm(step.side), self.gripper(step.side),
+                                                        self.poses.tolerance_rad)
+        if done or now - start > step.timeout_s:
+            self._waiting = None
+            if not future.done():
+                future.set_result(bool(done))
 
     def _send(self, step):
         if step.kind == "arm":

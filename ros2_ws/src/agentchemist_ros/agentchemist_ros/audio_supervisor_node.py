@@ -27,7 +27,7 @@ class AudioSupervisorNode(Node):
         drop_ml = declare(self, "drop_volume_ml", 0.046875, "Calibrated volume of one drop (mL)", low=1e-4, high=1.0)
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)
         self.detectors = {s: StreamingDetector(DetectorConfig(sample_rate=self.sample_rate)) for s in self.sides}
-        self.context = DropContext(ContextConfig(drop_volume_ml=drop_ml))
+        self.drop_context = DropContext(ContextConfig(drop_volume_ml=drop_ml))
         self.lock = threading.Lock()
         self.experiment_id = ""
         self.fsm_state = ""
@@ -55,7 +55,7 @@ class AudioSupervisorNode(Node):
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id
             self.subtask_id = msg.subtask_id
-            self.context.set_expectation(active=msg.symbol == "expect_drops", subtask_id=msg.subtask_id,
+            self.drop_context.set_expectation(active=msg.symbol == "expect_drops", subtask_id=msg.subtask_id,
                                          fsm_state=self.fsm_state,
                                          expected_interval_s=payload.get("expected_interval_s"),
                                          now=node_now(self))
@@ -75,7 +75,7 @@ class AudioSupervisorNode(Node):
 
     def publish_event(self, side, event):
         with self.lock:
-            classified = self.context.classify(event)
+            classified = self.drop_context.classify(event)
             exp, state, subtask = self.experiment_id, self.fsm_state, self.subtask_id
         self.event_pub.publish(AudioEvent(
             stamp=to_msg(event.end), experiment_id=exp, event_id=event.event_id, kind=event.kind,
@@ -99,7 +99,7 @@ class AudioSupervisorNode(Node):
 
     def check_timeout(self):
         with self.lock:
-            timeout = self.context.check_timeout(node_now(self))
+            timeout = self.drop_context.check_timeout(node_now(self))
         if timeout is not None:
             self.report("drop_timeout", "warn", timeout.reason)
 

@@ -15,8 +15,10 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
+from agentchemist.paths import config_dir, default_runs_dir
 from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, FusedRecord
@@ -25,7 +27,6 @@ from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.timeconv import to_sec
 from agentchemist_ros.graph import Graph, ensure_init
 
-REPO = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "config").exists() else Path.cwd()
 
 
 class Watcher(Node):
@@ -106,8 +107,8 @@ def headline(report_path: str) -> list[str]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", default=str(REPO / "config" / "scenarios" / "hcl_naoh.yaml"))
-    parser.add_argument("--runs", default=str(REPO / "runs"))
+    parser.add_argument("--scenario", default=str(config_dir() / "scenarios" / "hcl_naoh.yaml"))
+    parser.add_argument("--runs", default=str(default_runs_dir()))
     parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
     args = parser.parse_args(argv)
@@ -120,7 +121,7 @@ def main(argv=None):
     stop = threading.Event()
     spinner = threading.Thread(target=lambda: [graph.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True)
     spinner.start()
-    console.print(f"[bold]Instruction:[/bold] {scenario.instruction}")
+    console.print(f"[bold]Instruction:[/bold] {escape(scenario.instruction)}")
     start = time.monotonic()
     watcher.start(scenario.instruction)
     with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
@@ -138,7 +139,7 @@ def main(argv=None):
         console.print(f"[red]no result within {args.timeout:.0f} s[/red]")
         return 2
     colour = "green" if result.success else "red"
-    console.print(f"[{colour}]{result.outcome}[/{colour}]: {result.message}")
+    console.print(f"[{colour}]{result.outcome}[/{colour}]: {escape(result.message)}")
     if result.report_path:
         console.print(f"[bold]Report:[/bold] {result.report_path}")
         console.print(f"         {Path(result.report_path).with_suffix('.html')}")

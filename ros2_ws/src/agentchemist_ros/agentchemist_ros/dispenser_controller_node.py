@@ -7,10 +7,10 @@ nothing moves.
 import math
 import threading
 
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -46,14 +46,16 @@ class DispenserControllerNode(Node):
             safe_opening_mm=declare(self, "safe_opening_mm", d.safe_opening_mm, "RESET retracts to this opening (mm)", low=1.0, high=70.0),
         )
         self.side = declare(self, "side", "right", "Gripper holding the pipette (left|right)")
-        self.period = declare(self, "control_period", 0.02, "Control period (s, ROS clock)", low=0.001, high=1.0)
+        self.period = declare(self, "control_period", 0.05, "Control period (s, ROS clock)", low=0.001, high=1.0)
+        self.feedback_period = declare(self, "feedback_period", 0.5, "Action feedback period (s)", low=0.0, high=10.0)
+        self._last_feedback = -1e9
         self.rgroup = ReentrantCallbackGroup()
         self.lock = threading.Lock()
         self.controller: DispenserController | None = None
         self.goal_meta = None
         self.measured_mm: float | None = None
         self.last_ph: float | None = None
-        self.done_event = threading.Event()
+        self.done_future = None
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.side), 10)
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
@@ -106,6 +108,8 @@ class DispenserControllerNode(Node):
             if c is None or self.measured_mm is None:
                 return
             now = node_now(self)
+            if self._goal_handle is not None and self._goal_handle.is_cancel_requested:
+                c.cancel()
             out = c.update(now, self.measured_mm)
         self.cmd_pub.publish(Float64MultiArray(data=[out.command_opening_mm / 1000.0]))
         meta = self.goal_meta
@@ -118,16 +122,17 @@ class DispenserControllerNode(Node):
             self.report(a.kind, a.severity, a.description, response="retry" if c.resets <= c.config.max_resets else "abort")
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
-        if self._goal_handle is not None:
+        if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done):
+            self._last_feedback = now
             self._goal_handle.publish_feedback(Dispense.Feedback(
                 controller_state=out.state.value, dispensed_ml=c.q_stat, drops=c.drops,
                 gripper_position_mm=self.measured_mm, ph=self.last_ph if self.last_ph is not None else float("nan")))
-        if out.done is not None:
-            self.done_event.set()
+        if out.done is not None and self.done_future is not None and not self.done_future.done():
+            self.done_future.set_result(out.done)
 
     _goal_handle = None
 
-    def execute(self, goal_handle):
+    async def execute(self, goal_handle):
         g = goal_handle.request
         result = Dispense.Result()
         if self.controller is not None:
@@ -146,17 +151,14 @@ class DispenserControllerNode(Node):
             controller = DispenserController(self.config, goal, start_opening_mm=self.measured_mm, now=node_now(self))
         except GoalError as exc:
             return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
-        self.done_event.clear()
+        self.done_future = Future()
         with self.lock:
             self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
             self._goal_handle = goal_handle
             self.controller = controller
         self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph}, "
                                f"settle each drop {g.settle_each_drop}")
-        while rclpy.ok() and not self.done_event.wait(0.05):
-            if goal_handle.is_cancel_requested:
-                with self.lock:
-                    controller.cancel()
+        await self.done_future
         with self.lock:
             self.controller = None
             self._goal_handle = None

@@ -1,19 +1,19 @@
 """Compose the whole graph in one process (as ROS 2 composition does): the demo and graph tests.
 
 All agents run on the twin's sim time through one shared TimeSource (one /clock subscription for the
-process instead of one per node), on a MultiThreadedExecutor with enough threads for the long-running
-action callbacks.
+process instead of one per node). Long actions are coroutines, so the fast single-threaded
+EventsExecutor serves the whole graph (see common/runner.py).
 """
 from pathlib import Path
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.time_source import TimeSource
 
 from agentchemist_ros.action_policy_node import ActionPolicyNode
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode
+from agentchemist_ros.common.runner import make_executor
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode
 from agentchemist_ros.lab_sim_node import LabSimNode
 from agentchemist_ros.planner_node import PlannerNode
@@ -54,7 +54,7 @@ class Graph:
         for name, node in self.nodes.items():
             if name != "lab_sim":
                 self.time_source.attach_clock(node.get_clock())
-        self.executor = MultiThreadedExecutor(num_threads=threads)
+        self.executor = make_executor(threads)
         for node in [self.clock_node, *self.nodes.values()]:
             self.executor.add_node(node)
 

@@ -36,12 +36,15 @@ class LabSimNode(Node):
                            "Sim seconds per wall second; 0 = the scenario's value (capped at max_real_time_factor)",
                            low=0.0, high=1000.0)
         self.max_rtf = declare(self, "max_real_time_factor", 50.0, "Upper bound of the pace", low=0.1, high=1000.0)
-        self.period = declare(self, "clock_period", 0.02, "Sim seconds per /clock tick", low=0.001, high=0.5)
-        self.ph_period = 1.0 / declare(self, "ph_rate_hz", 10.0, "pH meter publish rate", low=0.1, high=100.0)
+        self.period = declare(self, "clock_period", 0.05, "Sim seconds per /clock tick", low=0.001, high=0.5)
+        self.ph_period = 1.0 / declare(self, "ph_rate_hz", 5.0, "pH meter publish rate", low=0.1, high=100.0)
         self.balance_period = 1.0 / declare(self, "balance_rate_hz", 2.0, "Balance publish rate", low=0.1, high=50.0)
-        self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 25.0, "Joint state rate", low=1.0, high=500.0)
+        self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 10.0, "Joint state rate", low=1.0, high=500.0)
         self.audio_chunk = declare(self, "audio_chunk_s", 0.1, "Audio chunk length (s)", low=0.01, high=1.0)
-        camera_rate = declare(self, "camera_rate_hz", 0.0, "Camera rate; 0 = the scenario's", low=0.0, high=30.0)
+        camera_rate = declare(self, "camera_rate_hz", 1.0, "Camera rate (Hz); 0 = the scenario's", low=0.0, high=30.0)
+        # Rendering audio and images nobody listens to is most of the twin's cost at 50x.
+        self.lazy = declare(self, "publish_only_with_subscribers", True,
+                            "Skip rendering audio/camera streams that have no subscriber")
         self.cameras = list(declare(self, "cameras", ["front"], "Cameras to render (front, left_wrist, right_wrist)"))
         self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
                                     low=0.05, high=60.0)
@@ -121,6 +124,8 @@ class LabSimNode(Node):
             t0 = self.next["audio"]
             n = int(round(self.audio_chunk * SAMPLE_RATE))
             for side, pub in self.audio_pubs.items():
+                if self.lazy and pub.get_subscription_count() == 0:
+                    continue
                 samples = self.twin.audio(side, t0, n)
                 msg = AudioChunk(header=Header(stamp=to_msg(t0), frame_id=f"{side}_gripper_mic"),
                                  sample_rate=SAMPLE_RATE, channels=1)
@@ -130,6 +135,8 @@ class LabSimNode(Node):
         if self.t >= self.next["camera"]:
             self.next["camera"] += self.camera_period
             for name, pub in self.camera_pubs.items():
+                if self.lazy and pub.get_subscription_count() == 0:
+                    continue
                 frame = self.twin.render_camera(name, self.t)
                 pub.publish(images.to_msg(frame, "rgb8", Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")))
         if self.t >= self.next["truth"]:

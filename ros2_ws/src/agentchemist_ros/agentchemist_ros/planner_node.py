@@ -3,11 +3,11 @@ question), published latched on /agentchemist/plan; then follows the FSM to its 
 report path. dry_run returns the plan only."""
 import json
 import threading
-import time
 
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.scene import SceneInfo
@@ -19,6 +19,7 @@ from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
+from agentchemist_ros.common.waiting import first_of, resolved_after
 
 MARKER_KINDS = {"stirrer": "magnetic_stirrer"}
 
@@ -32,9 +33,10 @@ class PlannerNode(Node):
                                       low=1.0, high=3600.0)
         self.group = ReentrantCallbackGroup()
         self.lock = threading.Lock()
-        self.states = {}
-        self.anomalies = {}
-        self.reports = {}
+        self.llm_url = declare(self, "llm_url", "http://127.0.0.1:8000/v1", "OpenAI-compatible endpoint (backend openai)")
+        self.llm_model = declare(self, "llm_model", "", "Model name or local path for the LLM backends")
+        self.llm_timeout = declare(self, "llm_timeout_s", 60.0, "LLM request timeout (s)", low=1.0, high=600.0)
+        self.states, self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}, {}
         self.plan_pub = self.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED, callback_group=self.group)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=self.group)
@@ -45,41 +47,53 @@ class PlannerNode(Node):
     def on_fsm(self, msg):
         with self.lock:
             self.states[msg.experiment_id] = msg
+            handle = self.goals.get(msg.experiment_id)
+            ended = self.ended.get(msg.experiment_id)
+        if handle is not None:
+            handle.publish_feedback(RunExperiment.Feedback(experiment_id=msg.experiment_id, fsm_state=msg.state,
+                                                           message=msg.symbol))
+        if msg.terminal and ended is not None and not ended.done():
+            ended.set_result(msg)
 
     def on_message(self, msg):
         if msg.receiver == self.get_name() and msg.symbol in ("report_written", "report_failed"):
             with self.lock:
-                self.reports[msg.experiment_id] = json.loads(msg.payload_json or "{}")
+                future = self.reported.get(msg.experiment_id)
+            if future is not None and not future.done():
+                future.set_result(json.loads(msg.payload_json or "{}"))
 
     def on_anomaly(self, msg):
         with self.lock:
             self.anomalies.setdefault(msg.experiment_id, []).append(msg)
 
-    def scene(self, text_scene: str):
+    async def scene(self, text_scene: str):
         if text_scene:
             return SceneInfo.from_dict(json.loads(text_scene))
-        if not self.scene_client.wait_for_service(timeout_sec=self.scene_timeout):
-            self.get_logger().warn("no DescribeScene service: planning without a scene check")
-            return None
-        future = self.scene_client.call_async(DescribeScene.Request(camera="front"))
-        end = time.monotonic() + self.scene_timeout
-        while not future.done() and time.monotonic() < end:
-            time.sleep(0.01)
-        response = future.result() if future.done() else None
+        # The camera may not have delivered a frame yet: ask again until the timeout (wall clock).
+        deadline = resolved_after(self, self.scene_timeout, steady=True)
+        response = None
+        while not deadline.done():
+            if not self.scene_client.service_is_ready():
+                await first_of(resolved_after(self, 0.2, steady=True), deadline)
+                continue
+            response = await self.scene_client.call_async(DescribeScene.Request(camera="front"))
+            if response is not None and response.success:
+                break
+            await first_of(resolved_after(self, 0.2, steady=True), deadline)
         if response is None or not response.success:
-            self.get_logger().warn(f"scene unavailable: {response.message if response else 'timeout'}")
+            self.get_logger().warn("scene unavailable: " + (response.message if response else "no DescribeScene service"))
             return None
         checks = json.loads(response.checks_json or "{}").get("checks", {})
         return SceneInfo.from_dict({"objects": [{"id": o.id, "kind": MARKER_KINDS.get(o.kind, o.kind)}
                                                 for o in response.objects],
                                     "preconditions": {k: bool(v) for k, v in checks.items()}})
 
-    def execute(self, goal_handle):
+    async def execute(self, goal_handle):
         goal = goal_handle.request
         result = RunExperiment.Result()
         try:
-            scene = self.scene(goal.scene_json)
-            outcome = plan_instruction(goal.instruction, scene, backend=self.backend)
+            scene = await self.scene(goal.scene_json)
+            outcome = plan_instruction(goal.instruction, scene, backend=self.backend_instance())
         except Exception as exc:  # a planner failure is a refusal with the reason, never a half-plan
             result.outcome, result.message = "failed", f"planning failed: {exc!r}"
             goal_handle.abort()
@@ -97,34 +111,23 @@ class PlannerNode(Node):
             result.success, result.outcome, result.message = True, "planned", "dry run: plan only"
             goal_handle.succeed()
             return result
-        self.plan_pub.publish(ExperimentPlan(stamp=to_msg(node_now(self)), experiment_id=plan.experiment_id,
+        exp = plan.experiment_id
+        with self.lock:
+            self.goals[exp] = goal_handle
+            ended = self.ended[exp] = Future()
+            reported = self.reported[exp] = Future()
+        self.plan_pub.publish(ExperimentPlan(stamp=to_msg(node_now(self)), experiment_id=exp,
                                              plan_json=result.plan_json))
-        self.get_logger().info(f"plan {plan.experiment_id} published ({plan.parsed_instruction.experiment_name})")
-        last_state = None
-        while True:
-            with self.lock:
-                state = self.states.get(plan.experiment_id)
-            if state is not None and state.state != last_state:
-                last_state = state.state
-                goal_handle.publish_feedback(RunExperiment.Feedback(experiment_id=plan.experiment_id,
-                                                                    fsm_state=state.state, message=state.symbol))
-            if state is not None and state.terminal:
-                break
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-                result.outcome, result.message = "aborted", "canceled by the user"
-                return result
-            time.sleep(0.02)
-        end = time.monotonic() + self.report_timeout
-        while time.monotonic() < end:
-            with self.lock:
-                report = self.reports.get(plan.experiment_id)
-            if report is not None:
-                break
-            time.sleep(0.05)
+        self.get_logger().info(f"plan {exp} published ({plan.parsed_instruction.experiment_name})")
+        state = await ended
+        report = None
+        index, value = await first_of(reported, resolved_after(self, self.report_timeout, steady=True))
+        if index == 0:
+            report = value
         result.report_path = (report or {}).get("report", "")
         with self.lock:
-            halts = [a for a in self.anomalies.get(plan.experiment_id, []) if a.severity == "halt"]
+            halts = [a for a in self.anomalies.get(exp, []) if a.severity == "halt"]
+            self.goals.pop(exp, None)
         if state.accepting:
             result.success, result.outcome = True, "completed"
             result.message = "experiment completed" + ("" if report else "; the report was not written in time")
@@ -134,6 +137,18 @@ class PlannerNode(Node):
             result.message = "; ".join(f"{a.kind}: {a.description}" for a in halts) or f"ended in {state.state}"
             goal_handle.abort()
         return result
+
+    def backend_instance(self):
+        """The planner backend from parameters (rules by default; LLM backends need their endpoint)."""
+        if self.backend == "rules":
+            return "rules"
+        if self.backend == "openai":
+            from agentchemist.plan.backends import OpenAICompatibleBackend
+            return OpenAICompatibleBackend(self.llm_url, self.llm_model, timeout_s=self.llm_timeout)
+        if self.backend == "transformers":
+            from agentchemist.plan.backends import TransformersBackend
+            return TransformersBackend(self.llm_model)
+        raise ValueError(f"unknown planner backend {self.backend!r} (rules | openai | transformers)")
 
 
 def main(args=None):

@@ -3,7 +3,6 @@ scene before anything moves, dispatches subtasks to the action policy and the di
 readings into ph_stable / endpoint / verified, and escalates anomalies.
 """
 import json
-import math
 import threading
 from pathlib import Path
 
@@ -123,7 +122,7 @@ class VisionSupervisorNode(Node):
                                    target_state=task.expected_transition.target if task.expected_transition else "",
                                    payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
                                                             "parameters": task.parameters}))
-        if not self.policy.wait_for_server(timeout_sec=10.0):
+        if not self.policy.wait_for_server(timeout_sec=2.0):
             self.abort("the action policy is not running", "agent_unavailable")
             return
         future = self.policy.send_goal_async(goal)
@@ -159,7 +158,7 @@ class VisionSupervisorNode(Node):
                              wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
                              stable_window_s=float(p.get("stable_window_s") or 0.0),
                              settle_each_drop=bool(p.get("settle_each_drop")))
-        if not self.dispenser.wait_for_server(timeout_sec=10.0):
+        if not self.dispenser.wait_for_server(timeout_sec=2.0):
             self.abort("the dispenser controller is not running", "agent_unavailable")
             return
         now = node_now(self)

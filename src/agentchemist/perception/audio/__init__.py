@@ -9,13 +9,14 @@ Public API::
 from .backends import AudioBackend, EmbeddingBackend, RuleBackend
 from .classifier import RuleClassifierConfig, class_probabilities, decide
 from .config import DetectorConfig
+from .context import CLASSIFICATIONS, ClassifiedEvent, ContextConfig, DropContext
 from .detector import StreamingDetector
 from .errors import (AudioInputError, AudioPerceptionError, BackendUnavailableError, ContextError,
                      DetectorConfigError)
 from .events import DETECTED_KINDS, DetectedEvent, EventFeatures
 
 __all__ = [
-    "AudioBackend", "AudioInputError", "AudioPerceptionError", "BackendUnavailableError", "ContextError",
+    "AudioBackend", "AudioInputError", "CLASSIFICATIONS", "ClassifiedEvent", "ContextConfig", "DropContext", "AudioPerceptionError", "BackendUnavailableError", "ContextError",
     "DETECTED_KINDS", "DetectedEvent", "DetectorConfig", "DetectorConfigError", "EmbeddingBackend",
     "EventFeatures", "RuleBackend", "RuleClassifierConfig", "StreamingDetector", "class_probabilities", "decide",
 ]

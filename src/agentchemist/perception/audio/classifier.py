@@ -5,7 +5,8 @@ feature near a boundary gives a graded answer instead of a flip). Scores are nor
 probabilities; the margin is the top probability minus the runner-up.
 
 Why these conditions (the physics of a contact microphone on the gripper):
-- a droplet hitting liquid is an impulse: it reaches its peak within a few ms of the onset and its
+- a droplet hitting liquid is an impulse: it reaches its peak within ~10 ms of the onset (later only
+  when close partials beat) and its
   energy is concentrated in the first tens of ms (short ``hold``), ringing at 1-6 kHz resonances that
   decay in 2-70 ms;
 - other contacts are impulses that fail the droplet test: thuds (energy below ~600 Hz), clinks of glass
@@ -32,7 +33,8 @@ class RuleClassifierConfig:
     sharp_attack_s: impulses reach 3 dB below their peak within this time of the onset.
     drop_decay_s: (min, max) droplet ring time constant. drop_freq_hz: (min, max) droplet peak frequency.
     ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
-    R^2 of the decay fit for a clean ring. granular_db: envelope jitter above this is pouring.
+    R^2 of the decay fit for a clean ring. quiet_before_db: droplets start from quiet: the band energy in
+    the 50 ms before the onset is at most this far above the floor (else: a fragment of a longer sound). granular_db: envelope jitter above this is pouring.
     low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets
     with more clipped samples than this share are implausible (a saturated click is not a drop).
     floor: probability mass added to every class before normalising (keeps margins finite).
@@ -40,8 +42,8 @@ class RuleClassifierConfig:
 
     short_hold_s: float = 0.06
     short_hold_w: float = 0.008
-    sharp_attack_s: float = 0.008
-    sharp_attack_w: float = 0.002
+    sharp_attack_s: float = 0.015
+    sharp_attack_w: float = 0.003
     drop_decay_s: tuple[float, float] = (0.0035, 0.07)
     drop_decay_w: tuple[float, float] = (0.0005, 0.012)
     drop_centroid_s: tuple[float, float] = (0.003, 0.035)
@@ -52,8 +54,10 @@ class RuleClassifierConfig:
     ring_decay_w: float = 0.015
     ring_r2: float = 0.7
     ring_r2_w: float = 0.08
-    granular_db: float = 2.5
-    granular_w: float = 0.5
+    granular_db: float = 1.2
+    granular_w: float = 0.2
+    quiet_before_db: float = 1.5
+    quiet_before_w: float = 0.3
     low_fraction: float = 0.5
     low_fraction_w: float = 0.1
     max_clip: float = 0.02
@@ -104,15 +108,20 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     ring = (_above(f.decay_s, c.ring_decay_s, c.ring_decay_w) * _above(f.decay_r2, c.ring_r2, c.ring_r2_w)
             * _below(f.decay_s, 2.0, 0.3))
     granular = _above(f.granularity_db, c.granular_db, c.granular_w)
+    quiet_before = _below(f.pre_level_db, c.quiet_before_db, c.quiet_before_w)
     unclipped = _below(f.clip_fraction, c.max_clip, c.max_clip_w)
     onset = 0.0 if continued else 1.0
 
     droplet_like = drop_decay * drop_centroid * drop_freq * (1.0 - thud)
+    amid = 1.0 - quiet_before  # the event starts inside another sound: a fragment of it
+    sustained = max(1.0 - short, amid)
+    clean_ring = ring * sharp
     scores = {
-        "droplet": onset * short * sharp * droplet_like * unclipped,
-        "contact": onset * sharp * max(short * (1.0 - droplet_like * unclipped), (1.0 - short) * ring, thud),
-        "pour": (1.0 - short) * granular * (1.0 - ring * sharp),
-        "noise": (1.0 - short) * (1.0 - granular) * (1.0 - ring * sharp) + (1.0 - sharp) * short * (1.0 - thud),
+        "droplet": onset * short * sharp * droplet_like * quiet_before * unclipped,
+        "contact": onset * sharp * max(short * quiet_before * (1.0 - droplet_like * unclipped),
+                                       (1.0 - short) * ring, thud),
+        "pour": sustained * granular * (1.0 - clean_ring),
+        "noise": sustained * (1.0 - granular) * (1.0 - clean_ring) + (1.0 - sharp) * short * (1.0 - thud),
     }
     total = sum(scores.values()) + c.floor * len(scores)
     return {k: (scores[k] + c.floor) / total for k in DETECTED_KINDS}

@@ -17,7 +17,8 @@ class DetectorConfig:
         below, so the band keeps the impacts and drops most of the noise.
     filter_order: Butterworth order of each band edge (the band-pass has 2 * order poles).
     frame: samples per short-time energy frame (256 = 5.3 ms at 48 kHz).
-    hop: samples between frame starts (the detector's time resolution before onset refinement).
+    hop: samples between frame starts (the detector's time resolution before onset refinement); the
+        frame must be a whole number of hops.
     threshold_db: an onset needs a frame energy this far above the adaptive noise floor.
     release_db: an event ends when the frame energy stays below floor + release_db ...
     release_hold_s: ... for this long (bridges the dips between partials beating).
@@ -33,12 +34,12 @@ class DetectorConfig:
     settle_s: after a filter (re)start (stream start, gap) frames are ignored this long while the
         band-pass settles.
     pre_roll_s: audio kept before each onset for the onset search and the background spectrum.
-    onset_fraction: the refined onset is where the 0.5 ms envelope last rose through this fraction of
-        the transient's peak (or 3x the noise RMS, whichever is higher).
     clip_level: |int16 sample| at or above this counts as clipped.
     clip_fraction: a chunk with more than this fraction of clipped samples is reported as clipped.
     continuity_tol_s: a chunk starting more than this after (gap) or before (overlap) the previous
         chunk's end is a discontinuity.
+    min_block: incoming samples are filtered in blocks of at least this many (amortises per-call cost
+        of small chunks; adds at most min_block / sample_rate of latency). 0 = process every chunk at once.
     id_prefix: prefix of event ids ("aud-000001" ...).
     """
 
@@ -59,10 +60,10 @@ class DetectorConfig:
     warmup_s: float = 0.1
     settle_s: float = 0.02
     pre_roll_s: float = 0.1
-    onset_fraction: float = 0.25
     clip_level: int = 32700
     clip_fraction: float = 0.001
     continuity_tol_s: float = 0.001
+    min_block: int = 1024
     id_prefix: str = "aud"
 
     def __post_init__(self) -> None:
@@ -82,6 +83,9 @@ class DetectorConfig:
         integer("frame", 16, 1 << 16)
         integer("hop", 1, self.frame)
         integer("clip_level", 1, 32767)
+        integer("min_block", 0, 1 << 20)
+        if self.frame % self.hop:
+            raise DetectorConfigError(f"DetectorConfig.frame ({self.frame}) must be a whole number of hops ({self.hop})")
         if not (isinstance(self.band_hz, tuple) and len(self.band_hz) == 2
                 and all(isinstance(f, (int, float)) and math.isfinite(f) for f in self.band_hz)):
             raise DetectorConfigError(f"DetectorConfig.band_hz must be a (low, high) tuple of Hz, got {self.band_hz!r}")
@@ -100,7 +104,6 @@ class DetectorConfig:
         num("warmup_s", 0.0, 10.0)
         num("settle_s", 0.0, 1.0)
         num("pre_roll_s", 0.0, 2.0)
-        num("onset_fraction", 0.01, 0.99)
         num("clip_fraction", 0.0, 1.0)
         num("continuity_tol_s", 0.0, 1.0)
         if not isinstance(self.id_prefix, str) or not self.id_prefix:

@@ -7,7 +7,8 @@ closed segment: onset refinement, features, classification, confidence.
 
 Because filtering is causal with carried state and frames sit on absolute sample indices, the events
 do not depend on how the stream is chunked. Latency: an event is emitted release_hold_s + one frame
-after its end (about 25 ms with the defaults), or at max_event_s for long sounds.
+after its end (about 25 ms with the defaults) plus up to min_block samples of input buffering (21 ms),
+or at max_event_s for long sounds.
 
 Example::
 
@@ -32,7 +33,8 @@ from .events import DETECTED_KINDS, DetectedEvent
 from .features import extract_features, frame_energy_db
 from .segmenter import MIN_FLOOR_DB, Segment, Segmenter
 
-_ONSET_ENV_S = 0.0005  # smoothing of the onset-search envelope
+_ONSET_ENV_S = 0.0005  # smoothing of the envelope used to find the transient's peak
+_CUSUM_DRIFT = 2.0  # onset change point: samples above twice the noise power count as signal
 
 
 class _Tape:
@@ -112,6 +114,8 @@ class StreamingDetector:
         self._zi: np.ndarray | None = None
         self._next: int | None = None  # absolute index of the next expected sample
         self._next_frame = 0
+        self._pending: list[np.ndarray] = []  # received, not yet filtered (see DetectorConfig.min_block)
+        self._pending_n = 0
 
     def validate_chunk(self, samples: object, sample_rate: int, channels: int, t0: float) -> list[str]:
         """Problems with a chunk as "code: detail" strings (empty list = clean); see chunks.chunk_problems.
@@ -143,6 +147,7 @@ class StreamingDetector:
         if self._next is None:
             self._restart(idx0)
         elif idx0 - self._next > tol:  # gap: what was open ends where the audio stopped
+            out += self._drain()
             out += self._finalise_all([self._seg.close(self._tape.end)])
             self._restart(idx0)
         elif self._next - idx0 > tol:  # overlap: these samples were already heard
@@ -153,24 +158,36 @@ class StreamingDetector:
             idx0 = self._next
         else:
             idx0 = self._next  # sub-ms jitter in stamps: treat as contiguous
-        if self._zi is None:
-            self._zi = self._zi0 * x[0]  # steady state for the first sample: no start-up click
-        y, self._zi = signal.sosfilt(self._sos, x, zi=self._zi)
-        self._tape.append(x, y)
+        self._pending.append(x)
+        self._pending_n += x.size
         self._next = idx0 + x.size
-        out += self._run_frames()
+        if self._pending_n >= self.config.min_block:
+            out += self._drain()
         return out
 
     def flush(self) -> list[DetectedEvent]:
-        """End of stream: close and return an event still open (flagged truncated)."""
+        """End of stream: process buffered audio, close and return an event still open (flagged truncated)."""
         if self._next is None:
             return []
-        out = self._finalise_all([self._seg.close(self._tape.end)])
+        out = self._drain()
+        out += self._finalise_all([self._seg.close(self._tape.end)])
         self._restart(self._tape.end)
         self._next = None
         return out
 
     # ------------------------------------------------------------------ internals
+    def _drain(self) -> list[DetectedEvent]:
+        """Filter the buffered samples and run the frames they complete."""
+        if not self._pending:
+            return []
+        x = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+        self._pending, self._pending_n = [], 0
+        if self._zi is None:
+            self._zi = self._zi0 * x[0]  # steady state for the first sample: no start-up click
+        y, self._zi = signal.sosfilt(self._sos, x, zi=self._zi)
+        self._tape.append(x, y)
+        return self._run_frames()
+
     def _restart(self, at: int) -> None:
         self._tape.clear(at)
         self._zi = None
@@ -257,19 +274,22 @@ class StreamingDetector:
         return float(min(1.0, max(0.0, p_top * snr_term * quality)))
 
     def _refine_onset(self, seg: Segment) -> int:
-        """First sample where the 0.5 ms band-passed envelope reaches onset_fraction of the transient's
-        peak (near the detection frame) or 3x the noise RMS if that is lower; no later than the peak."""
+        """Sample-accurate onset: the change point from noise to signal before the transient's peak.
+
+        S(n) = sum over i <= n of (y_i^2 / noise power - 2) falls in noise (mean 1 - 2 < 0) and rises
+        once the event is louder than the noise; its minimum before the peak is the onset. A cumulative
+        statistic copes with envelopes that build up over several ms (beating partials), where the
+        energy frame crosses the threshold late."""
         c = self.config
         sr = c.sample_rate
-        lo = seg.start - c.hop
+        lo = seg.start - 2 * c.frame
         hi = min(seg.start + c.frame + int(0.005 * sr), seg.end)
         _, y, first = self._tape.get(lo, hi)
         if y.size < 2:
             return seg.start
         win = max(1, int(round(_ONSET_ENV_S * sr)))
-        env = np.sqrt(ndimage.uniform_filter1d(y * y, win, mode="nearest"))
-        p = int(np.argmax(env))
-        noise_rms = math.sqrt(10.0 ** (max(seg.floor_db, MIN_FLOOR_DB) / 10.0))
-        level = max(c.onset_fraction * env[p], min(3.0 * noise_rms, 0.5 * env[p]))
-        i = int(np.argmax(env[: p + 1] >= level))
-        return first + i
+        env = ndimage.uniform_filter1d(y * y, win, mode="nearest")
+        p = max(seg.start - first, 0) + int(np.argmax(env[max(seg.start - first, 0):]))
+        noise_power = 10.0 ** (max(seg.floor_db, MIN_FLOOR_DB) / 10.0)
+        cusum = np.cumsum(y[: p + 1] ** 2 / noise_power - _CUSUM_DRIFT)
+        return first + int(np.argmin(cusum)) + 1 if cusum.size > 1 else first

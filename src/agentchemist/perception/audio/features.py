@@ -37,11 +37,26 @@ def envelope_db(y: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray
 
 
 def frame_energy_db(y: np.ndarray, frame: int, hop: int) -> np.ndarray:
-    """Mean-square energy in dB of frames of ``frame`` samples every ``hop`` samples (whole frames only)."""
-    if y.size < frame:
+    """Mean-square energy in dB of frames of ``frame`` samples every ``hop`` samples (whole frames only;
+    ``frame`` must be a multiple of ``hop``)."""
+    return frame_energy_from_blocks(hop_block_energy(y, hop), frame // hop, frame)
+
+
+def hop_block_energy(y: np.ndarray, hop: int) -> np.ndarray:
+    """Sum of squares of each whole block of ``hop`` samples."""
+    n = y.size // hop
+    return np.sum(y[: n * hop].reshape(n, hop) ** 2, axis=1)
+
+
+def frame_energy_from_blocks(blocks: np.ndarray, per_frame: int, frame: int) -> np.ndarray:
+    """Frame energies in dB from consecutive hop-block sums (frame k = blocks k .. k+per_frame-1)."""
+    n = blocks.size - per_frame + 1
+    if n <= 0:
         return np.empty(0)
-    windows = np.lib.stride_tricks.sliding_window_view(y, frame)[::hop]
-    return 10.0 * np.log10(np.mean(windows**2, axis=1) + _TINY)
+    acc = blocks[:n].copy()
+    for i in range(1, per_frame):
+        acc += blocks[i: i + n]
+    return 10.0 * np.log10(acc / frame + _TINY)
 
 
 def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int, sample_rate: int,

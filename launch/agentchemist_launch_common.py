@@ -1,0 +1,67 @@
+"""Pieces shared by the AgentChemist launch files: the common arguments and the agent nodes.
+
+Launch files are loaded by path, not imported from a package, so each one puts this folder on sys.path
+first. Every node runs in its own process (one `Node` action per node); parameters come from one YAML file
+with a `ros__parameters` block per node (config/agentchemist_params.yaml), then per-launch overrides.
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = "agentchemist_ros"
+
+# The agent nodes (console scripts of agentchemist_ros); lab_sim, the twin, is started by twin/gazebo only.
+AGENTS = ("planner", "vision_supervisor", "audio_supervisor", "action_policy", "dispenser_controller",
+          "recorder", "summarizer")
+# Nodes that declare runs_dir (where runs/<experiment_id>/ folders go).
+RUNS_DIR_NODES = ("vision_supervisor", "recorder", "summarizer")
+
+
+def share(*parts: str) -> str:
+    """A path inside share/agentchemist_ros (launch/, config/, urdf/ are installed there)."""
+    return os.path.join(get_package_share_directory(PACKAGE), *parts)
+
+
+def common_arguments() -> list:
+    """Arguments every AgentChemist launch file takes."""
+    return [
+        DeclareLaunchArgument(
+            "params_file", default_value=share("config", "agentchemist_params.yaml"),
+            description="Node parameters YAML (one ros__parameters block per node)"),
+        DeclareLaunchArgument(
+            "runs_dir", default_value=os.path.abspath("runs"),
+            description="Folder of the experiment run folders (runs/<experiment_id>/: database, report, bag)"),
+        DeclareLaunchArgument(
+            "config_dir", default_value=share("config"),
+            description="AgentChemist config folder (reagents, protocols, poses, hardware registry); "
+                        "exported to the nodes as AGENTCHEMIST_CONFIG_DIR"),
+        DeclareLaunchArgument(
+            "log_level", default_value="info", choices=["debug", "info", "warn", "error", "fatal"],
+            description="Log level of the AgentChemist nodes"),
+    ]
+
+
+def config_environment() -> SetEnvironmentVariable:
+    """The core library finds config/ through AGENTCHEMIST_CONFIG_DIR (an installed package has no repo)."""
+    return SetEnvironmentVariable("AGENTCHEMIST_CONFIG_DIR", LaunchConfiguration("config_dir"))
+
+
+def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = None, **kwargs) -> Node:
+    """One AgentChemist node in its own process: the params file, then use_sim_time and overrides."""
+    params = {"use_sim_time": use_sim_time}
+    if name in RUNS_DIR_NODES:
+        params["runs_dir"] = LaunchConfiguration("runs_dir")
+    params.update(overrides or {})
+    return Node(
+        package=PACKAGE, executable=name, name=name, output="screen",
+        parameters=[LaunchConfiguration("params_file"), params],
+        ros_arguments=["--log-level", LaunchConfiguration("log_level")],
+        **kwargs)
+
+
+def agent_nodes(use_sim_time: bool) -> list:
+    """The seven agent nodes (everything but the twin)."""
+    return [agentchemist_node(name, use_sim_time) for name in AGENTS]

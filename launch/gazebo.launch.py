@@ -1,0 +1,118 @@
+"""Gazebo Harmonic: the robot model under gz_ros2_control, its controllers, the twin's chemistry, the agents.
+
+    ros2 launch agentchemist_ros gazebo.launch.py
+    ros2 launch agentchemist_ros gazebo.launch.py gui:=false
+    ros2 launch agentchemist_ros gazebo.launch.py gz_extra_args:="--physics-engine gz-physics-bullet-featherstone-plugin"
+
+The same URDF as the robot (xacro hardware:=gazebo) swaps the topic-based Piper hardware for
+gz_ros2_control/GazeboSimSystem; the gz_ros2_control plugin inside Gazebo runs the controller manager with
+config/ros2_controllers.yaml, so the controllers, their topics and /joint_states are the robot's. Gazebo
+owns /clock (bridged by ros_gz_bridge) and every ROS node runs on it (use_sim_time true).
+
+Gazebo simulates the arms; the chemistry (pH, balance, contact audio, camera images of the solution) comes
+from lab_sim, the lab twin. TODO(lab_sim): lab_sim always publishes its own /clock and /joint_states and has
+no switch to follow an external clock. Until it has one, this file remaps both of its outputs out of the way
+(/lab_sim/clock, /lab_sim/joint_states) and runs it at real_time_factor 1.0, so its readings are stamped
+with its own sim time, which tracks Gazebo's only as well as Gazebo keeps real time (check the real-time
+factor Gazebo shows). The gripper's centring finger is a mimic joint; Gazebo's default DART engine does not
+enforce mimic constraints, Bullet Featherstone does (see gz_extra_args above).
+"""
+import os
+import sys
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, RegisterEventHandler
+from launch.conditions import IfCondition, UnlessCondition
+from launch.event_handlers import OnProcessExit
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentchemist_launch_common as common  # noqa: E402  (launch files are loaded by path)
+
+MOTION_CONTROLLERS = ("left_arm_controller", "right_arm_controller",
+                      "left_gripper_controller", "right_gripper_controller")
+
+
+def generate_launch_description():
+    arguments = [
+        DeclareLaunchArgument(
+            "world", default_value="empty.sdf",
+            description="Gazebo world (an SDF file name Gazebo can find, or a path)"),
+        DeclareLaunchArgument(
+            "gui", default_value="true", choices=["true", "false"],
+            description="Open the Gazebo GUI (false: server only, e.g. over SSH)"),
+        DeclareLaunchArgument(
+            "gz_extra_args", default_value="",
+            description="Extra gz sim arguments, e.g. --physics-engine gz-physics-bullet-featherstone-plugin"),
+        DeclareLaunchArgument(
+            "scenario", default_value=common.share("config", "scenarios", "hcl_naoh.yaml"),
+            description="Scenario YAML of the twin that supplies the chemistry (readings, audio, images)"),
+        *common.common_arguments(),
+    ]
+
+    controllers_file = common.share("config", "ros2_controllers.yaml")
+    xacro_file = common.share("urdf", "agentchemist_aloha.urdf.xacro")
+    robot_description = ParameterValue(
+        Command([FindExecutable(name="xacro"), " ", xacro_file, " hardware:=gazebo",
+                 " controllers_file:=", controllers_file]),
+        value_type=str)
+    robot_state_publisher = Node(
+        package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+        parameters=[{"robot_description": robot_description, "use_sim_time": True}])
+
+    gz_sim_launch = PathJoinSubstitution([FindPackageShare("ros_gz_sim"), "launch", "gz_sim.launch.py"])
+    # -r: start running instead of paused; -s: server only.
+    gazebo_gui = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(gz_sim_launch),
+        launch_arguments={"gz_args": [LaunchConfiguration("world"), " -r ",
+                                      LaunchConfiguration("gz_extra_args")]}.items(),
+        condition=IfCondition(LaunchConfiguration("gui")))
+    gazebo_server = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(gz_sim_launch),
+        launch_arguments={"gz_args": [LaunchConfiguration("world"), " -r -s ",
+                                      LaunchConfiguration("gz_extra_args")]}.items(),
+        condition=UnlessCondition(LaunchConfiguration("gui")))
+    spawn_robot = Node(
+        package="ros_gz_sim", executable="create", output="screen",
+        arguments=["-topic", "robot_description", "-name", "agentchemist_aloha", "-z", "0.0"])
+    clock_bridge = Node(
+        package="ros_gz_bridge", executable="parameter_bridge", output="screen",
+        arguments=["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"])
+
+    # The gz_ros2_control plugin starts the controller manager when the robot is spawned.
+    broadcaster_spawner = Node(
+        package="controller_manager", executable="spawner", output="screen",
+        parameters=[{"use_sim_time": True}],
+        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager"])
+    motion_spawner = Node(
+        package="controller_manager", executable="spawner", output="screen",
+        parameters=[{"use_sim_time": True}],
+        arguments=[*MOTION_CONTROLLERS, "--controller-manager", "/controller_manager"])
+    spawn_chain = [
+        RegisterEventHandler(OnProcessExit(target_action=spawn_robot, on_exit=[broadcaster_spawner])),
+        RegisterEventHandler(OnProcessExit(target_action=broadcaster_spawner, on_exit=[motion_spawner])),
+    ]
+
+    # TODO(lab_sim): give lab_sim a switch to follow an external /clock; until then keep its /clock and
+    # /joint_states off the graph's topics (Gazebo and joint_state_broadcaster own those).
+    chemistry = common.agentchemist_node(
+        "lab_sim", use_sim_time=False,
+        overrides={"scenario": LaunchConfiguration("scenario"), "real_time_factor": 1.0},
+        remappings=[("/clock", "/lab_sim/clock"), ("/joint_states", "/lab_sim/joint_states")])
+
+    return LaunchDescription([
+        *arguments,
+        common.config_environment(),
+        gazebo_gui,
+        gazebo_server,
+        clock_bridge,
+        robot_state_publisher,
+        spawn_robot,
+        *spawn_chain,
+        chemistry,
+        *common.agent_nodes(use_sim_time=True),
+    ])

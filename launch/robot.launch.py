@@ -1,0 +1,124 @@
+"""The real robot: robot model, ros2_control with the topic-based Piper hardware, controllers, agent nodes.
+
+    ros2 launch agentchemist_ros robot.launch.py                       # agents + control stack
+    ros2 launch agentchemist_ros robot.launch.py hardware:=mock        # no arms: mock hardware (dry run)
+    ros2 launch agentchemist_ros robot.launch.py with_piper_driver:=true can_left:=can0 can_right:=can1
+
+Hardware path (DESIGN.md): Piper arm <- SocketCAN <- piper_driver (one per arm, ~200 Hz) <->
+/<side>_piper/joint_states and /<side>_piper/joint_commands <-> ros2_control (one
+joint_state_topic_hardware_interface/JointStateTopicSystem per arm, declared in the URDF) <->
+JointTrajectoryController (/<side>_arm_controller) and ForwardCommandController (/<side>_gripper_controller).
+joint_state_broadcaster publishes /joint_states. Everything runs on the wall clock (use_sim_time false).
+
+Not started here (other packages' drivers): the three cameras (remap their colour streams to
+/camera/{front,left_wrist,right_wrist}/color/image_raw), the pH meter and the balance (publish
+ChemicalReading on /lab/ph_meter/reading and /lab/balance/reading). See docs/robot.md.
+"""
+import os
+import sys
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, RegisterEventHandler
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
+from launch.substitutions import Command, FindExecutable, LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentchemist_launch_common as common  # noqa: E402  (launch files are loaded by path)
+
+SIDES = ("left", "right")
+MOTION_CONTROLLERS = ("left_arm_controller", "right_arm_controller",
+                      "left_gripper_controller", "right_gripper_controller")
+
+
+def generate_launch_description():
+    arguments = [
+        DeclareLaunchArgument(
+            "hardware", default_value="topic_based", choices=["topic_based", "mock"],
+            description="ros2_control hardware: topic_based (the arms, through piper_driver) or mock "
+                        "(mock_components/GenericSystem: controllers and agents without arms)"),
+        DeclareLaunchArgument(
+            "controllers_file", default_value=common.share("config", "ros2_controllers.yaml"),
+            description="ros2_control controller configuration (controller_manager at 200 Hz, 5 controllers)"),
+        DeclareLaunchArgument(
+            "with_agents", default_value="true", choices=["true", "false"],
+            description="Start the seven AgentChemist agent nodes (false: only the robot model and control stack)"),
+        # PENDING: the piper_driver node (SocketCAN <-> /<side>_piper/joint_* topics) is not written yet.
+        # Keep this false until the agentchemist_ros console script `piper_driver` exists.
+        DeclareLaunchArgument(
+            "with_piper_driver", default_value="false", choices=["true", "false"],
+            description="PENDING (node not written yet): start one piper_driver per arm on can_left / can_right"),
+        DeclareLaunchArgument(
+            "can_left", default_value="can_left",
+            description="SocketCAN interface of the left Piper arm (1 Mbit/s), given to its piper_driver"),
+        DeclareLaunchArgument(
+            "can_right", default_value="can_right",
+            description="SocketCAN interface of the right Piper arm (1 Mbit/s), given to its piper_driver"),
+        # PENDING: audio_capture (contact microphones -> /audio/<side>_gripper/raw) is not written yet.
+        DeclareLaunchArgument(
+            "with_audio_capture", default_value="false", choices=["true", "false"],
+            description="PENDING (node not written yet): capture the gripper contact microphones"),
+        *common.common_arguments(),
+    ]
+
+    # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
+    xacro_file = common.share("urdf", "agentchemist_aloha.urdf.xacro")
+    robot_description = ParameterValue(
+        Command([FindExecutable(name="xacro"), " ", xacro_file, " hardware:=", LaunchConfiguration("hardware")]),
+        value_type=str)
+    robot_state_publisher = Node(
+        package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+        parameters=[{"robot_description": robot_description, "use_sim_time": False}])
+    # Jazzy's controller_manager reads the model from the robot_description topic (robot_state_publisher's).
+    control_node = Node(
+        package="controller_manager", executable="ros2_control_node", output="screen",
+        parameters=[LaunchConfiguration("controllers_file")],
+        remappings=[("~/robot_description", "/robot_description")])
+    broadcaster_spawner = Node(
+        package="controller_manager", executable="spawner", output="screen",
+        arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager"])
+    # Arm and gripper controllers once /joint_states flows (the broadcaster's spawner has exited).
+    motion_spawner = Node(
+        package="controller_manager", executable="spawner", output="screen",
+        arguments=[*MOTION_CONTROLLERS, "--controller-manager", "/controller_manager"])
+    motion_after_broadcaster = RegisterEventHandler(
+        OnProcessExit(target_action=broadcaster_spawner, on_exit=[motion_spawner]))
+
+    # PENDING piper_driver, one per arm. Contract (docs/robot.md): parameters side, can_interface, rate_hz;
+    # publishes sensor_msgs/JointState on `joint_states` (measured <side>_joint1..6 in rad and <side>_gripper
+    # in m) and follows `joint_commands` (the topic-based hardware's commands), remapped below to the topics
+    # the URDF's ros2_control block names.
+    piper_drivers = GroupAction(
+        condition=IfCondition(LaunchConfiguration("with_piper_driver")),
+        actions=[
+            Node(package=common.PACKAGE, executable="piper_driver", name=f"{side}_piper_driver", output="screen",
+                 parameters=[{"side": side, "can_interface": LaunchConfiguration(f"can_{side}"),
+                              "rate_hz": 200.0, "use_sim_time": False}],
+                 remappings=[("joint_states", f"/{side}_piper/joint_states"),
+                             ("joint_commands", f"/{side}_piper/joint_commands")])
+            for side in SIDES
+        ])
+
+    # PENDING optional audio capture: off by default (with_audio_capture:=false). When the node exists it
+    # publishes AudioChunk on /audio/{left,right}_gripper/raw from the PUI contact microphones; its parameters
+    # will then get a block in params_file.
+    audio_capture = common.agentchemist_node(
+        "audio_capture", use_sim_time=False, condition=IfCondition(LaunchConfiguration("with_audio_capture")))
+
+    agents = GroupAction(
+        condition=IfCondition(LaunchConfiguration("with_agents")),
+        actions=common.agent_nodes(use_sim_time=False))
+
+    return LaunchDescription([
+        *arguments,
+        common.config_environment(),
+        robot_state_publisher,
+        control_node,
+        broadcaster_spawner,
+        motion_after_broadcaster,
+        piper_drivers,
+        audio_capture,
+        agents,
+    ])

@@ -1,0 +1,32 @@
+"""Where the configuration and the run folders are: one rule for every module and node.
+
+config/: $AGENTCHEMIST_CONFIG_DIR, else the repository's config/ next to src/ (editable install), else
+the installed ROS package's share/agentchemist_ros/config found through $AMENT_PREFIX_PATH.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def config_dir() -> Path:
+    env = os.environ.get("AGENTCHEMIST_CONFIG_DIR")
+    if env:
+        return Path(env)
+    if (_REPO / "config").is_dir():
+        return _REPO / "config"
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        candidate = Path(prefix) / "share" / "agentchemist_ros" / "config"
+        if prefix and candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("cannot find the agentchemist config/ folder: set AGENTCHEMIST_CONFIG_DIR")
+
+
+def default_runs_dir() -> Path:
+    """runs/ beside config/ in a checkout, else ./runs."""
+    root = os.environ.get("AGENTCHEMIST_ROOT")
+    if root:
+        return Path(root) / "runs"
+    return _REPO / "runs" if (_REPO / "config").is_dir() else Path.cwd() / "runs"

@@ -1,0 +1,249 @@
+"""Drop context: is a detected event expected, anomalous, or is an expected drop overdue? How much fell?
+
+The FSM and the plan say which subtask is running and whether it should produce droplets (dispensing)
+at what rate. A droplet heard while dispensing is **expected**: it emits the ``drop`` symbol and counts
+one calibrated drop volume. A droplet heard while nothing is dispensing is **anomalous** and counts
+nothing; so is any other contact/pour/noise event the current subtask does not expect. When dispensing
+and no expected droplet arrives for max(min_timeout_s, timeout_factor x expected interval), a
+**timeout** is raised (once per window).
+
+Events arrive after a detection latency (tens of ms), so each one is judged against the expectation
+in force at its onset, not at the moment it is classified; a drop landing shortly after dispensing
+stopped (drop formation delay) is still expected within ``late_grace_s``.
+
+Example::
+
+    ctx = DropContext()
+    ctx.set_expectation(active=True, subtask_id="titrate", fsm_state="titrating", expected_interval_s=1.0, now=0.0)
+    rec = ctx.classify(event)            # rec.classification == "expected", rec.symbol == "drop"
+    ctx.check_timeout(now=10.0)          # ClassifiedEvent(classification="timeout", ...) or None
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+from .errors import ContextError
+from .events import DETECTED_KINDS, DetectedEvent
+
+CLASSIFICATIONS = ("expected", "anomalous", "timeout")
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Drop bookkeeping settings.
+
+    drop_volume_ml: calibrated mean volume of one drop, mL. drop_volume_sd_ml: its standard deviation,
+    mL (the running total's uncertainty grows as sqrt(drops) x sd). timeout_factor: timeout after this
+    many expected intervals without an expected droplet ... min_timeout_s: ... but never sooner than
+    this, s. late_grace_s: a droplet up to this long after dispensing stopped is still expected, s.
+    fast_ratio: a droplet sooner than fast_ratio x the expected interval after the previous one is
+    suspicious (confidence x suspicious_factor). history_s: how long past expectations are kept to judge
+    late-arriving events, s.
+    """
+
+    drop_volume_ml: float = 0.046875
+    drop_volume_sd_ml: float = 0.0015
+    timeout_factor: float = 4.0
+    min_timeout_s: float = 3.0
+    late_grace_s: float = 0.5
+    fast_ratio: float = 0.25
+    suspicious_factor: float = 0.6
+    history_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "drop_volume_ml": (1e-6, 10.0), "drop_volume_sd_ml": (0.0, 10.0), "timeout_factor": (1.0, 1000.0),
+            "min_timeout_s": (0.0, 3600.0), "late_grace_s": (0.0, 60.0), "fast_ratio": (0.0, 1.0),
+            "suspicious_factor": (0.0, 1.0), "history_s": (1.0, 86400.0),
+        }
+        for name, (lo, hi) in checks.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+                raise ContextError(f"ContextConfig.{name} must be a number in [{lo}, {hi}], got {v!r}")
+
+
+@dataclass(frozen=True)
+class ClassifiedEvent:
+    """An event judged in context (or a timeout).
+
+    classification: "expected" | "anomalous" | "timeout". kind: the detected kind ("droplet" ...; for a
+    timeout "droplet", the kind that failed to arrive). symbol: "drop" for an expected droplet, else "".
+    time: event onset or, for a timeout, the time it was noticed, s. quantity_ml: volume counted by this
+    event (0 unless an expected droplet). total_ml, drops: running totals after it. total_sd_ml:
+    uncertainty of total_ml. confidence: 0..1 (event confidence x state consistency; for a timeout, how
+    far past the window we are). subtask_id, fsm_state: the expectation the event was judged against.
+    reason: one line for the anomaly log. event: the detected event (None for a timeout).
+    """
+
+    classification: str
+    kind: str
+    symbol: str
+    time: float
+    quantity_ml: float
+    total_ml: float
+    drops: int
+    total_sd_ml: float
+    confidence: float
+    subtask_id: str
+    fsm_state: str
+    reason: str
+    event: DetectedEvent | None = None
+
+
+@dataclass(frozen=True)
+class _Expectation:
+    since: float
+    active: bool
+    subtask_id: str
+    fsm_state: str
+    interval_s: float | None
+    kinds: tuple[str, ...]
+
+
+class DropContext:
+    """Judges detected events against what the running subtask should produce; counts drops."""
+
+    def __init__(self, config: ContextConfig = ContextConfig()) -> None:
+        if not isinstance(config, ContextConfig):
+            raise ContextError(f"config must be a ContextConfig, got {type(config).__name__}")
+        self.config = config
+        self.drop_volume_ml = config.drop_volume_ml
+        self.drop_volume_sd_ml = config.drop_volume_sd_ml
+        self._history: list[_Expectation] = [_Expectation(-math.inf, False, "", "", None, ())]
+        self._last_expected = -math.inf  # onset of the last expected droplet, or when dispensing began
+        self._timeout_from = -math.inf  # start of the current timeout window
+        self.total_ml = 0.0
+        self.drops = 0
+
+    # ------------------------------------------------------------------ inputs
+    def set_expectation(self, *, active: bool, subtask_id: str, fsm_state: str, expected_interval_s: float | None,
+                        now: float, expected_kinds: tuple[str, ...] = ("droplet",)) -> None:
+        """From ``now`` on, the current subtask is (``active``) or is not supposed to produce events of
+        ``expected_kinds`` (droplets when dispensing), about one per ``expected_interval_s`` s."""
+        now = _time(now, "now")
+        if not isinstance(active, bool):
+            raise ContextError(f"set_expectation: active must be a bool, got {active!r}")
+        if not isinstance(subtask_id, str) or not isinstance(fsm_state, str):
+            raise ContextError("set_expectation: subtask_id and fsm_state must be str")
+        if expected_interval_s is not None and (isinstance(expected_interval_s, bool)
+                                                or not isinstance(expected_interval_s, (int, float))
+                                                or not math.isfinite(expected_interval_s) or expected_interval_s <= 0):
+            raise ContextError(f"set_expectation: expected_interval_s must be > 0 s or None, got {expected_interval_s!r}")
+        bad = [k for k in expected_kinds if k not in DETECTED_KINDS]
+        if bad or not expected_kinds:
+            raise ContextError(f"set_expectation: expected_kinds must be a non-empty subset of {DETECTED_KINDS}, got {expected_kinds!r}")
+        last = self._history[-1]
+        if now < last.since:
+            raise ContextError(f"set_expectation: now={now} s is before the previous expectation ({last.since} s)")
+        if active and not last.active:
+            self._timeout_from = now  # the clock starts when dispensing starts
+        self._history.append(_Expectation(now, active, subtask_id, fsm_state,
+                                          None if expected_interval_s is None else float(expected_interval_s),
+                                          tuple(expected_kinds)))
+        horizon = now - self.config.history_s
+        while len(self._history) > 2 and self._history[1].since < horizon:
+            self._history.pop(0)
+
+    def calibrate(self, measured_ml: float, drops: int, *, sd_ml: float | None = None) -> float:
+        """Set the drop volume from a measurement (e.g. the balance) over ``drops`` drops; returns it."""
+        if not isinstance(drops, int) or isinstance(drops, bool) or drops <= 0:
+            raise ContextError(f"calibrate: drops must be an int > 0, got {drops!r}")
+        if not isinstance(measured_ml, (int, float)) or not math.isfinite(measured_ml) or measured_ml <= 0:
+            raise ContextError(f"calibrate: measured_ml must be > 0 mL, got {measured_ml!r}")
+        self.drop_volume_ml = float(measured_ml) / drops
+        if sd_ml is not None:
+            if not isinstance(sd_ml, (int, float)) or not math.isfinite(sd_ml) or sd_ml < 0:
+                raise ContextError(f"calibrate: sd_ml must be >= 0 mL, got {sd_ml!r}")
+            self.drop_volume_sd_ml = float(sd_ml)
+        return self.drop_volume_ml
+
+    def reset_totals(self) -> None:
+        """Zero the running volume and drop count (new experiment)."""
+        self.total_ml = 0.0
+        self.drops = 0
+
+    # ------------------------------------------------------------------ judgements
+    def classify(self, event: DetectedEvent) -> ClassifiedEvent:
+        """Judge one detected event against the expectation in force at its onset."""
+        if not isinstance(event, DetectedEvent):
+            raise ContextError(f"classify takes a DetectedEvent, got {type(event).__name__}")
+        onset = _time(event.onset, "event.onset")
+        if event.kind not in DETECTED_KINDS:
+            raise ContextError(f"classify: unknown event kind {event.kind!r}")
+        exp, grace = self._expectation_at(onset)
+        quantity = 0.0
+        symbol = ""
+        consistency = 1.0
+        if exp.active and event.kind in exp.kinds:
+            classification = "expected"
+            reason = f"{event.kind} during {exp.subtask_id or 'subtask'} ({exp.fsm_state})"
+            if grace:
+                reason += " just after dispensing stopped"
+            if event.kind == "droplet":
+                symbol = "drop"
+                quantity = self.drop_volume_ml
+                self.drops += 1
+                self.total_ml += quantity
+                if exp.interval_s is not None and onset - self._last_expected < self.config.fast_ratio * exp.interval_s:
+                    consistency = self.config.suspicious_factor
+                    reason += f"; only {onset - self._last_expected:.2f} s after the previous drop"
+                self._last_expected = max(self._last_expected, onset)
+                self._timeout_from = max(self._timeout_from, onset)
+        else:
+            classification = "anomalous"
+            if event.kind == "droplet":
+                reason = f"droplet while no dispensing is expected ({exp.subtask_id or 'idle'}, {exp.fsm_state or 'no state'})"
+            else:
+                reason = f"unexpected {event.kind} sound during {exp.subtask_id or 'idle'} ({exp.fsm_state or 'no state'})"
+        return ClassifiedEvent(
+            classification=classification, kind=event.kind, symbol=symbol, time=onset, quantity_ml=quantity,
+            total_ml=self.total_ml, drops=self.drops, total_sd_ml=self._total_sd(),
+            confidence=float(min(1.0, max(0.0, event.confidence * consistency))), subtask_id=exp.subtask_id,
+            fsm_state=exp.fsm_state, reason=reason, event=event)
+
+    def check_timeout(self, now: float) -> ClassifiedEvent | None:
+        """A timeout record when dispensing and no expected droplet arrived for the timeout window;
+        the window then restarts, so a silent dispenser yields one timeout per window."""
+        now = _time(now, "now")
+        exp = self._history[-1]
+        if not exp.active or "droplet" not in exp.kinds or now < exp.since:
+            return None
+        window = self.timeout_window()
+        waited = now - self._timeout_from
+        if waited <= window:
+            return None
+        self._timeout_from = now
+        return ClassifiedEvent(
+            classification="timeout", kind="droplet", symbol="", time=now, quantity_ml=0.0, total_ml=self.total_ml,
+            drops=self.drops, total_sd_ml=self._total_sd(), confidence=float(min(1.0, waited / (2.0 * window))),
+            subtask_id=exp.subtask_id, fsm_state=exp.fsm_state,
+            reason=f"no drop heard for {waited:.1f} s while dispensing (window {window:.1f} s)")
+
+    def timeout_window(self) -> float:
+        """Current timeout window, s: max(min_timeout_s, timeout_factor x expected interval)."""
+        interval = self._history[-1].interval_s
+        if interval is None:
+            return self.config.min_timeout_s
+        return max(self.config.min_timeout_s, self.config.timeout_factor * interval)
+
+    # ------------------------------------------------------------------ internals
+    def _expectation_at(self, t: float) -> tuple[_Expectation, bool]:
+        """The expectation in force at time t, and whether it applies only through the late grace."""
+        i = bisect.bisect_right([e.since for e in self._history], t) - 1
+        exp = self._history[max(i, 0)]
+        if not exp.active and i > 0:
+            prev = self._history[i - 1]
+            if prev.active and t - exp.since <= self.config.late_grace_s:
+                return prev, True
+        return exp, False
+
+    def _total_sd(self) -> float:
+        return math.sqrt(self.drops) * self.drop_volume_sd_ml
+
+
+def _time(v: object, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ContextError(f"{name} must be a finite time in s, got {v!r}")
+    return float(v)
