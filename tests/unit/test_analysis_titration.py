@@ -24,12 +24,12 @@ HALF_DROP_ML = DROP_ML / 2
 
 
 def synth(analyte: str, c_a: float, v_a: float, c_t: float, v_end: float, seed: int, *, noise: float = 0.01,
-          spread: float = 0.03) -> tuple[np.ndarray, np.ndarray]:
+          spread: float = 0.03, activity: bool = False) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     drops = DROP_ML * (1.0 + spread * rng.standard_normal(int(v_end / DROP_ML * 1.1) + 10))
     v = np.concatenate(([0.0], np.cumsum(drops)))
     v = v[v <= v_end]
-    ph = titration_curve({analyte: c_a}, v_a, {"naoh": c_t}, v) + rng.normal(0.0, noise, v.size)
+    ph = titration_curve({analyte: c_a}, v_a, {"naoh": c_t}, v, activity=activity) + rng.normal(0.0, noise, v.size)
     return v, ph
 
 
@@ -97,6 +97,25 @@ def test_maleic_acid_two_equivalence_points_and_both_pka(seed):
         assert abs(est.value - 6.23) < 0.02
     assert pka_of(result, 2, "half_equivalence").half_equivalence_volume_ml == pytest.approx(
         (eq1.volume_ml + eq2.volume_ml) / 2)
+
+
+def test_activity_scale_data_fitted_with_activities_give_thermodynamic_pka():
+    # A glass electrode reads -log a(H+): at I ~ 0.05-0.1 M the HA-/A2- pair of maleic acid is shifted by
+    # about 0.3 at half equivalence. The fit with Davies activities recovers the constants; the
+    # half-equivalence estimate is flagged with the size of the shift.
+    v, ph = synth("maleic_acid", 0.1, 25.0, 0.1, 60.0, 35, activity=True)
+    result = analyze_titration(v, ph, titrant_m=0.1, analyte_volume_ml=25.0, analyte="maleic_acid", activity=True)
+    assert abs(pka_of(result, 1, "curve_fit").value - 1.92) < 0.02
+    assert abs(pka_of(result, 2, "curve_fit").value - 6.23) < 0.02
+    half2 = pka_of(result, 2, "half_equivalence")
+    assert not half2.supported and "activity" in half2.reason and half2.value < 6.0
+
+
+def test_activity_scale_data_fitted_with_concentrations_is_called_a_misfit():
+    v, ph = synth("acetic_acid", 0.1, 25.0, 0.1, 50.0, 36, activity=True)
+    result = analyze_titration(v, ph, titrant_m=0.1, analyte_volume_ml=25.0, analyte="acetic_acid")
+    assert not pka_of(result, 1, "curve_fit").supported
+    assert any("does not describe the data" in w and "activity=True" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize("step", [0.05, DROP_ML])

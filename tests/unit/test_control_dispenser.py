@@ -40,7 +40,7 @@ def collect(c, t0, t1, **kw):
             c.on_ph(t, kw["ph"](t))
         if "drop_every" in kw and int(t / kw["drop_every"]) != int((t - 0.02) / kw["drop_every"]):
             c.on_drop(t)
-        if kw.get("drops_by_volume") and c.q_stat >= (c.drops + 1) * CFG.drop_volume_ml:
+        if kw.get("drops_by_volume") and (60.0 - measured) * CFG.k_ml_per_mm >= (c.drops + 1) * CFG.drop_volume_ml:
             c.on_drop(t)  # like the twin: a drop falls once a drop volume has been expelled
         out = c.update(t, measured)
         measured = out.command_opening_mm
@@ -61,8 +61,29 @@ def test_starts_in_motion_and_closes_at_the_commanded_rate():
     assert c.state == State.MOTION
     out, _ = run_motion(c, 0.0, 1.0)
     assert out.command_opening_mm == pytest.approx(60.0 - 0.2, abs=0.005)
-    # Q_stat from the measured position: k * displacement
-    assert c.q_stat == pytest.approx(1.0 * 0.2, abs=0.005)
+    # Q_stat from the measured position: one drop at priming (t = 0.1 s), then k * displacement
+    assert c.q_stat == pytest.approx(CFG.drop_volume_ml + 1.0 * 0.18, abs=0.005)
+
+
+def test_priming_dead_travel_is_not_counted_and_has_an_allowance():
+    c = make(DispenseGoal(target_volume_ml=5.0, rate_mm_s=0.5))
+    t, measured = 0.0, 60.0
+    while t < 2.0:  # 1 mm of squeeze with nothing falling: bulb slack
+        t = round(t + 0.02, 9)
+        out = c.update(t, measured)
+        measured = out.command_opening_mm
+    assert c.q_stat == 0.0 and c.state == State.MOTION and not out.anomalies
+    assert c.dead_travel_mm == pytest.approx(1.0, abs=0.02)
+    c.on_drop(t)
+    assert c.primed and c.q_stat == CFG.drop_volume_ml
+    c2 = make(DispenseGoal(target_volume_ml=5.0, rate_mm_s=0.5))
+    t, measured, kinds = 0.0, 60.0, []
+    while t < 6.0 and not kinds:
+        t = round(t + 0.02, 9)
+        out = c2.update(t, measured)
+        measured = out.command_opening_mm
+        kinds = [a.kind for a in out.anomalies]
+    assert kinds == ["no_drop"]  # beyond the allowance: the pipette is not dripping
 
 
 def test_qstat_uses_measured_not_commanded_position():
@@ -74,9 +95,10 @@ def test_qstat_uses_measured_not_commanded_position():
 
 def test_opening_does_not_count_as_dispensing():
     c = make()
+    c.on_drop(0.0)
     c.update(0.02, 59.0)
     c.update(0.04, 60.0)
-    assert c.q_stat == pytest.approx(1.0)
+    assert c.q_stat == pytest.approx(CFG.drop_volume_ml + 1.0)
 
 
 def test_motion_to_done_on_target_volume():

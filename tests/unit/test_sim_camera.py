@@ -2,12 +2,11 @@
 import cv2
 import numpy as np
 import pytest
-import yaml
 
 from agentchemist.sim.errors import SimCommandError
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.markers import MARKER_TABLE, detect_markers, marker_image
-from agentchemist.sim.scenario import _Yaml12BoolLoader, load_scenario, scenario_from_dict
+from agentchemist.sim.scenario import load_scenario, scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "config" / "scenarios"
@@ -79,7 +78,7 @@ def test_missing_item_is_not_drawn_and_moved_item_is_drawn_where_it_is():
 
 
 def test_configured_resolution_scales_the_drawing():
-    data = yaml.load((SCENARIOS / "hcl_naoh.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    data = read_scenario_yaml(SCENARIOS / "hcl_naoh.yaml")
     data["cameras"] = {"width": 640, "height": 480}
     for item in data["layout"]["items"]:
         item["position"] = [2 * item["position"][0], 2 * item["position"][1]]

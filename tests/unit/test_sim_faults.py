@@ -1,18 +1,17 @@
 """Each injectable fault has its effect, from the scenario file or injected at run time."""
 import numpy as np
 import pytest
-import yaml
 
 from agentchemist.sim.errors import ScenarioError, SimCommandError
 from agentchemist.sim.lab import LabTwin
-from agentchemist.sim.scenario import _Yaml12BoolLoader, scenario_from_dict
+from agentchemist.sim.scenario import scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "config" / "scenarios"
 
 
 def twin(faults=(), **pipette) -> LabTwin:
-    data = yaml.load((SCENARIOS / "hcl_naoh.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    data = read_scenario_yaml(SCENARIOS / "hcl_naoh.yaml")
     data["faults"] = list(faults)
     data["pipette"].update(pipette)
     return LabTwin(scenario_from_dict(data))

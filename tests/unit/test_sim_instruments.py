@@ -3,19 +3,18 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 from scipy.integrate import solve_ivp
 
 from agentchemist.sim.instruments import Balance, PhProbe
 from agentchemist.sim.lab import LabTwin
-from agentchemist.sim.scenario import BalanceSpec, ProbeSpec, _Yaml12BoolLoader, scenario_from_dict
+from agentchemist.sim.scenario import BalanceSpec, ProbeSpec, scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "config" / "scenarios"
 
 
 def scenario_data(name: str = "hcl_naoh") -> dict:
-    return yaml.load((SCENARIOS / f"{name}.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    return read_scenario_yaml(SCENARIOS / f"{name}.yaml")
 
 
 def burst_drop(tw: LabTwin, t: float, mm: float = 2.0) -> float:

@@ -4,19 +4,18 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 
 from agentchemist.sim.errors import SimCommandError
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.robot import ARM_JOINT_LIMITS_RAD
-from agentchemist.sim.scenario import _Yaml12BoolLoader, load_scenario, scenario_from_dict
+from agentchemist.sim.scenario import load_scenario, scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "config" / "scenarios"
 
 
 def twin(seed: int = 1) -> LabTwin:
-    data = yaml.load((SCENARIOS / "hcl_naoh.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    data = read_scenario_yaml(SCENARIOS / "hcl_naoh.yaml")
     data["seed"] = seed
     data["faults"] = [{"kind": "extra_drop", "at_s": 9.0}, {"kind": "noise_burst", "at_s": 4.0, "duration_s": 0.2}]
     return LabTwin(scenario_from_dict(data))

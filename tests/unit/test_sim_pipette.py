@@ -7,16 +7,14 @@ import pytest
 from agentchemist.chemistry.equilibrium import ph_of_mixture
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.pipette import RubberBulbPipette
-from agentchemist.sim.scenario import PipetteSpec, load_scenario, scenario_from_dict, _Yaml12BoolLoader
+from agentchemist.sim.scenario import PipetteSpec, load_scenario, scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
-
-import yaml
 
 SCENARIOS = REPO / "config" / "scenarios"
 
 
 def twin(seed: int = 1, **pipette) -> LabTwin:
-    data = yaml.load((SCENARIOS / "hcl_naoh.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    data = read_scenario_yaml(SCENARIOS / "hcl_naoh.yaml")
     data["seed"] = seed
     data["pipette"].update(pipette)
     return LabTwin(scenario_from_dict(data))
@@ -215,3 +213,25 @@ def test_full_titration_reaches_the_equivalence_and_target_ph():
     per_drop = 0.046875 + 0.1 * sc.pipette.formation_delay_s  # 0.1 mL/s into the tip
     assert abs(np.searchsorted(hist[:, 1], 7.0) - 25.0 / per_drop) <= 3
     assert truth["true_ph"] > 12.5 - 0.1
+
+
+def test_refill_cycle_over_the_titrant_bottle_returns_liquid_to_it():
+    tw = twin()
+    t = grasp_and_draw(tw, ml=5.0)
+    t = squeeze(tw, t, 60.5, 59.0, rate_mm_s=0.5)
+    tw.step(t + 2.0)
+    in_beaker = tw.truth()["beaker_volume_ml"]
+    tw.move_labware("pipette", t + 2.0, on="titrant_bottle")
+    t = squeeze(tw, t + 2.0, 59.0, 40.0, rate_mm_s=5.0)  # empty the rest back into the bottle
+    tw.step(t + 2.0)
+    truth = tw.truth()
+    assert truth["beaker_volume_ml"] == pytest.approx(in_beaker)
+    assert truth["pipette"]["content_ml"] == pytest.approx(0.0, abs=1e-12)
+    assert {d["fate"] for d in truth["drops"]} == {"beaker", "returned"}
+    tw.command_gripper("right", 0.0605, t + 2.0)  # release the bulb (still gripping): it refills
+    tw.step(t + 3.0)
+    assert tw.draw("naoh", 20.0, t + 3.0).accepted_value == pytest.approx(20.0)
+    assert tw.truth()["pipette"]["high_water_mm"] == pytest.approx(0.0, abs=1e-6)
+    tw.move_labware("pipette", t + 3.0, on="beaker_main")
+    img_ok = tw.render_camera("front", t + 3.5)
+    assert img_ok.shape == (240, 320, 3)

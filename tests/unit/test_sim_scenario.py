@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from agentchemist.sim.errors import ScenarioError
-from agentchemist.sim.scenario import load_scenario, scenario_from_dict
+from agentchemist.sim.scenario import load_scenario, scenario_from_dict, read_scenario_yaml
 from tests.conftest import REPO
 
 SCENARIOS = REPO / "config" / "scenarios"
@@ -15,9 +15,7 @@ SPEC = REPO.parent / "shared" / "SPEC.md"
 
 def _raw() -> dict:
     # read with the scenario loader's YAML rules (``on:`` is a key, not a boolean)
-    from agentchemist.sim.scenario import _Yaml12BoolLoader
-
-    return yaml.load((SCENARIOS / "hcl_naoh.yaml").read_text(), Loader=_Yaml12BoolLoader)
+    return read_scenario_yaml(SCENARIOS / "hcl_naoh.yaml")
 
 
 def refused(data: dict, source: str = "bad.yaml") -> str:
@@ -201,3 +199,15 @@ def test_several_problems_are_reported_together():
     data["beaker"]["volume_ml"] = -1
     msg = refused(data)
     assert "seed" in msg and "beaker.volume_ml" in msg and msg.count("bad.yaml") == 2
+
+
+def test_audio_synth_options_are_checked_at_load():
+    data = _raw()
+    data["audio"] = {"snr_db": 15.0, "synth": {"room_noise_dbfs": -45.0}}
+    assert scenario_from_dict(data).audio.synth == {"room_noise_dbfs": -45.0}
+    data["audio"]["synth"] = {"room_noise_db": -45.0}
+    assert "room_noise_dbfs" in refused(data)
+    data["audio"]["synth"] = {"room_noise_dbfs": 3.0}
+    assert "audio.synth" in refused(data)
+    data["audio"]["synth"] = {"seed": 3}
+    assert "seed" in refused(data)

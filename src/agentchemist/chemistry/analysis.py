@@ -350,7 +350,6 @@ def analyze_titration(
         expected = expected_equivalents
     eqs, details, eq_warnings, adaptive = locate_equivalence_points(v, p, curve, cfg, expected=expected, flags=flags)
     result.ph_adaptive = adaptive
-    # Steps that the data cannot show (phosphoric acid's third proton) are expected, not suspicious.
     warnings.extend(eq_warnings)
     result.equivalence_points = eqs
     result.smoothing["local_windows"] = details
@@ -372,15 +371,17 @@ def analyze_titration(
                               temperature_c, activity, warnings)
     result.fit = fit_result
 
-    best_c = per_eq and min(per_eq, key=lambda d: (not d["supported"], d["uncertainty_m"] / d["analyte_m"]))
+    # The concentration stated: from the supported equivalence point with the smallest relative uncertainty.
+    best_c = min(per_eq, key=lambda d: (not d["supported"], d["uncertainty_m"] / d["analyte_m"])) if per_eq else None
     analyte_m_for_bias = best_c["analyte_m"] if best_c else None
     result.pka = _half_equivalence(v, curve, eqs, analyte_r, titrant_r, flags, cfg, analyte_m_for_bias, v_a,
                                    temperature_c, fit_result)
     if analyte_r is not None and not analyte_r.pka:
         ph_half = ""
         if eqs and v[0] <= eqs[0].volume_ml / 2 <= v[-1]:
-            ph_half = (f"; the pH at half equivalence, {np.interp(eqs[0].volume_ml / 2, curve.grid_ml, curve.ph_smooth):.2f}, "
-                       "reflects the remaining acid or base concentration, not an equilibrium constant")
+            ph_at_half = float(np.interp(eqs[0].volume_ml / 2, curve.grid_ml, curve.ph_smooth))
+            ph_half = (f"; the pH at half equivalence, {ph_at_half:.2f}, reflects the remaining acid or base "
+                       "concentration, not an equilibrium constant")
         result.pka.append(PkaEstimate(NAN, "half_equivalence", NAN, False,
                                       f"{analyte_r.display_name} is a {analyte_r.kind.replace('_', ' ')}: it is "
                                       f"fully dissociated in water and has no measurable pKa{ph_half}", 1))
@@ -443,7 +444,8 @@ def _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected,
         if n < 1 or titrant_r.strong_protons > 0:
             warnings.append("curve fit skipped: unknown analyte and no equivalence point to count its protons")
             return None
-        guesses = [float(np.interp(((eqs[k - 1].volume_ml if k > 1 else 0.0) + eqs[k].volume_ml) / 2,
+        # Start each pKa at the pH halfway between its equivalence point and the previous one (or 0 mL).
+        guesses = [float(np.interp(((eqs[k - 1].volume_ml if k >= 1 else 0.0) + eqs[k].volume_ml) / 2,
                                    curve.grid_ml, curve.ph_smooth)) for k in range(min(n, len(eqs)))]
         guesses += list(np.linspace(np.min(p), np.max(p), n + 2)[1:-1][len(guesses):])
         analyte_r = generic_acid(n, guesses)

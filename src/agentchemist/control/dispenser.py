@@ -6,6 +6,10 @@ explicit transition table (`TRANSITIONS`); it takes the *measured* gripper openi
 events, and returns the command to send. It never reads a clock: `now` is always an argument.
 
     Q_stat = sum over closing increments of k * dd      (from the measured opening)
+
+Priming: a freshly drawn bulb has slack, and the tip must fill before anything falls, so the squeeze
+before the first drop is dead travel. Q_stat starts at the first drop (counted as one calibrated drop)
+and accumulates k * dd from there; until then the no-drop check allows `priming_allowance_mm`.
 """
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ class DispenserConfig:
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     no_drop_factor: float = 4.0         #: no drop after this many drop-displacements -> anomaly
+    priming_allowance_mm: float = 1.5   #: squeeze allowed before the first drop (bulb slack, tip filling)
     sensor_timeout_s: float = 3.0       #: no pH reading for this long while titrating -> anomaly
     operation_timeout_s: float = 7200.0
     stall_tolerance_mm: float = 0.3     #: commanded vs measured opening beyond this ...
@@ -183,6 +188,8 @@ class DispenserController:
         self._next_report = config.drop_volume_ml
         self.drops = 0
         self._disp_since_drop = 0.0
+        self.primed = False
+        self.dead_travel_mm = 0.0
         self._drop_pending_settle: str | None = None
         self._fine_drop_started = False
         self._last_ph: float | None = None
@@ -209,6 +216,9 @@ class DispenserController:
         """A drop landed (heard by the audio supervisor or seen by the twin's ground truth)."""
         self.drops += 1
         self._disp_since_drop = 0.0
+        if not self.primed:
+            self.primed = True
+            self.q_stat = self.config.drop_volume_ml
         if self.state == State.MOTION:
             if self.goal.settle_each_drop:
                 self._drop_pending_settle = "drop_landed_settle"
@@ -286,7 +296,10 @@ class DispenserController:
         self._last_measured = measured
         if dd > 0 and self.state != State.RESET:
             # Only closing squeezes liquid out; opening lets air back into the bulb.
-            self.q_stat += self.config.k_ml_per_mm * dd
+            if self.primed:
+                self.q_stat += self.config.k_ml_per_mm * dd
+            else:
+                self.dead_travel_mm += dd
             self._disp_since_drop += dd
         # One statistical estimate each time Q_stat crosses another drop volume keeps the channel in step
         # with the audio channel's per-drop estimates.
@@ -348,7 +361,8 @@ class DispenserController:
             if self.command <= c.min_opening_mm + c.resolution_mm and measured <= c.min_opening_mm + c.stall_tolerance_mm:
                 return ControllerAnomaly(now, "pipette_empty",
                                          "the bulb is fully squeezed: the pipette is empty", "warn")
-            if self._disp_since_drop > c.no_drop_factor * c.drop_displacement_mm:
+            allowed = c.no_drop_factor * c.drop_displacement_mm + (0.0 if self.primed else c.priming_allowance_mm)
+            if self._disp_since_drop > allowed:
                 return ControllerAnomaly(
                     now, "no_drop",
                     f"no drop after {self._disp_since_drop:.3f} mm of squeeze "

@@ -49,6 +49,7 @@ class Supervision:
         self.last_temperature: float | None = None
         self.start_temperature: float | None = None
         self.rejected: list[str] = []
+        self._last_stamp = now
 
     # ------------------------------------------------------------------ dispatch
     def dispatchable(self) -> list:
@@ -63,16 +64,25 @@ class Supervision:
     def apply(self, symbol: str, now: float, source: str = "", subtask_id: str = "") -> Transition | None:
         """Apply a symbol; a symbol the current state does not accept is kept in `rejected` (not raised):
         agents run concurrently and a late report must not crash the supervisor."""
+        # Reports arrive stamped with when their event happened (a drop's onset), which can be a little
+        # earlier than the last transition; the machine's history must stay monotone.
+        now = max(now, self._last_stamp)
         try:
             transition = self.machine.apply(symbol, now, source=source, subtask_id=subtask_id)
         except RejectedSymbolError as exc:
             self.rejected.append(f"{symbol} from {source or '?'} in {self.machine.state}: {exc}")
             return None
+        self._last_stamp = now
         if transition.to_state == "waiting_ph":
             self.settle.reset()
         if transition.to_state == "done":
             self.verify_since = now
         return transition
+
+    def abort(self, reason: str, now: float) -> Transition:
+        now = max(now, self._last_stamp)
+        self._last_stamp = now
+        return self.machine.abort(reason, now)
 
     def subtask_finished(self, subtask_id: str, success: bool, reason: str = "") -> None:
         if success:

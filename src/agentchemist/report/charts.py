@@ -201,8 +201,9 @@ def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") ->
         lo, hi = _zoom_window(analysis, centre, jump)
         inside = (analysis.volume_ml >= lo) & (analysis.volume_ml <= hi)
         grid_in = (analysis.grid_ml >= lo) & (analysis.grid_ml <= hi)
+        window = eq.window_points if eq is not None else analysis.smoothing.get("window_points")
         ax.plot(analysis.grid_ml[grid_in], _display_curve(analysis)[grid_in], "-", color="#2980b9", linewidth=1.0,
-                label=f"smoothed (local window {eq.window_points if eq is not None else analysis.smoothing.get('window_points')} points)")
+                label=f"smoothed (local window {window} points)")
         ax.plot(analysis.volume_ml[inside], analysis.ph[inside], "o", markersize=4, color="#2c3e50",
                 label=f"measured ({int(inside.sum())} points)")
         for a, b in analysis.quality_flags:

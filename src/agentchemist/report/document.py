@@ -240,7 +240,8 @@ def _process(s: dict, charts: dict[str, Path]) -> list:
                           "Fused time series") if rows else Para("No fused record was stored.", "warn")]
     raw = s.get("raw_observations") or []
     if raw:
-        blocks.append(Table(["Sensor", "Quantity", "Raw observations"], [[r["sensor"], r["quantity"], str(r["n"])] for r in raw]))
+        blocks.append(Table(["Sensor", "Quantity", "Raw observations"],
+                            [[r["sensor"], r["quantity"], str(r["n"])] for r in raw]))
     for name, caption in (("ph_time", "pH against time"), ("volume_time", "Titrant volume against time"),
                           ("temperature_time", "Temperature against time")):
         if name in charts:
@@ -269,7 +270,8 @@ def _quantities(s: dict) -> list:
         blocks.append(Para("Total titrant volume by channel (last record):"))
         blocks.append(KeyValues(kv))
     audio = s.get("audio_events") or {}
-    blocks.append(Para(f"Audio events: {audio.get('n', 0)} ({_text(audio.get('by_classification')) if audio.get('n') else 'none'}), "
+    classes = _text(audio.get("by_classification")) if audio.get("n") else "none"
+    blocks.append(Para(f"Audio events: {audio.get('n', 0)} ({classes}), "
                        f"mean confidence {fmt(audio.get('mean_confidence'), 2)}."))
     drops = s.get("per_drop") or []
     if drops:
@@ -295,8 +297,9 @@ def _events(s: dict) -> list:
     blocks: list = []
     drops = s.get("drops")
     if drops:
+        every = f", one every {drops['mean_interval_s']:.1f} s on average" if drops.get("mean_interval_s") else ""
         blocks.append(Para(f"Drops: {drops['n']} between {fmt_t(drops.get('first_t_s'))} and {fmt_t(drops.get('last_t_s'))}"
-                           + (f", one every {drops['mean_interval_s']:.1f} s on average" if drops.get("mean_interval_s") else "")
+                           + every
                            + " (each drop with its pH is in the per-drop table)."))
     if s.get("routine_transitions"):
         blocks.append(Para(f"{s['routine_transitions']} routine drop / settle transitions are not repeated here "
@@ -334,8 +337,10 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     kv = [("Final pH", fmt(s.get("final_ph"), 3)), ("Target pH", fmt(s.get("target_ph"), 2)),
           ("Final pH - target", fmt(s.get("final_ph_deviation"), 3)),
           ("Total titrant volume", fmt(s.get("total_volume_ml"), 4, "mL")), ("Drops", str(s.get("drops", 0))),
-          ("Initial pH (measured / stated)", f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
-          ("Temperature start / end", f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
+          ("Initial pH (measured / stated)",
+           f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
+          ("Temperature start / end",
+           f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
     setup = s.get("setup") or {}
     if s.get("per_drop_rows") and setup.get("family") in ("acid_base_titration", "unknown"):
         kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
@@ -375,13 +380,15 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
         blocks.append(KeyValues(kv))
     fit = s.get("curve_fit")
     if fit:
-        params = "; ".join(f"{k} = {fmt_sig(v, 6)} ± {fmt_sig(fit['uncertainties'].get(k), 2)}" for k, v in fit["parameters"].items())
+        params = "; ".join(f"{k} = {fmt_sig(v, 6)} ± {fmt_sig(fit['uncertainties'].get(k), 2)}"
+                           for k, v in fit["parameters"].items())
+        implied = ", ".join(fmt(v, 3, "mL") for v in fit["equivalence_volumes_ml"]) or "-"
         blocks.append(Para("Equilibrium-model fit:"))
         blocks.append(KeyValues([("Model", fit["model"]), ("Parameters", params or "none"),
                                  ("Residual rms", fmt(fit["rms_ph"], 4, "pH")),
                                  ("Points", f"{fit['n_points']} used, {fit['excluded_points']} excluded (flagged)"),
                                  ("Converged", _yes(fit["converged"])), ("Solver", fit["message"]),
-                                 ("Implied equivalence volumes", ", ".join(fmt(v, 3, "mL") for v in fit["equivalence_volumes_ml"]) or "-"),
+                                 ("Implied equivalence volumes", implied),
                                  ("Note", fit["uncertainty_note"])]))
     devs = s.get("deviations") or []
     if devs:
@@ -396,7 +403,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     curve = s.get("theory_curve")
     if curve:
         blocks.append(Para(f"Point-by-point comparison with the theoretical curve ({curve['n_points']} points): rms "
-                           f"{curve['rms_ph']:.3f} pH, mean {_no_negative_zero(curve['mean_ph'], 3):+.3f} pH, largest {curve['max_abs_ph']:.3f} pH "
+                           f"{curve['rms_ph']:.3f} pH, mean {_no_negative_zero(curve['mean_ph'], 3):+.3f} pH, "
+                           f"largest {curve['max_abs_ph']:.3f} pH "
                            f"({curve['source']})."))
     sm = s.get("smoothing")
     if sm:
@@ -440,7 +448,8 @@ def _reproducibility(s: dict) -> list:
     reagents = s.get("reagents") or []
     if reagents:
         blocks.append(Para("Prepare: " + "; ".join(
-            f"{r['name']} {fmt_sig(r.get('concentration_m'))} mol/L" + (f", {fmt(r.get('volume_ml'), 2)} mL" if r.get("volume_ml") else "")
+            f"{r['name']} {fmt_sig(r.get('concentration_m'))} mol/L"
+            + (f", {fmt(r.get('volume_ml'), 2)} mL" if r.get("volume_ml") else "")
             + (f" (batch {r['batch']})" if r.get("batch") else "") for r in reagents) + "."))
     if s.get("conditions"):
         blocks.append(Para("Conditions: " + _text(s["conditions"]) + "."))
@@ -453,7 +462,8 @@ def _reproducibility(s: dict) -> list:
         blocks.append(Bullets(list(s["procedure"])))
     setup = s.get("analysis_setup")
     if setup:
-        blocks.append(Para("Analysis: " + _text(setup) + (f"; options {_text(s['analysis_options'])}" if s.get("analysis_options") else "")
+        options = f"; options {_text(s['analysis_options'])}" if s.get("analysis_options") else ""
+        blocks.append(Para("Analysis: " + _text(setup) + options
                            + (f"; smoothing {s['smoothing'].get('reason')}" if s.get("smoothing") else "") + "."))
     return blocks
 

@@ -80,7 +80,8 @@ def render_html(title: str, document: list[Section]) -> str:
             elif isinstance(block, Image):
                 uri = _data_uri(block.path)
                 if uri is None:
-                    parts.append(f"<p class='warn'>{_esc(block.caption)}: image {_esc(block.path.name)} could not be read</p>")
+                    parts.append(f"<p class='warn'>{_esc(block.caption)}: image {_esc(block.path.name)} "
+                                 "could not be read</p>")
                 else:
                     parts.append(f"<figure><img src='{uri}' alt='{_esc(block.caption)}'>"
                                  f"<figcaption>{_esc(block.caption)}</figcaption></figure>")

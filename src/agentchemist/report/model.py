@@ -49,9 +49,10 @@ class RunData:
     """One experiment run as stored by the recorder.
 
     ``experiment``: experiment_id, instruction, operator, started / finished (s), status
-    (completed | aborted | failed | running; another word is reported as not completed), reason, plan (the planner's five-field dict), reagents
-    (list of dicts: name, concentration_m, volume_ml, batch, optionally role), conditions (initial_ph,
-    target_ph, temperature_start_c, temperature_end_c ...), software_version, config_hash, parameters.
+    (completed | aborted | failed | running; another word is reported as not completed), reason,
+    plan (the planner's five-field dict), reagents (list of dicts: name, concentration_m, volume_ml,
+    batch, optionally role), conditions (initial_ph, target_ph, temperature_start_c,
+    temperature_end_c ...), software_version, config_hash, parameters.
     The record lists hold the columns of the store's tables (see the module docstring).
     ``run_dir`` resolves relative artifact paths (snapshots); None: relative to the report folder.
     """

@@ -18,8 +18,8 @@ __all__ = ["NarrativeBackend", "narrative_input", "run_narrative"]
 
 NarrativeBackend = Callable[[dict], str]
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-# Numbers a sentence may carry without coming from the data: section numbers, small counts, years of
-# the sources cited in the reagent library are already in the summary; these are ordinals and units.
+# Small whole numbers (ordinals, counts such as "two equivalence points", section numbers) and 100
+# (per cent) may appear in prose without a matching value in the summary.
 _TRIVIAL = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 100.0}
 
 

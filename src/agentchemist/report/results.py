@@ -203,7 +203,7 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
             quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", DEFAULT_ACTIVITY)),
             fit=bool(opts.get("fit", True)), config=config,
         )
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:  # bad data, or a solver that could not converge
         ctx.not_concluded.append(f"the titration data could not be analysed: {exc}")
         return
     ctx.analysis = analysis
@@ -236,14 +236,15 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
     conc = analysis.concentration
     if conc is not None:
-        text = f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L ({conc['method'].replace('_', ' ')})"
+        text = (f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L "
+                f"({conc['method'].replace('_', ' ')})")
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
             text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
     try:
         deviations, curve = compare_with_references(analysis, analyte_m=setup.analyte_m,
                                                     temperature_c=setup.temperature_c,
                                                     activity=bool(opts.get("activity", DEFAULT_ACTIVITY)))
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:
         deviations, curve = [], None
         ctx.not_concluded.append(f"no comparison with theory: {exc}")
     ctx.curve = curve

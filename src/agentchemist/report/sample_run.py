@@ -3,8 +3,9 @@
 For tests, documentation and a report preview without the twin: drops of ``drop_ml`` with a relative
 spread, the pH the solver gives after each drop plus meter noise, the FSM of SPEC.md section 3
 (titrating <-> waiting_ph per drop), statistical and audio channels fused into ``titrant_volume``,
-optional anomalies (which flag the records of that drop) and optional snapshot images. Everything is
-seeded; stamps start at ``start`` seconds.
+optional anomalies (which flag the records of that drop) and optional snapshot images. The pH is
+-log a(H+) by default, as a glass electrode reads it. Everything is seeded; stamps start at ``start``
+seconds.
 
     >>> run = synthetic_titration_run("hcl", 0.1, 25.0, "naoh", 0.1, seed=1)
     >>> run.experiment["status"]
@@ -101,7 +102,8 @@ def _snapshot(path: Path, hue: float, seed: int) -> None:
 
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:120, 0:160]
-    img = np.stack([0.55 + 0.3 * np.sin(xx / 25.0 + hue), 0.6 + 0.25 * np.cos(yy / 30.0), np.full(xx.shape, 0.7 + 0.2 * np.sin(hue))], -1)
+    img = np.stack([0.55 + 0.3 * np.sin(xx / 25.0 + hue), 0.6 + 0.25 * np.cos(yy / 30.0),
+                    np.full(xx.shape, 0.7 + 0.2 * np.sin(hue))], -1)
     img = np.clip(img + rng.normal(0, 0.03, img.shape), 0, 1)
     fig = Figure(figsize=(1.6, 1.2), dpi=100)
     FigureCanvasAgg(fig)
@@ -126,6 +128,7 @@ def synthetic_titration_run(
     drop_ml: float = 0.046875,
     drop_spread: float = 0.03,
     ph_noise: float = 0.01,
+    activity: bool = True,
     start: float = 1000.0,
     settle_s: float = 4.0,
     anomalies: Sequence[Mapping] = (),
@@ -134,6 +137,8 @@ def synthetic_titration_run(
 ) -> RunData:
     """A complete run; ``stop_after_drops`` aborts it there (status "aborted").
 
+    ``activity``: the meter reads -log a(H+) (Davies), as a glass electrode and the twin's meter do.
+
     ``anomalies``: dicts with ``at_drop`` (1-based) and optional kind, severity, response, resolved,
     description; the drop's fused records get a quality flag and the anomaly is recorded.
     """
@@ -141,7 +146,8 @@ def synthetic_titration_run(
     n_max = int(max_volume_ml / drop_ml) + 1
     drops = drop_ml * (1.0 + drop_spread * rng.standard_normal(n_max))
     volumes = np.concatenate(([0.0], np.cumsum(drops)))
-    ph_true = titration_curve({analyte: analyte_m}, analyte_volume_ml, {titrant: titrant_m}, volumes)
+    ph_true = titration_curve({analyte: analyte_m}, analyte_volume_ml, {titrant: titrant_m}, volumes,
+                              activity=activity)
     rising = ph_true[-1] > ph_true[0]
     reached = np.flatnonzero(ph_true >= target_ph) if rising else np.flatnonzero(ph_true <= target_ph)
     n_drops = int(reached[0]) if reached.size else n_max
@@ -165,8 +171,11 @@ def synthetic_titration_run(
                       "quality_flags": list(flags)})
 
     temperature = temperature_start = 24.8 + 0.2 * rng.standard_normal()
-    snap = lambda label, hue: artifacts.append({"stamp": t, "kind": "snapshot", "path": f"snapshots/{label.replace(':', '_')}.png",
-                                                "label": label, "_hue": hue})
+
+    def snap(label: str, hue: float) -> None:
+        artifacts.append({"stamp": t, "kind": "snapshot", "path": f"snapshots/{label.replace(':', '_')}.png",
+                          "label": label, "_hue": hue})
+
     snap("start", 0.3)
     add_fused("temperature", "C", temperature, 0.95, ["sensor"], [temperature], [0.95], "initial")
     t += 6.0
@@ -246,7 +255,8 @@ def synthetic_titration_run(
                      {"name": titrant, "concentration_m": titrant_m, "volume_ml": None, "batch": "B-2025-11",
                       "role": "titrant"}],
         "conditions": {"initial_ph": round(float(ph_true[0]), 2), "target_ph": target_ph,
-                       "temperature_start_c": round(float(temperature_start), 2), "temperature_end_c": round(float(temperature_end), 2)},
+                       "temperature_start_c": round(float(temperature_start), 2),
+                       "temperature_end_c": round(float(temperature_end), 2)},
         "software_version": "0.1.0",
         "config_hash": "sha256:" + "0" * 12 + f"{seed:04d}",
         "parameters": {"drop_volume_ml": drop_ml, "settle_s": settle_s, "seed": seed},

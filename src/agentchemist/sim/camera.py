@@ -168,9 +168,13 @@ class BenchRenderer:
                         dr.cv2.ellipse(c.img, c.p(pu, y), (c.n(1.3), c.n(2.0)), 0, 0, 360, liquid, -1, dr.AA)
                 else:
                     dr.draw_pipette(c, bu + 19.0, bv - 4.0, 12.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
-            else:
-                bulb = dr.draw_pipette(c, pu, pv, 0.0, st["pipette_fill"], liquid, 0.0, pip.marker_id) if st["pipette_held"] \
-                    else dr.draw_pipette(c, pu, pv, 80.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
+            elif st["pipette_held"]:
+                over = items.get(pip.on) if pip.on else None
+                tip_v = base_of(over)[1] - 76.0 if over is not None and over.kind == "reagent_bottle" else pv
+                bulb = dr.draw_pipette(c, pu, tip_v, 0.0, st["pipette_fill"], liquid, st["pipette_pendant_ml"],
+                                       pip.marker_id, flag_frac=0.35)
+            else:  # lying on the bench
+                dr.draw_pipette(c, pu, pv, 80.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
         anchors: dict[str, tuple[float, float]] = {}
         for side in ("left", "right"):
             corner, park = _PARK[side]

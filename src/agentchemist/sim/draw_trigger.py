@@ -15,7 +15,8 @@ class DrawTriggerConfig:
     bottle_pose: tuple[float, ...]       #: joint angles of the arm at the titrant bottle (rad)
     tolerance_rad: float = 0.03
     squeezed_below_mm: float = 20.0      #: the bulb counts as squeezed below this opening
-    released_above_mm: float = 55.0      #: ... and as released above this one
+    released_above_mm: float = 59.5      #: ... and as released above this one (fully open on the bulb:
+                                         #: drawing while still squeezed would leave air to expel first)
 
 
 class DrawTrigger:

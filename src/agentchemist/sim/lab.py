@@ -11,9 +11,11 @@ dissolves, the twin sub-steps at <= 10 ms (pipette) / 50 ms (pouring, dissolutio
 
 Grasping. Until a physics backend gives the arms real kinematics, closing the pipette's gripper
 (``pipette.held_by``) to within ``grasp_tolerance_mm`` of the bulb's contact opening counts as grasping
-the pipette, and opening it past that releases it. Drops land in the beaker when the pipette hangs over
-it (its ``on`` names the beaker and the beaker is within half a beaker width in the front image);
-otherwise they spill on the bench.
+the pipette, and opening it past that releases it. Where the pipette is, is its layout item's ``on``:
+drops land in the beaker when the pipette hangs over it (``on`` names the beaker and the beaker is
+within half a beaker width in the front image), go back into a reagent bottle when it is over one
+(``move_labware("pipette", now, on="titrant_bottle")`` before squeezing it out to refill), and
+otherwise spill on the bench.
 
 Determinism: one numpy Generator per subsystem, spawned from the scenario seed in a fixed order; the
 same seed and the same call sequence give bit-identical readings, audio and images.
@@ -52,6 +54,8 @@ BEAKER_HALF_WIDTH_FRACTION = 0.09  # of the image width: the drop misses a beake
 
 
 def _finite(value: Any, what: str) -> float:
+    if type(value) is float and value - value == 0.0:  # fast path: a finite float
+        return value
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -92,10 +96,11 @@ class LabTwin:
         self.grippers = {s: Gripper(rb.initial_gripper_opening_m, rb.initial_gripper_opening_m,
                                     rb.gripper_tau_s, rb.gripper_max_speed_m_s) for s in SIDES}
         self._gripper_list = list(self.grippers.values())
+        self._holder = self.grippers[sc.pipette.held_by]
         self.arms = {s: Arm(list(rb.initial_arm_rad), list(rb.initial_arm_rad), rb.arm_tau_s) for s in SIDES}
         # chemistry and instruments
         self.stirrer_on = sc.stirrer.on
-        self.beaker = Beaker(sc.beaker, sc.probe.temperature_c, activity=True)
+        self.beaker = Beaker(sc.beaker, sc.probe.temperature_c, activity=sc.probe.activity)
         self.pipette = RubberBulbPipette(sc.pipette, self._rng_pipette)
         if sc.pipette.drawn_ml > 0 and sc.pipette.drawn_reagent is not None:
             self.pipette.composition = self._titrant_composition(sc.pipette.drawn_reagent)
@@ -126,7 +131,6 @@ class LabTwin:
         self._events: list[dict[str, Any]] = []
         self._ph_history: list[tuple[float, float]] = [(0.0, self.probe.bulk)]
         self._dirty = False
-        self._load_dirty = False
         self._faults = FaultBook(list(sc.faults))
         self._renderer = None
 
@@ -134,21 +138,30 @@ class LabTwin:
     def step(self, now: float) -> None:
         """Advance every model to ``now`` (s of sim time); earlier times are ignored."""
         now = _finite(now, "now")
+        if now <= self.t:
+            return
         stalls = 0
+        holder = self._holder
+        pipette, faults, bottle, dissolver = self.pipette, self._faults, self.bottle, self.dissolver
         while self.t < now:
             t0 = self.t
-            t_evt = min(now, self._faults.next_time(), self._next_landing())
-            nd = self.pipette.next_detach_time()
-            if nd is not None:
-                t_evt = min(t_evt, max(nd, t0))
-            t1 = max(t_evt, t0)
-            holder = self.grippers[self.scenario.pipette.held_by]
+            t1 = now
+            ft = faults.next_time()
+            if ft < t1:
+                t1 = ft
+            if self._falling and self._falling[0].land_time < t1:
+                t1 = self._falling[0].land_time
+            nd = pipette.next_detach_time()
+            if nd is not None and nd < t1:
+                t1 = nd
+            if t1 < t0:
+                t1 = t0
             # Sub-steps sit on a fixed grid of absolute times, so the result does not depend on how
             # the caller chunks time (only the bulb's in-step interpolation could notice).
-            if holder.moving:  # squeezing, grasping or releasing: resolve the bulb at <= 10 ms
-                t1 = min(t1, _next_grid(t0, PIPETTE_SUBSTEP_S))
-            pouring = self.bottle is not None and self.bottle.active
-            dissolving = self.dissolver is not None and self.dissolver.solid_g > 0.0
+            if holder.position_m != holder.command_m and not holder.stalled:
+                t1 = min(t1, _next_grid(t0, PIPETTE_SUBSTEP_S))  # squeezing, grasping or releasing
+            pouring = bottle is not None and bottle.active
+            dissolving = dissolver is not None and dissolver.solid_g > 0.0
             if pouring or dissolving:
                 t1 = min(t1, _next_grid(t0, SLOW_SUBSTEP_S))
             self._advance_segment(t0, t1, pouring, dissolving)
@@ -200,8 +213,7 @@ class LabTwin:
             grams = self.dissolver.advance(t0, t1, stirred, self.beaker.volume_ml)
             if grams > 0.0:
                 self.beaker.add_dissolved(self.scenario.weighing.reagent, grams / self.dissolver.molar_mass, grams)  # type: ignore[union-attr]
-                self._dirty = True
-                self._load_dirty = True
+                self._dirty = True  # (mass on the balance is unchanged: solid became solute)
             if self.dissolver.complete_at is not None and self.dissolver.solid_g == 0.0:
                 self._event(self.dissolver.complete_at, "dissolved", grams=self.dissolver.added_g)
         if pouring:
@@ -228,14 +240,8 @@ class LabTwin:
     def _settle(self, now: float) -> None:
         """Bring the closed-form models to ``now`` (and recompute the pH if the composition changed)."""
         self._refresh_ph(now)
-        if self.probe.moving:
-            self.probe.advance(now, self._mixing_tau())
-        else:
-            self.probe.t = now
+        # The probe is advanced lazily (closed form): when read, drawn, or before its inputs change.
         self.balance.advance(now)
-        if self._load_dirty:
-            self.balance.set_load(self._balance_load())
-            self._load_dirty = False
         dt = now - self._arm_t
         if dt > 0.0:
             for arm in self.arms.values():
@@ -251,6 +257,15 @@ class LabTwin:
             self._ph_history.append((t, ph))
             self._dirty = False
 
+    def _sync_probe(self, t: float | None = None) -> None:
+        """Bring the electrode to ``t`` (default: the twin's time); call it before reading the probe
+        and before anything that changes its mixing time constant."""
+        t = self.t if t is None else t
+        if self.probe.moving:
+            self.probe.advance(t, self._mixing_tau())
+        elif t > self.probe.t:
+            self.probe.t = t
+
     def _mixing_tau(self) -> float:
         st = self.scenario.stirrer
         stirred = self.stirrer_on and self._present(st.id) and self._items[self.scenario.beaker.id].on == st.id
@@ -265,6 +280,12 @@ class LabTwin:
         return abs(pip.position[0] - beaker.position[0]) <= BEAKER_HALF_WIDTH_FRACTION * self.scenario.cameras.width
 
     def _on_detach(self, drop: Drop) -> None:
+        pip = self._items.get(self.scenario.pipette.id)
+        over = self._items.get(pip.on) if pip is not None and pip.on else None
+        if over is not None and over.present and over.kind == "reagent_bottle":
+            drop.fate = "returned"  # squeezed out over the reservoir (emptying before a refill)
+            self._drops.append(drop)
+            return
         drop.fate = "falling" if self._drop_target_ok() else "spilled"
         self._drops.append(drop)
         if drop.fate == "falling":
@@ -302,6 +323,7 @@ class LabTwin:
         self._handle_events(self.t)
 
     def _fire(self, spec: FaultSpec, t: float) -> None:
+        self._sync_probe(t)
         entry = self._faults.fire(spec, t)
         p = spec.params
         self._event(t, f"fault:{spec.kind}", **p)
@@ -324,6 +346,9 @@ class LabTwin:
             self.grippers[side].stalled = True
         elif spec.kind == "labware_missing":
             self._items[p["id"]].present = False
+            if p["id"] == self.scenario.pipette.id and self._held:
+                self._held = False  # it is gone from the gripper too
+                self._event(t, "pipette_released", side=self.scenario.pipette.held_by, note="pipette vanished")
             self._update_balance(self.t)
         elif spec.kind == "labware_moved":
             item = self._items[p["id"]]
@@ -335,6 +360,7 @@ class LabTwin:
                 self._schedule(side, AudioEventTruth(t, "clink", 0.0, f"{p['id']} moved"))
 
     def _expire(self, entry: ActiveFault, t: float) -> None:
+        self._sync_probe(t)
         p = entry.spec.params
         self._event(t, f"fault_end:{entry.kind}", **p)
         if entry.kind == "gripper_stall":
@@ -415,6 +441,7 @@ class LabTwin:
 
     def set_stirrer(self, on: bool, now: float) -> CommandResult:
         self.step(now)
+        self._sync_probe()
         self.stirrer_on = bool(on)
         self._event(self.t, "stirrer_on" if on else "stirrer_off")
         return CommandResult(bool(on))
@@ -431,6 +458,7 @@ class LabTwin:
         if on is not None and on not in self._items:
             raise SimCommandError(f"cannot place {item_id} on unknown item {on!r}")
         self.step(now)
+        self._sync_probe()
         item = self._items[item_id]
         if not item.present:
             return CommandResult(None, False, False, f"{item_id} is not on the bench")
@@ -453,6 +481,7 @@ class LabTwin:
         if self._faults.find("ph_dropout") or not self._present(sp.id) or not self._present_kind("ph_meter"):
             return None
         stuck = self._faults.find("ph_stuck")
+        self._sync_probe()
         if stuck is not None:
             value = stuck.state["value"]
         else:
@@ -515,6 +544,7 @@ class LabTwin:
     def scene_state(self) -> dict[str, Any]:
         """Everything the cameras draw, as plain data (positions in front-image pixels)."""
         ph = self.beaker.ph()
+        self._sync_probe()
         dropout = self._faults.find("ph_dropout") is not None or not self._present(self.scenario.probe.id)
         stuck = self._faults.find("ph_stuck")
         meter = None if dropout else (stuck.state["value"] if stuck else self.probe.indicated(self.t))
@@ -551,6 +581,7 @@ class LabTwin:
 
     def truth(self) -> dict[str, Any]:
         """Ground truth for grading (JSON-serialisable)."""
+        self._sync_probe()
         landed = [d for d in self._drops if d.fate in ("beaker", "overflow")]
         out: dict[str, Any] = {
             "t": self.t,

@@ -7,7 +7,12 @@ against the reagent library and normalised to their canonical names; cross-refer
 Errors are :class:`ScenarioError` naming the file, the key path and the problem::
 
     >>> scenario_from_dict({"name": "x"}, source="demo.yaml")      # doctest: +SKIP
-    ScenarioError: demo.yaml: seed: field required ...
+    ScenarioError: invalid scenario
+      demo.yaml: seed: required key is missing
+      ...
+
+To vary a shipped scenario in a test or benchmark, read it with :func:`read_scenario_yaml`, change the
+mapping and validate it with :func:`scenario_from_dict`.
 
 Units are in the field names (``_ml``, ``_s``, ``_M`` = mol/L, ``_mm``, ``_m``, ``_g``, ``_deg``).
 Pixel positions (u, v) refer to the front camera at the scenario's ``cameras.width`` x ``height``.
@@ -49,6 +54,7 @@ __all__ = [
     "StirrerSpec",
     "WeighingSpec",
     "load_scenario",
+    "read_scenario_yaml",
     "scenario_from_dict",
 ]
 
@@ -184,6 +190,7 @@ class ProbeSpec(_Model):
     temperature_c: float = Field(default=25.0, ge=0.0, le=80.0)
     temperature_noise_sd: float = Field(default=0.02, ge=0, le=2.0)
     min_immersion_ml: float = Field(default=5.0, ge=0, description="liquid needed to cover the junction")
+    activity: bool = Field(default=True, description="pH as -log10 a(H+) (Davies), as a glass electrode reads")
 
 
 class BalanceSpec(_Model):
@@ -209,9 +216,29 @@ class StirrerSpec(_Model):
 class AudioSpec(_Model):
     """Contact-microphone synthesis; ``synth`` passes extra ContactAudioConfig fields through."""
 
-    sample_rate: int = Field(default=48000, ge=8000, le=192000)
+    sample_rate: int = Field(default=48000, ge=16000, le=192000)
     snr_db: float = Field(default=20.0, ge=-20, le=80)
     synth: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("synth")
+    @classmethod
+    def _synth_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        import dataclasses
+
+        from agentchemist.sim.audio import AudioSynthError, ContactAudioConfig
+
+        owned = {"sample_rate", "snr_db", "stirrer_on", "seed"}  # set from the scenario itself
+        allowed = sorted({f.name for f in dataclasses.fields(ContactAudioConfig)} - owned)
+        for key in v:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {allowed}"
+                raise ValueError(f"unknown synth key {key!r}{hint}")
+        try:
+            ContactAudioConfig(**v)
+        except (AudioSynthError, TypeError) as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
 
 class CameraSpec(_Model):
@@ -485,8 +512,8 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         raise ScenarioError(source, _format_errors(exc)) from None
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Load and validate a scenario YAML file."""
+def read_scenario_yaml(path: str | Path) -> Any:
+    """The parsed YAML of a scenario file, unvalidated (YAML 1.2 booleans: ``on:`` stays a key)."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -496,7 +523,12 @@ def load_scenario(path: str | Path) -> Scenario:
         data = yaml.load(text, Loader=_Yaml12BoolLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ScenarioError(str(file), [("", f"invalid YAML: {exc}")]) from None
-    return scenario_from_dict(data if data is not None else {}, source=str(file))
+    return data if data is not None else {}
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate a scenario YAML file."""
+    return scenario_from_dict(read_scenario_yaml(path), source=str(Path(path)))
 
 
 def indicator_names() -> list[str]:

@@ -155,14 +155,13 @@ class Dissolver:
             drive = max(0.0, 1.0 - self.dissolved_g / cap_g)
             m_ref = self.added_g
             # exact for the m^(2/3) law at constant drive: m^(1/3) falls linearly in time
-            cube = self.solid_g ** (1.0 / 3.0) - m_ref ** (1.0 / 3.0) * drive * dt / t_d
+            rate = m_ref ** (1.0 / 3.0) * drive / t_d  # d(m^(1/3))/dt, g^(1/3)/s
+            cube = self.solid_g ** (1.0 / 3.0) - rate * dt
             new_solid = cube**3 if cube > 0.0 else 0.0
-            if new_solid < 1e-6:
-                # finish inside this sub-step: stamp the exact time the last crystal vanished
-                rate = m_ref ** (1.0 / 3.0) * drive / t_d
-                t_end = t + (self.solid_g ** (1.0 / 3.0) / rate if rate > 0 else dt)
+            if new_solid < 1e-12:
+                # the last crystal vanishes inside this sub-step: stamp when
                 new_solid = 0.0
-                self.complete_at = min(t_end, t + dt)
+                self.complete_at = t + min(self.solid_g ** (1.0 / 3.0) / rate, dt) if rate > 0 else t + dt
             amount = self.solid_g - new_solid
             self.solid_g = new_solid
             self.dissolved_g += amount

@@ -15,7 +15,7 @@ from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioChunk, Audio
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.qos import AUDIO, LATCHED, RELIABLE
+from agentchemist_ros.common.qos import AUDIO, FSM, LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
@@ -38,7 +38,7 @@ class AudioSupervisorNode(Node):
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         for side in self.sides:
             self.create_subscription(AudioChunk, topics.audio_topic(side), lambda m, s=side: self.on_chunk(s, m), AUDIO)
-        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED)
+        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_timer(0.25, self.check_timeout)
 

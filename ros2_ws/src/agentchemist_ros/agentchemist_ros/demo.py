@@ -23,7 +23,7 @@ from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, FusedRecord
 from agentchemist_ros.common import topics
-from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE
+from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.timeconv import to_sec
 from agentchemist_ros.graph import Graph, ensure_init
 
@@ -36,7 +36,7 @@ class Watcher(Node):
         super().__init__("demo_watcher")
         self.state, self.ph, self.volume, self.drops, self.sim_t = "-", float("nan"), 0.0, 0, 0.0
         self.transitions = 0
-        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED)
+        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(FusedRecord, topics.RECORDS, self.on_record, RELIABLE)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_event, RELIABLE)

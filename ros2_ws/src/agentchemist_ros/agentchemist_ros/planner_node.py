@@ -2,7 +2,9 @@
 question), published latched on /agentchemist/plan; then follows the FSM to its end and returns the
 report path. dry_run returns the plan only."""
 import json
+import secrets
 import threading
+import time
 
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -16,10 +18,15 @@ from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, F
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.qos import LATCHED, RELIABLE
+from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 from agentchemist_ros.common.waiting import first_of, resolved_after
+
+def new_experiment_id() -> str:
+    """Unique per run (wall-clock date and time plus randomness): one run folder per experiment."""
+    return time.strftime("exp-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
 
 MARKER_KINDS = {"stirrer": "magnetic_stirrer"}
 
@@ -38,7 +45,7 @@ class PlannerNode(Node):
         self.llm_timeout = declare(self, "llm_timeout_s", 60.0, "LLM request timeout (s)", low=1.0, high=600.0)
         self.states, self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}, {}
         self.plan_pub = self.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
-        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED, callback_group=self.group)
+        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM, callback_group=self.group)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=self.group)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE, callback_group=self.group)
         self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE, callback_group=self.group)
@@ -93,7 +100,8 @@ class PlannerNode(Node):
         result = RunExperiment.Result()
         try:
             scene = await self.scene(goal.scene_json)
-            outcome = plan_instruction(goal.instruction, scene, backend=self.backend_instance())
+            outcome = plan_instruction(goal.instruction, scene, backend=self.backend_instance(),
+                                       experiment_id=new_experiment_id())
         except Exception as exc:  # a planner failure is a refusal with the reason, never a half-plan
             result.outcome, result.message = "failed", f"planning failed: {exc!r}"
             goal_handle.abort()

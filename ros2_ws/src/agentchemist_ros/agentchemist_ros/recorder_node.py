@@ -20,7 +20,7 @@ from agentchemist_interfaces.srv import QueryRecords
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE
+from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
@@ -45,7 +45,7 @@ class RecorderNode(Node):
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED)
-        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, LATCHED)
+        self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
         self.create_subscription(QuantityEstimate, topics.QUANTITY, self.on_quantity, RELIABLE)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_reading, READINGS)

@@ -23,7 +23,7 @@ from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE, SENSOR
+from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
@@ -39,7 +39,7 @@ class VisionSupervisorNode(Node):
         self.experiment_id = ""
         self.front = None
         self.group = ReentrantCallbackGroup()
-        self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, LATCHED)
+        self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED, callback_group=self.group)
@@ -276,7 +276,7 @@ class VisionSupervisorNode(Node):
                 self.publish_state("aborted", "", "abort", terminal=True)
                 return
             previous = self.sup.machine.state
-            self.sup.machine.abort(reason, now)
+            self.sup.abort(reason, now)
             self.publish_state(self.sup.machine.state, previous, "abort", terminal=True)
         self.snapshot("anomaly")
 

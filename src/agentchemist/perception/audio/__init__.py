@@ -16,7 +16,8 @@ from .errors import (AudioInputError, AudioPerceptionError, BackendUnavailableEr
 from .events import DETECTED_KINDS, DetectedEvent, EventFeatures
 
 __all__ = [
-    "AudioBackend", "AudioInputError", "CLASSIFICATIONS", "ClassifiedEvent", "ContextConfig", "DropContext", "AudioPerceptionError", "BackendUnavailableError", "ContextError",
-    "DETECTED_KINDS", "DetectedEvent", "DetectorConfig", "DetectorConfigError", "EmbeddingBackend",
-    "EventFeatures", "RuleBackend", "RuleClassifierConfig", "StreamingDetector", "class_probabilities", "decide",
+    "CLASSIFICATIONS", "DETECTED_KINDS", "AudioBackend", "AudioInputError", "AudioPerceptionError",
+    "BackendUnavailableError", "ClassifiedEvent", "ContextConfig", "ContextError", "DetectedEvent", "DetectorConfig",
+    "DetectorConfigError", "DropContext", "EmbeddingBackend", "EventFeatures", "RuleBackend", "RuleClassifierConfig",
+    "StreamingDetector", "class_probabilities", "decide",
 ]

@@ -42,7 +42,8 @@ def chunk_problems(samples: object, sample_rate: int, channels: int, t0: float, 
     Codes: bad_time, wrong_rate, wrong_channels, bad_dtype, bad_shape, empty, clipped, gap, overlap.
     ``expected_t0``: end time of the previous chunk (None for the first)."""
     out: list[str] = []
-    if not (isinstance(t0, (int, float)) and math.isfinite(t0) and t0 >= 0):
+    t_ok = _is_time(t0)
+    if not t_ok:
         out.append(f"bad_time: chunk start time {t0!r} s is not a finite time >= 0")
     if sample_rate != config.sample_rate:
         out.append(f"wrong_rate: {sample_rate} Hz, expected {config.sample_rate} Hz")
@@ -64,9 +65,10 @@ def chunk_problems(samples: object, sample_rate: int, channels: int, t0: float, 
         with np.errstate(invalid="ignore"):
             frac = float(np.mean(np.abs(a.astype(np.float64)) >= config.clip_level))
         if frac > config.clip_fraction:
-            out.append(f"clipped: {100 * frac:.2f} % of samples at full scale (limit {100 * config.clip_fraction:.2f} %)")
-    if expected_t0 is not None and math.isfinite(t0) and t0 >= 0:
-        dt = t0 - expected_t0
+            out.append(f"clipped: {100 * frac:.2f} % of samples at full scale "
+                       f"(limit {100 * config.clip_fraction:.2f} %)")
+    if expected_t0 is not None and t_ok:
+        dt = float(t0) - expected_t0  # type: ignore[arg-type]
         if dt > config.continuity_tol_s:
             out.append(f"gap: chunk starts {1e3 * dt:.1f} ms after the previous chunk ended")
         elif dt < -config.continuity_tol_s:
@@ -80,7 +82,11 @@ def chunk_duration(samples: object, sample_rate: int, channels: int) -> float | 
         a = np.asarray(samples)
     except Exception:  # noqa: BLE001
         return None
-    if sample_rate <= 0 or channels <= 0:
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (sample_rate, channels)):
         return None
     frames = a.shape[0] if a.ndim == 2 else a.size // channels
     return frames / sample_rate
+
+
+def _is_time(t: object) -> bool:
+    return isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0

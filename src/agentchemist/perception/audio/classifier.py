@@ -34,7 +34,8 @@ class RuleClassifierConfig:
     drop_decay_s: (min, max) droplet ring time constant. drop_freq_hz: (min, max) droplet peak frequency.
     ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
     R^2 of the decay fit for a clean ring. quiet_before_db: droplets start from quiet: the band energy in
-    the 50 ms before the onset is at most this far above the floor (else: a fragment of a longer sound). granular_db: envelope jitter above this is pouring.
+    the 50 ms before the onset is at most this far above the floor (else: a fragment of a longer sound).
+    granular_db: envelope jitter (median 1 ms step) above this is pouring.
     low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets
     with more clipped samples than this share are implausible (a saturated click is not a drop).
     floor: probability mass added to every class before normalising (keeps margins finite).
@@ -98,8 +99,11 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     c = config
     short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
     sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
+    # rings longer than a grain (fitted decay), and not as long as glass: the upper test also accepts
+    # twice the energy centroid (the time constant of a pure exponential), because at low SNR a decay
+    # fit over noise can come out long
     drop_decay = (_above(f.decay_s, c.drop_decay_s[0], c.drop_decay_w[0])
-                  * _below(f.decay_s, c.drop_decay_s[1], c.drop_decay_w[1]))
+                  * _below(min(f.decay_s, 2.0 * f.centroid_s), c.drop_decay_s[1], c.drop_decay_w[1]))
     drop_centroid = (_above(f.centroid_s, c.drop_centroid_s[0], c.drop_centroid_w[0])
                      * _below(f.centroid_s, c.drop_centroid_s[1], c.drop_centroid_w[1]))
     drop_freq = (_above(f.peak_frequency_hz, c.drop_freq_hz[0], c.drop_freq_w[0])

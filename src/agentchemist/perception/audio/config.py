@@ -38,6 +38,8 @@ class DetectorConfig:
     clip_fraction: a chunk with more than this fraction of clipped samples is reported as clipped.
     continuity_tol_s: a chunk starting more than this after (gap) or before (overlap) the previous
         chunk's end is a discontinuity.
+    time_jump_s: a chunk starting more than this before the previous chunk's end is a clock reset
+        (the stream restarts there), not a re-sent chunk to be trimmed.
     min_block: incoming samples are filtered in blocks of at least this many (amortises per-call cost
         of small chunks; adds at most min_block / sample_rate of latency). 0 = process every chunk at once.
     id_prefix: prefix of event ids ("aud-000001" ...).
@@ -63,6 +65,7 @@ class DetectorConfig:
     clip_level: int = 32700
     clip_fraction: float = 0.001
     continuity_tol_s: float = 0.001
+    time_jump_s: float = 1.0
     min_block: int = 1024
     id_prefix: str = "aud"
 
@@ -85,10 +88,12 @@ class DetectorConfig:
         integer("clip_level", 1, 32767)
         integer("min_block", 0, 1 << 20)
         if self.frame % self.hop:
-            raise DetectorConfigError(f"DetectorConfig.frame ({self.frame}) must be a whole number of hops ({self.hop})")
+            raise DetectorConfigError(f"DetectorConfig.frame ({self.frame}) must be a whole number of hops "
+                                      f"({self.hop})")
         if not (isinstance(self.band_hz, tuple) and len(self.band_hz) == 2
                 and all(isinstance(f, (int, float)) and math.isfinite(f) for f in self.band_hz)):
-            raise DetectorConfigError(f"DetectorConfig.band_hz must be a (low, high) tuple of Hz, got {self.band_hz!r}")
+            raise DetectorConfigError(f"DetectorConfig.band_hz must be a (low, high) tuple of Hz, "
+                                      f"got {self.band_hz!r}")
         lo, hi = self.band_hz
         if not 0.0 < lo < hi < self.sample_rate / 2.0:
             raise DetectorConfigError(f"DetectorConfig.band_hz must satisfy 0 < low < high < sample_rate/2 "
@@ -106,6 +111,7 @@ class DetectorConfig:
         num("pre_roll_s", 0.0, 2.0)
         num("clip_fraction", 0.0, 1.0)
         num("continuity_tol_s", 0.0, 1.0)
+        num("time_jump_s", self.continuity_tol_s, 3600.0)
         if not isinstance(self.id_prefix, str) or not self.id_prefix:
             raise DetectorConfigError(f"DetectorConfig.id_prefix must be a non-empty str, got {self.id_prefix!r}")
         if self.frame / self.sample_rate > 0.1:

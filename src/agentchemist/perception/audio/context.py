@@ -127,21 +127,20 @@ class DropContext:
             raise ContextError(f"set_expectation: active must be a bool, got {active!r}")
         if not isinstance(subtask_id, str) or not isinstance(fsm_state, str):
             raise ContextError("set_expectation: subtask_id and fsm_state must be str")
-        if expected_interval_s is not None and (isinstance(expected_interval_s, bool)
-                                                or not isinstance(expected_interval_s, (int, float))
-                                                or not math.isfinite(expected_interval_s) or expected_interval_s <= 0):
-            raise ContextError(f"set_expectation: expected_interval_s must be > 0 s or None, got {expected_interval_s!r}")
-        bad = [k for k in expected_kinds if k not in DETECTED_KINDS]
-        if bad or not expected_kinds:
-            raise ContextError(f"set_expectation: expected_kinds must be a non-empty subset of {DETECTED_KINDS}, got {expected_kinds!r}")
+        interval = expected_interval_s
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, (int, float))
+                                     or not math.isfinite(interval) or interval <= 0):
+            raise ContextError(f"set_expectation: expected_interval_s must be > 0 s or None, got {interval!r}")
+        if not expected_kinds or any(k not in DETECTED_KINDS for k in expected_kinds):
+            raise ContextError(f"set_expectation: expected_kinds must be a non-empty subset of {DETECTED_KINDS}, "
+                               f"got {expected_kinds!r}")
         last = self._history[-1]
         if now < last.since:
             raise ContextError(f"set_expectation: now={now} s is before the previous expectation ({last.since} s)")
         if active and not last.active:
             self._timeout_from = now  # the clock starts when dispensing starts
         self._history.append(_Expectation(now, active, subtask_id, fsm_state,
-                                          None if expected_interval_s is None else float(expected_interval_s),
-                                          tuple(expected_kinds)))
+                                          None if interval is None else float(interval), tuple(expected_kinds)))
         horizon = now - self.config.history_s
         while len(self._history) > 2 and self._history[1].since < horizon:
             self._history.pop(0)
@@ -186,17 +185,19 @@ class DropContext:
                 quantity = self.drop_volume_ml
                 self.drops += 1
                 self.total_ml += quantity
-                if exp.interval_s is not None and onset - self._last_expected < self.config.fast_ratio * exp.interval_s:
+                since = onset - self._last_expected
+                if exp.interval_s is not None and since < self.config.fast_ratio * exp.interval_s:
                     consistency = self.config.suspicious_factor
-                    reason += f"; only {onset - self._last_expected:.2f} s after the previous drop"
+                    reason += f"; only {since:.2f} s after the previous drop"
                 self._last_expected = max(self._last_expected, onset)
                 self._timeout_from = max(self._timeout_from, onset)
         else:
             classification = "anomalous"
+            where = f"{exp.subtask_id or 'idle'}, {exp.fsm_state or 'no state'}"
             if event.kind == "droplet":
-                reason = f"droplet while no dispensing is expected ({exp.subtask_id or 'idle'}, {exp.fsm_state or 'no state'})"
+                reason = f"droplet while no dispensing is expected ({where})"
             else:
-                reason = f"unexpected {event.kind} sound during {exp.subtask_id or 'idle'} ({exp.fsm_state or 'no state'})"
+                reason = f"unexpected {event.kind} sound ({where})"
         return ClassifiedEvent(
             classification=classification, kind=event.kind, symbol=symbol, time=onset, quantity_ml=quantity,
             total_ml=self.total_ml, drops=self.drops, total_sd_ml=self._total_sd(),

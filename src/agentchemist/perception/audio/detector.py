@@ -123,8 +123,8 @@ class StreamingDetector:
         Tracks continuity against the previous validated chunk; the caller raises the anomalies."""
         problems = chunk_problems(samples, sample_rate, channels, t0, self.config, self._validated_end)
         dur = chunk_duration(samples, sample_rate, channels)
-        if dur is not None and isinstance(t0, (int, float)) and math.isfinite(t0) and t0 >= 0:
-            self._validated_end = t0 + dur
+        if dur is not None and not any(p.startswith("bad_time") for p in problems):
+            self._validated_end = float(t0) + dur
         return problems
 
     def process(self, samples: object, t0: float, *, sample_rate: int | None = None,
@@ -144,9 +144,10 @@ class StreamingDetector:
         out: list[DetectedEvent] = []
         idx0 = int(round(t0 * self.config.sample_rate))
         tol = self.config.samples(self.config.continuity_tol_s)
+        jumped_back = self._next is not None and self._next - idx0 > self.config.samples(self.config.time_jump_s)
         if self._next is None:
             self._restart(idx0)
-        elif idx0 - self._next > tol:  # gap: what was open ends where the audio stopped
+        elif idx0 - self._next > tol or jumped_back:  # gap or clock reset: what was open ends here
             out += self._drain()
             out += self._finalise_all([self._seg.close(self._tape.end)])
             self._restart(idx0)
@@ -207,7 +208,8 @@ class StreamingDetector:
         out = self._finalise_all(self._seg.feed(starts, energies))
         open_start = self._seg.active_start
         keep = min(self._next_frame, open_start if open_start is not None else self._next_frame)
-        self._tape.trim(keep - self._pre_roll - c.hop)
+        # keep what the onset search (2 frames back) and the pre-roll of a future event may need
+        self._tape.trim(keep - self._pre_roll - 2 * c.frame - c.hop)
         return out
 
     def _finalise_all(self, segments: list[Segment | None]) -> list[DetectedEvent]:

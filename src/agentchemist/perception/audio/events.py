@@ -24,7 +24,7 @@ class EventFeatures:
     flatness: spectral flatness of the excess spectrum in the detection band (0 tonal .. 1 white).
     low_fraction: share of the excess energy below 600 Hz (thuds).
     granularity_db: median absolute step of the 1 ms envelope, dB (grains make it jitter).
-    clip_fraction: share of raw samples in the event at or above the clip level.
+    clip_fraction: share of raw samples at or above the clip level in the event and the 50 ms before it.
     """
 
     duration_s: float

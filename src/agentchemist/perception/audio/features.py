@@ -18,8 +18,8 @@ _NEPER_DB = 20.0 / math.log(10.0)  # dB per neper of amplitude
 _TINY = 1e-20  # energy added before log10 (full scale = 1)
 _MAX_DECAY_S = 10.0  # reported when the envelope does not decay
 _HOLD_SMOOTH = 10  # envelope points (ms) averaged before measuring the hold time
-_SPECTRUM_MAX_S = 0.25
-_PRE_WINDOW_S = (0.05, 0.003)  # (from, to) s before the onset: the background just before an event  # the spectrum looks at the first part of an event, where its energy is
+_SPECTRUM_MAX_S = 0.25  # the spectrum looks at the first part of an event, where its energy is
+_PRE_WINDOW_S = (0.05, 0.003)  # (from, to) s before the onset: the background just before an event
 
 
 def envelope_db(y: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +90,8 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
     a = max(0, onset - int(_PRE_WINDOW_S[0] * sr))
     b = max(a, onset - int(_PRE_WINDOW_S[1] * sr))
     pre_db = (10.0 * math.log10(float(np.mean(filtered[a:b] ** 2)) + _TINY) - floor_db) if b - a > 0 else 0.0
-    seg = raw[onset:end]
+    # clipping in the event or in the background window just before it: either way the features lie
+    seg = raw[a:end]
     clip = float(np.mean(np.abs(seg) >= clip_level)) if seg.size else 0.0
     return EventFeatures(duration_s=(end - onset) / sr, snr_db=float(peak_frame_db - floor_db),
                          peak_frequency_hz=peak_f, decay_s=decay, decay_r2=r2, attack_s=attack, hold_s=hold,

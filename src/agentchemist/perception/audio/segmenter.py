@@ -122,7 +122,7 @@ class Segmenter:
                 self._open = None
                 self._floor_frozen_until = end + self._floor_hold
                 if e > floor + c.threshold_db:
-                    self._open = _Open(start=end, peak_db=-math.inf, last_above_end=end, continued=True)
+                    self._open = _Open(start=end, peak_db=e, last_above_end=end, continued=True)
                 else:
                     self._refractory_until = end + self._refractory
         return out

@@ -20,3 +20,8 @@ READINGS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST,
 AUDIO = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
                    reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
+#: FSM state: latched for late joiners, and deep enough that a burst of transitions is never
+#: overwritten before a reliable subscriber (the recorder) has it.
+FSM = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
+                 reliability=ReliabilityPolicy.RELIABLE,
+                 durability=DurabilityPolicy.TRANSIENT_LOCAL)

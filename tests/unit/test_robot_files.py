@@ -1,0 +1,629 @@
+"""The robot-side files (URDF, ros2_control and node parameter YAML, launch files) agree with the code.
+
+`launch`, `launch_ros`, `xacro`, ros2_control and Gazebo are not installed here, so:
+- the URDF is read with xml.etree; the xacro is expanded by urdf/generate_urdf.py (checked against real
+  xacro when it was written) and the checked-in plain URDF must equal its output;
+- launch files are read with ast, then run against small stand-ins of the launch API whose constructors
+  have the real (Jazzy) signatures, so a misspelt keyword, an undeclared LaunchConfiguration or an
+  unknown executable fails here rather than on the robot;
+- node parameters are read from the node sources with ast (`declare(self, "<name>", default, ...)`).
+Each checker returns a list of problems; one test per checker feeds it a broken input to show it can fail.
+"""
+import ast
+import importlib.util
+import inspect
+import sys
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentchemist.sim.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from tests.conftest import REPO
+
+URDF_DIR = REPO / "urdf"
+LAUNCH_DIR = REPO / "launch"
+NODES_DIR = REPO / "ros2_ws" / "src" / "agentchemist_ros" / "agentchemist_ros"
+PARAMS_FILE = REPO / "config" / "agentchemist_params.yaml"
+CONTROLLERS_FILE = REPO / "config" / "ros2_controllers.yaml"
+LAUNCH_FILES = ("twin.launch.py", "robot.launch.py", "gazebo.launch.py", "replay.launch.py")
+AGENTS = {"planner", "vision_supervisor", "audio_supervisor", "action_policy", "dispenser_controller",
+          "recorder", "summarizer"}
+PENDING_EXECUTABLES = {"piper_driver", "audio_capture"}  # nodes the robot launch names before they exist
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generate_urdf = _load(URDF_DIR / "generate_urdf.py", "generate_urdf")
+
+
+# ============================================================================================ URDF
+def expected_limits() -> dict[str, tuple[float, float]]:
+    """The twin's joint limits (Piper SDK software limits) by joint name."""
+    limits = {}
+    for name in JOINT_NAMES:
+        side, joint = name.split("_", 1)
+        limits[name] = GRIPPER_RANGE_M if joint == "gripper" else ARM_JOINT_LIMITS_RAD[int(joint[-1]) - 1]
+    return limits
+
+
+def urdf_problems(root: ET.Element) -> list[str]:
+    """Structure, limits, inertias and ros2_control of the robot model."""
+    problems = []
+    links = {link.get("name"): link for link in root.findall("link")}
+    joints = {joint.get("name"): joint for joint in root.findall("joint")}
+    parents = {}
+    for name, joint in joints.items():
+        parent, child = joint.find("parent").get("link"), joint.find("child").get("link")
+        for link in (parent, child):
+            if link not in links:
+                problems.append(f"joint {name} names unknown link {link}")
+        if child in parents:
+            problems.append(f"link {child} has two parent joints")
+        parents[child] = parent
+    roots = set(links) - set(parents)
+    if len(roots) != 1:
+        problems.append(f"expected one root link, found {sorted(roots)}")
+    for link in links:  # every link reaches the root without a cycle
+        seen, cur = set(), link
+        while cur in parents:
+            if cur in seen:
+                problems.append(f"cycle through {cur}")
+                break
+            seen.add(cur)
+            cur = parents[cur]
+    for name, link in links.items():
+        inertial = link.find("inertial")
+        if inertial is None:
+            continue
+        i = {k: float(v) for k, v in inertial.find("inertia").attrib.items()}
+        mass = float(inertial.find("mass").get("value"))
+        principal = (i["ixx"], i["iyy"], i["izz"])
+        if mass <= 0 or min(principal) <= 0 or any(2 * p > sum(principal) + 1e-15 for p in principal):
+            problems.append(f"link {name}: mass {mass} / inertia {principal} is not physical")
+    for name, (lo, hi) in expected_limits().items():
+        joint = joints.get(name)
+        if joint is None:
+            problems.append(f"joint {name} missing")
+            continue
+        kind = "prismatic" if name.endswith("gripper") else "revolute"
+        if joint.get("type") != kind:
+            problems.append(f"joint {name} is {joint.get('type')}, expected {kind}")
+        limit = joint.find("limit")
+        got = (float(limit.get("lower")), float(limit.get("upper")))
+        if got != pytest.approx((lo, hi), abs=1e-9):
+            problems.append(f"joint {name} limits {got} != {(lo, hi)}")
+        if joint.find("mimic") is not None:
+            problems.append(f"commanded joint {name} must not be a mimic joint")
+    for name, joint in joints.items():
+        mimic = joint.find("mimic")
+        if mimic is not None and mimic.get("joint") not in joints:
+            problems.append(f"mimic joint {name} follows unknown joint {mimic.get('joint')}")
+    commanded = {}
+    for system in root.findall("ros2_control"):
+        for joint in system.findall("joint"):
+            name = joint.get("name")
+            if name not in joints:
+                problems.append(f"ros2_control {system.get('name')} names unknown joint {name}")
+            for ci in joint.findall("command_interface"):
+                commanded.setdefault(name, set()).add(ci.get("name"))
+                params = {p.get("name"): float(p.text) for p in ci.findall("param")}
+                lim = joints[name].find("limit") if name in joints else None
+                if lim is not None and (params.get("min"), params.get("max")) != (
+                        float(lim.get("lower")), float(lim.get("upper"))):
+                    problems.append(f"ros2_control {name} command range {params} differs from the joint limit")
+    if set(commanded) != set(JOINT_NAMES):
+        problems.append(f"ros2_control commands {sorted(commanded)}, expected {sorted(JOINT_NAMES)}")
+    if any(kinds != {"position"} for kinds in commanded.values()):
+        problems.append(f"every commanded joint takes a position command: {commanded}")
+    return problems
+
+
+def _root(text: str) -> ET.Element:
+    return ET.fromstring(text.encode())
+
+
+def test_plain_urdf_has_the_14_joints_limits_and_ros2_control():
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    assert urdf_problems(root) == []
+    systems = root.findall("ros2_control")
+    assert [s.get("name") for s in systems] == ["left_piper", "right_piper"]
+    for system, side in zip(systems, ("left", "right")):
+        hw = system.find("hardware")
+        assert hw.find("plugin").text == "joint_state_topic_hardware_interface/JointStateTopicSystem"
+        params = {p.get("name"): p.text for p in hw.findall("param")}
+        assert params == {"joint_commands_topic": f"/{side}_piper/joint_commands",
+                          "joint_states_topic": f"/{side}_piper/joint_states"}
+
+
+def test_gripper_joint_is_the_opening_between_symmetric_jaws():
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    joints = {j.get("name"): j for j in root.findall("joint")}
+    for side in ("left", "right"):
+        gripper, centering = joints[f"{side}_gripper"], joints[f"{side}_gripper_centering"]
+        # finger a rides on finger b (the opening); finger b moves by -opening/2 (centring mimic).
+        assert gripper.find("parent").get("link") == centering.find("child").get("link") == f"{side}_finger_b"
+        assert gripper.find("axis").get("xyz") == centering.find("axis").get("xyz")
+        mimic = centering.find("mimic")
+        assert (mimic.get("joint"), float(mimic.get("multiplier"))) == (f"{side}_gripper", -0.5)
+
+
+def test_camera_and_microphone_frames_match_the_names_the_twin_stamps():
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    links = {link.get("name") for link in root.findall("link")}
+    topics = _load(NODES_DIR / "common" / "topics.py", "agentchemist_topics")
+    lab_sim = (NODES_DIR / "lab_sim_node.py").read_text()
+    assert 'frame_id=f"{name}_camera"' in lab_sim and 'frame_id=f"{side}_gripper_mic"' in lab_sim
+    for camera in topics.CAMERAS:
+        assert {f"{camera}_camera", f"{camera}_camera_link"} <= links
+    for side in topics.SIDES:
+        assert f"{side}_gripper_mic" in links
+
+
+@pytest.mark.parametrize("hardware", ["topic_based", "mock", "gazebo"])
+def test_every_hardware_variant_expands_to_a_valid_model(hardware):
+    text = generate_urdf.expand_file(args={"hardware": hardware, "controllers_file": "/x/ros2_controllers.yaml"})
+    root = _root(text)
+    assert urdf_problems(root) == []
+    plugins = {s.find("hardware/plugin").text for s in root.findall("ros2_control")}
+    assert plugins == {{"topic_based": "joint_state_topic_hardware_interface/JointStateTopicSystem",
+                        "mock": "mock_components/GenericSystem",
+                        "gazebo": "gz_ros2_control/GazeboSimSystem"}[hardware]}
+    gz = root.findall("gazebo/plugin")
+    if hardware == "gazebo":
+        assert [p.find("parameters").text for p in gz] == ["/x/ros2_controllers.yaml"]
+        state_only = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
+                      if j.find("command_interface") is None}
+        assert state_only == {"left_gripper_centering", "right_gripper_centering"}
+    else:
+        assert gz == []
+
+
+def test_checked_in_urdf_is_what_generate_urdf_produces_now():
+    assert (URDF_DIR / "agentchemist_aloha.urdf").read_text() == generate_urdf.expand_file()
+    assert generate_urdf.main(["--check"]) == 0
+
+
+def test_urdf_checkers_catch_broken_models(tmp_path):
+    good = (URDF_DIR / "agentchemist_aloha.urdf").read_text()
+    wrong_limit = good.replace('lower="-2.967"', 'lower="-3.1"', 1)
+    assert any("limits" in p for p in urdf_problems(_root(wrong_limit)))
+    no_control = _root(good)
+    no_control.remove(no_control.findall("ros2_control")[1])
+    assert any("ros2_control commands" in p for p in urdf_problems(no_control))
+    with pytest.raises(generate_urdf.XacroSubsetError, match="topic_based, gazebo or mock"):
+        generate_urdf.expand_file(args={"hardware": "kinematic"})
+    with pytest.raises(generate_urdf.XacroSubsetError, match="controllers_file"):
+        generate_urdf.expand_file(args={"hardware": "gazebo"})
+    unsupported = tmp_path / "x.urdf.xacro"
+    unsupported.write_text('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+                           '<xacro:include filename="other.xacro"/></robot>')
+    with pytest.raises(generate_urdf.XacroSubsetError, match="xacro:include"):
+        generate_urdf.expand_file(unsupported)
+
+
+def test_expander_follows_xacro_semantics():
+    source = ('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+              '<xacro:property name="a" value="${b * 2}"/><xacro:property name="b" value="0.25"/>'
+              '<xacro:property name="word" value="topic_based"/>'
+              '<xacro:macro name="m" params="n k:=3"><link name="${n}_${k}" v="${a + k}" w="${word}"/></xacro:macro>'
+              '<xacro:m n="x"/><xacro:unless value="false"><xacro:m n="y" k="${pi / 2}"/></xacro:unless>'
+              '<xacro:if value="0"><link name="never"/></xacro:if></robot>')
+    root = generate_urdf.Expander({}).expand(ET.fromstring(source))
+    got = [(link.get("name"), link.get("v"), link.get("w")) for link in root.findall("link")]
+    # a is lazy (b is defined after it); numbers stay numbers; a lone expression keeps its type.
+    assert got == [("x_3", "3.5", "topic_based"), (f"y_{3.141592653589793 / 2}", str(0.5 + 3.141592653589793 / 2),
+                                                   "topic_based")]
+
+
+# ============================================================================================ node parameters
+def _default_value(node: ast.expr, local_objects: dict):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in local_objects:
+        module, cls = local_objects[node.value.id]  # e.g. d = DispenserConfig(); default d.rate_mm_s
+        return getattr(getattr(importlib.import_module(module), cls)(), node.attr)
+    raise ValueError(f"cannot read the default {ast.dump(node)}")
+
+
+def declared_parameters(source: str) -> tuple[str, dict]:
+    """(node name, {parameter: default}) from a node module's `declare(self, "<name>", default, ...)` calls."""
+    tree = ast.parse(source)
+    imports = {alias.asname or alias.name: node.module for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) for alias in node.names}
+    local_objects = {}
+    for node in ast.walk(tree):  # name = ImportedClass(): defaults may read name.<field>
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and not node.value.args and not node.value.keywords and node.value.func.id in imports):
+            local_objects[node.targets[0].id] = (imports[node.value.func.id], node.value.func.id)
+    node_name, params = None, {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super" and node.args
+                and isinstance(node.args[0], ast.Constant)):
+            node_name = node.args[0].value
+        if (isinstance(func, ast.Name) and func.id == "declare" and len(node.args) >= 3
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+                and isinstance(node.args[1], ast.Constant)):
+            params[node.args[1].value] = _default_value(node.args[2], local_objects)
+    return node_name, params
+
+
+def _type_name(value) -> str:
+    if isinstance(value, list):
+        return "list[" + ",".join(sorted({type(v).__name__ for v in value})) + "]"
+    return type(value).__name__
+
+
+def parameter_problems(declared: dict[str, dict], params_yaml: dict) -> list[str]:
+    """YAML blocks vs declarations: same nodes, same parameter names, same types, same defaults."""
+    problems = []
+    for node in sorted(set(params_yaml) - set(declared)):
+        problems.append(f"{node}: in the YAML but no node has that name")
+    for node, params in sorted(declared.items()):
+        block = (params_yaml.get(node) or {}).get("ros__parameters")
+        if block is None:
+            problems.append(f"{node}: no ros__parameters block")
+            continue
+        for name in sorted(set(block) - set(params)):
+            problems.append(f"{node}.{name}: in the YAML but not declared by the node")
+        for name in sorted(set(params) - set(block)):
+            problems.append(f"{node}.{name}: declared but missing from the YAML")
+        for name in sorted(set(params) & set(block)):
+            if _type_name(block[name]) != _type_name(params[name]):
+                problems.append(f"{node}.{name}: YAML type {_type_name(block[name])} != "
+                                f"declared {_type_name(params[name])}")
+            elif block[name] != params[name]:
+                problems.append(f"{node}.{name}: YAML {block[name]!r} != declared default {params[name]!r}")
+    return problems
+
+
+def all_declared_parameters() -> dict[str, dict]:
+    out = {}
+    for path in sorted(NODES_DIR.glob("*_node.py")):
+        name, params = declared_parameters(path.read_text())
+        assert name and params, f"no node name or parameters found in {path.name}"
+        out[name] = params
+    return out
+
+
+def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
+    declared = all_declared_parameters()
+    assert set(declared) == AGENTS | {"lab_sim"}
+    assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
+
+
+def test_parameter_checker_catches_mismatches():
+    source = ('class N(Node):\n    def __init__(self):\n        super().__init__("n")\n'
+              '        self.a = declare(self, "a", 1.0, "A (s)")\n        self.c = declare(self, "c", "x", "C")\n')
+    declared = {"n": declared_parameters(source)[1]}
+    assert declared == {"n": {"a": 1.0, "c": "x"}}
+    problems = parameter_problems(declared, {"n": {"ros__parameters": {"a": 1, "b": 2}}, "ghost": {}})
+    assert problems == ["ghost: in the YAML but no node has that name", "n.b: in the YAML but not declared by the node",
+                        "n.c: declared but missing from the YAML", "n.a: YAML type int != declared float"]
+
+
+# ============================================================================================ controllers
+def controller_problems(controllers: dict, root: ET.Element) -> list[str]:
+    """Every controller's joints exist in the URDF and are commanded through ros2_control."""
+    problems = []
+    manager = controllers["controller_manager"]["ros__parameters"]
+    urdf_joints = {j.get("name") for j in root.findall("joint")}
+    commanded = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
+                 if j.find("command_interface") is not None}
+    for name, spec in manager.items():
+        if not isinstance(spec, dict):
+            continue
+        params = controllers.get(name, {}).get("ros__parameters", {})
+        if spec["type"] == "joint_state_broadcaster/JointStateBroadcaster":
+            continue
+        joints = params.get("joints")
+        if not joints:
+            problems.append(f"{name}: no joints")
+            continue
+        for joint in joints:
+            if joint not in urdf_joints:
+                problems.append(f"{name}: joint {joint} is not in the URDF")
+            elif joint not in commanded:
+                problems.append(f"{name}: joint {joint} has no ros2_control command interface")
+    return problems
+
+
+def test_controllers_yaml_matches_the_urdf_and_the_topic_map():
+    controllers = yaml.safe_load(CONTROLLERS_FILE.read_text())
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    assert controller_problems(controllers, root) == []
+    manager = controllers["controller_manager"]["ros__parameters"]
+    assert manager["update_rate"] == 200
+    types_ = {k: v["type"] for k, v in manager.items() if isinstance(v, dict)}
+    jtc, fwd = ("joint_trajectory_controller/JointTrajectoryController",
+                "forward_command_controller/ForwardCommandController")
+    assert types_ == {"joint_state_broadcaster": "joint_state_broadcaster/JointStateBroadcaster",
+                      "left_arm_controller": jtc, "right_arm_controller": jtc,
+                      "left_gripper_controller": fwd, "right_gripper_controller": fwd}
+    for side in ("left", "right"):
+        arm = controllers[f"{side}_arm_controller"]["ros__parameters"]
+        assert arm["joints"] == [f"{side}_joint{i}" for i in range(1, 7)]
+        assert arm["command_interfaces"] == ["position"]
+        gripper = controllers[f"{side}_gripper_controller"]["ros__parameters"]
+        assert (gripper["joints"], gripper["interface_name"]) == ([f"{side}_gripper"], "position")
+
+
+def test_controller_checker_catches_a_joint_the_urdf_lacks():
+    controllers = yaml.safe_load(CONTROLLERS_FILE.read_text())
+    controllers["left_gripper_controller"]["ros__parameters"]["joints"] = ["left_gripper_finger"]
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    assert controller_problems(controllers, root) == [
+        "left_gripper_controller: joint left_gripper_finger is not in the URDF"]
+
+
+# ============================================================================================ launch files (ast)
+def launch_ast_problems(source: str) -> list[str]:
+    """generate_launch_description is defined; every DeclareLaunchArgument has a non-empty description."""
+    tree = ast.parse(source)
+    problems = []
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body):
+        problems.append("no top-level generate_launch_description()")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == \
+                "DeclareLaunchArgument":
+            name = ast.unparse(node.args[0]) if node.args else "?"
+            desc = next((kw.value for kw in node.keywords if kw.arg == "description"), None)
+            if desc is None:
+                problems.append(f"argument {name} has no description")
+            elif isinstance(desc, ast.Constant) and not str(desc.value).strip():
+                problems.append(f"argument {name} has an empty description")
+    return problems
+
+
+@pytest.mark.parametrize("filename", [*LAUNCH_FILES, "agentchemist_launch_common.py"])
+def test_launch_files_parse_and_describe_every_argument(filename):
+    problems = launch_ast_problems((LAUNCH_DIR / filename).read_text())
+    if filename == "agentchemist_launch_common.py":  # a helper, not a launch file
+        problems = [p for p in problems if "generate_launch_description" not in p]
+    assert problems == []
+
+
+def test_launch_ast_checker_catches_a_missing_description():
+    source = ("from launch.actions import DeclareLaunchArgument\n"
+              "def generate_launch_description():\n    return [DeclareLaunchArgument('x', default_value='1'),\n"
+              "            DeclareLaunchArgument('y', description='')]\n")
+    assert launch_ast_problems(source) == ["argument 'x' has no description", "argument 'y' has an empty description"]
+    assert launch_ast_problems("x = 1\n") == ["no top-level generate_launch_description()"]
+
+
+# ============================================================================================ launch files (run)
+class _Recorded:
+    """Base of the launch API stand-ins: keeps the constructor's arguments."""
+
+    def __init__(self, **fields):
+        self.fields = fields
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.fields})"
+
+
+def _stub(name: str, signature: str):
+    """A class whose __init__ has the real signature (checked by Python) and records its arguments."""
+    namespace: dict = {}
+    exec(f"def __init__(self, {signature}):\n    _Recorded.__init__(self, **{{k: v for k, v in locals().items() "
+         f"if k != 'self'}})\n", {"_Recorded": _Recorded}, namespace)
+    return type(name, (_Recorded,), {"__init__": namespace["__init__"]})
+
+
+# Keyword arguments the real ExecuteProcess (and so Node) accepts besides its own (Jazzy).
+_PROCESS_KW = ("prefix=None, name=None, cwd=None, env=None, additional_env=None, shell=False, sigterm_timeout=None, "
+               "sigkill_timeout=None, emulate_tty=False, output='log', output_format=None, log_cmd=False, "
+               "on_exit=None, respawn=False, respawn_delay=None, respawn_max_retries=-1, cached_output=False, "
+               "condition=None")
+LAUNCH_API = {
+    "launch": {"LaunchDescription": "initial_entities=None, *, deprecated_reason=None"},
+    "launch.actions": {
+        "DeclareLaunchArgument": "name, *, default_value=None, description=None, choices=None, condition=None",
+        "SetEnvironmentVariable": "name, value, *, condition=None",
+        "GroupAction": "actions, *, scoped=True, forwarding=True, launch_configurations=None, condition=None",
+        "RegisterEventHandler": "event_handler, *, condition=None",
+        "IncludeLaunchDescription": "launch_description_source, *, launch_arguments=None, condition=None",
+        "ExecuteProcess": "*, cmd, " + _PROCESS_KW,
+    },
+    "launch.conditions": {"IfCondition": "predicate_expression", "UnlessCondition": "predicate_expression"},
+    "launch.event_handlers": {"OnProcessExit": "*, target_action=None, on_exit"},
+    "launch.launch_description_sources": {"PythonLaunchDescriptionSource": "launch_file_path"},
+    "launch.substitutions": {
+        "LaunchConfiguration": "variable_name, *, default=None",
+        "Command": "command, *, on_stderr='fail'",
+        "FindExecutable": "*, name",
+        "PathJoinSubstitution": "substitutions",
+        "PythonExpression": "expression, python_modules=None",
+    },
+    "launch_ros.actions": {
+        "Node": "*, executable, package=None, name=None, namespace=None, exec_name=None, parameters=None, "
+                "remappings=None, ros_arguments=None, arguments=None, "
+                + _PROCESS_KW.replace("name=None, ", "", 1)},
+    "launch_ros.parameter_descriptions": {"ParameterValue": "value, *, value_type=None"},
+    "launch_ros.substitutions": {"FindPackageShare": "package"},
+}
+
+
+@pytest.fixture
+def launch_api(monkeypatch):
+    """Install the stand-ins as the launch modules; share/agentchemist_ros is the repository."""
+    classes = {}
+    for module_name, members in LAUNCH_API.items():
+        module = types.ModuleType(module_name)
+        for cls_name, signature in members.items():
+            classes[cls_name] = module.__dict__[cls_name] = _stub(cls_name, signature)
+        monkeypatch.setitem(sys.modules, module_name, module)
+    ament = types.ModuleType("ament_index_python.packages")
+
+    def get_package_share_directory(package):
+        if package != "agentchemist_ros":
+            raise LookupError(f"package {package} not found (only agentchemist_ros is mapped)")
+        return str(REPO)
+
+    ament.get_package_share_directory = get_package_share_directory
+    monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
+    monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
+    # The launch files put launch/ on sys.path and import their helper against the stand-ins: keep both local.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    sys.modules.pop("agentchemist_launch_common", None)
+    yield classes
+    sys.modules.pop("agentchemist_launch_common", None)
+
+
+def _walk(value, guard=()):
+    """(object, conditions above it) for every recorded object reachable from value."""
+    if isinstance(value, _Recorded):
+        condition = value.fields.get("condition")
+        inner = guard + ((condition,) if condition is not None else ())
+        yield value, inner
+        for field in value.fields.values():
+            yield from _walk(field, inner)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _walk(item, guard)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item, guard)
+
+
+def console_scripts() -> set[str]:
+    tree = ast.parse((REPO / "ros2_ws" / "src" / "agentchemist_ros" / "setup.py").read_text())
+    nodes = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "NODES")
+    return set(ast.literal_eval(nodes))
+
+
+def run_launch_file(filename: str) -> dict:
+    """Run generate_launch_description() on the stand-ins; summarise what it starts."""
+    module = _load(LAUNCH_DIR / filename, filename.replace(".", "_"))
+    description = module.generate_launch_description()
+    objects = list(_walk(description))
+    args = {o.fields["name"]: o for o, _ in objects if type(o).__name__ == "DeclareLaunchArgument"}
+    used = {o.fields["variable_name"] for o, _ in objects if type(o).__name__ == "LaunchConfiguration"}
+    nodes = [(o, g) for o, g in objects if type(o).__name__ == "Node"]
+    return {"module": module, "args": args, "used": used, "nodes": nodes, "objects": objects}
+
+
+def launch_run_problems(summary: dict, scripts: set[str]) -> list[str]:
+    problems = []
+    args = summary["args"]
+    for name in sorted(summary["used"] - set(args)):
+        problems.append(f"LaunchConfiguration {name!r} is not a declared argument")
+    for name, arg in args.items():
+        if not (arg.fields["description"] or "").strip():
+            problems.append(f"argument {name} has no description")
+        default = arg.fields["default_value"]
+        if isinstance(default, str) and default.startswith(str(REPO)) and not Path(default).exists() \
+                and name != "runs_dir":
+            problems.append(f"argument {name}: default {default} does not exist")
+    for node, guard in summary["nodes"]:
+        f = node.fields
+        if f["package"] != "agentchemist_ros":
+            continue
+        exe = f["executable"]
+        if exe in PENDING_EXECUTABLES:
+            guards = [c.fields["predicate_expression"] for c in guard]
+            off = [g for g in guards if type(g).__name__ == "LaunchConfiguration"
+                   and args[g.fields["variable_name"]].fields["default_value"] == "false"]
+            if not off:
+                problems.append(f"pending node {exe} is not behind an argument that defaults to false")
+        elif exe not in scripts:
+            problems.append(f"executable {exe} is not a console script of agentchemist_ros")
+    return problems
+
+
+@pytest.mark.parametrize("filename", LAUNCH_FILES)
+def test_launch_files_run_against_the_launch_api(launch_api, filename):
+    summary = run_launch_file(filename)
+    assert launch_run_problems(summary, console_scripts()) == []
+    ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
+            and n.fields["executable"] not in PENDING_EXECUTABLES}
+    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS,
+                "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename]
+    assert set(ours) == expected
+    agents_sim_time = filename != "robot.launch.py"
+    for name, node in ours.items():
+        params_file, overrides = node.fields["parameters"]
+        assert type(params_file).__name__ == "LaunchConfiguration"
+        assert params_file.fields["variable_name"] == "params_file"
+        # lab_sim paces /clock from the wall clock, so it never runs on sim time itself.
+        assert overrides["use_sim_time"] is (agents_sim_time and name != "lab_sim")
+        assert node.fields["executable"] == name
+    assert Path(summary["args"]["params_file"].fields["default_value"]) == PARAMS_FILE
+
+
+def test_robot_launch_starts_the_control_stack(launch_api):
+    summary = run_launch_file("robot.launch.py")
+    nodes = [n.fields for n, _ in summary["nodes"]]
+    executables = [(n["package"], n["executable"]) for n in nodes]
+    assert ("robot_state_publisher", "robot_state_publisher") in executables
+    assert ("controller_manager", "ros2_control_node") in executables
+    spawned = {a for n in nodes if n["executable"] == "spawner" for a in n["arguments"] if not a.startswith("-")}
+    spawned.discard("/controller_manager")
+    controllers = yaml.safe_load(CONTROLLERS_FILE.read_text())["controller_manager"]["ros__parameters"]
+    assert spawned == {k for k, v in controllers.items() if isinstance(v, dict)}
+    drivers = [n for n in nodes if n["executable"] == "piper_driver"]
+    assert sorted(d["parameters"][0]["can_interface"].fields["variable_name"] for d in drivers) == [
+        "can_left", "can_right"]
+    args = summary["args"]
+    assert {k: args[k].fields["default_value"] for k in ("can_left", "can_right", "with_piper_driver",
+                                                        "with_audio_capture")} == {
+        "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "false",
+        "with_audio_capture": "false"}
+    assert Path(args["controllers_file"].fields["default_value"]) == CONTROLLERS_FILE
+
+
+def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):
+    summary = run_launch_file("gazebo.launch.py")
+    lab_sim = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "lab_sim")
+    assert dict(lab_sim.fields["remappings"]) == {"/clock": "/lab_sim/clock", "/joint_states": "/lab_sim/joint_states"}
+    commands = [o.fields["command"] for o, _ in summary["objects"] if type(o).__name__ == "Command"]
+    flat = ["".join(p for p in c if isinstance(p, str)) for c in commands]
+    assert any("hardware:=gazebo" in c and "controllers_file:=" + str(CONTROLLERS_FILE) in c for c in flat)
+    bridges = [n.fields["arguments"] for n, _ in summary["nodes"] if n.fields["executable"] == "parameter_bridge"]
+    assert bridges == [["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"]]
+
+
+def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
+    node_cls, arg_cls, lc = launch_api["Node"], launch_api["DeclareLaunchArgument"], launch_api["LaunchConfiguration"]
+    with pytest.raises(TypeError):  # a keyword the real Node does not take
+        node_cls(package="agentchemist_ros", executable="planner", parameter=[])
+    assert "description" in inspect.signature(arg_cls.__init__).parameters
+    bad = {"args": {"x": arg_cls("x", default_value="1", description=" ")},
+           "used": {"x", "typo"},
+           "nodes": [(node_cls(package="agentchemist_ros", executable="planer"), ()),
+                     (node_cls(package="agentchemist_ros", executable="piper_driver"), ())],
+           "objects": []}
+    assert launch_run_problems(bad, console_scripts()) == [
+        "LaunchConfiguration 'typo' is not a declared argument", "argument x has no description",
+        "executable planer is not a console script of agentchemist_ros",
+        "pending node piper_driver is not behind an argument that defaults to false"]
+    assert lc("x").fields == {"variable_name": "x", "default": None}
+
+
+# ============================================================================================ docker
+@pytest.mark.parametrize("dockerfile", ["Dockerfile.robot", "Dockerfile.workstation"])
+def test_dockerfiles_use_jazzy_and_copy_files_that_exist(dockerfile):
+    text = (REPO / "docker" / dockerfile).read_text()
+    assert text.splitlines()[0].startswith("# ") and "FROM ros:jazzy" in text
+    for package in ("ros-jazzy-ros2-control", "ros-jazzy-ros2-controllers",
+                    "ros-jazzy-joint-state-topic-hardware-interface", "ros-jazzy-xacro"):
+        assert package in text
+    assert ("ros-jazzy-ros-gz" in text) == (dockerfile == "Dockerfile.workstation")
+    for line in text.splitlines():
+        if line.startswith("COPY ") and "--from" not in line:
+            for source in line.split()[1:-1]:
+                assert (REPO / source).exists(), f"{dockerfile}: COPY {source} does not exist"
