@@ -266,3 +266,15 @@ def test_clock_reset_restarts_the_stream():
     again += det.flush()
     assert [e.kind for e in first] == ["droplet"] and [e.kind for e in again] == ["droplet"]
     assert again[0].onset == pytest.approx(first[0].onset, abs=1e-3)
+
+
+def test_a_long_pour_in_segments_is_heard_as_pour_not_drops():
+    """The twin renders pouring as back-to-back 0.25 s segments; 8 s of it must not produce drops."""
+    s = ContactAudioSynth(ContactAudioConfig(seed=3, snr_db=20.0))
+    for k in range(32):
+        s.schedule(AudioEventTruth(1.0 + 0.25 * k, "pour", 0.25, "pour"))
+    events = _detect(s.render(0.0, 10 * SR))
+    kinds = [e.kind for e in events]
+    assert "droplet" not in kinds
+    assert kinds.count("pour") >= len(kinds) / 2
+    assert any("cut" in e.flags for e in events) and any("continued" in e.flags for e in events)

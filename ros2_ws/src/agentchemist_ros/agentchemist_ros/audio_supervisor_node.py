@@ -4,6 +4,7 @@ Chunks -> agentchemist.perception.audio.StreamingDetector -> events; DropContext
 anomalous / timeout from what the vision supervisor says is being dispensed. Publishes AudioEvent,
 audio-channel QuantityEstimate, the `drop` symbol and anomalies.
 """
+import json
 import threading
 
 import numpy as np
@@ -14,6 +15,7 @@ from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioChunk, AudioEvent, FsmState, QuantityEstimate
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import AUDIO, FSM, LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -24,10 +26,10 @@ class AudioSupervisorNode(Node):
     def __init__(self, **kwargs):
         super().__init__("audio_supervisor", **kwargs)
         self.sides = list(declare(self, "sides", ["right"], "Gripper microphones to listen to (left, right)"))
-        drop_ml = declare(self, "drop_volume_ml", 0.046875, "Calibrated volume of one drop (mL)", low=1e-4, high=1.0)
+        _k, drop_ml, _residual, drop_sd, _source = declare_calibration(self)
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)
         self.detectors = {s: StreamingDetector(DetectorConfig(sample_rate=self.sample_rate)) for s in self.sides}
-        self.drop_context = DropContext(ContextConfig(drop_volume_ml=drop_ml))
+        self.drop_context = DropContext(ContextConfig(drop_volume_ml=drop_ml, drop_volume_sd_ml=drop_sd))
         self.lock = threading.Lock()
         self.experiment_id = ""
         self.fsm_state = ""
@@ -50,7 +52,6 @@ class AudioSupervisorNode(Node):
         """The vision supervisor tells us when drops are expected and how often (from the dispenser rate)."""
         if msg.receiver != self.get_name() or msg.symbol not in ("expect_drops", "stop_expecting"):
             return
-        import json
         payload = json.loads(msg.payload_json or "{}")
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id

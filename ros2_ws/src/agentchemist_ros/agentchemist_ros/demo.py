@@ -5,6 +5,7 @@ Prints live progress (FSM state, pH, volume, drops), then the report path and th
 """
 import argparse
 import json
+import math
 import sys
 import threading
 import time
@@ -17,7 +18,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from std_msgs.msg import String
 
+from agentchemist.chemistry.equilibrium import equivalence_volumes_ml
 from agentchemist.paths import config_dir, default_runs_dir
 from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
@@ -40,6 +43,8 @@ class Watcher(Node):
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(FusedRecord, topics.RECORDS, self.on_record, RELIABLE)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_event, RELIABLE)
+        self.truth = None
+        self.create_subscription(String, topics.GROUND_TRUTH, lambda m: setattr(self, "truth", m.data), LATCHED)
         self.client = ActionClient(self, RunExperiment, topics.RUN_EXPERIMENT)
         self.result = None
         self.feedback = ""
@@ -53,7 +58,7 @@ class Watcher(Node):
             self.ph, self.sim_t = m.value, to_sec(m.header.stamp)
 
     def on_record(self, m):
-        if m.quantity == "titrant_volume":
+        if m.quantity == "titrant_volume" and math.isfinite(m.value):
             self.volume = m.value
 
     def on_event(self, m):
@@ -82,26 +87,26 @@ def progress_table(w: Watcher, wall: float) -> Table:
 
 
 def headline(report_path: str) -> list[str]:
-    """The equivalence volume and its deviation from theory, from the report's JSON."""
-    if not report_path:
-        return []
-    json_path = Path(report_path).with_suffix(".json")
-    if not json_path.exists():
+    """What the report concluded, and the equivalence volume against theory (from report.json)."""
+    json_path = Path(report_path).with_suffix(".json") if report_path else None
+    if json_path is None or not json_path.exists():
         return []
     data = json.loads(json_path.read_text())
-    lines = []
-    results = data.get("results", {})
-    for eq in results.get("equivalence_points", []) or []:
-        vol = eq.get("volume_ml")
-        if vol is not None:
-            line = f"equivalence point: {vol:.3f} mL at pH {eq.get('ph', float('nan')):.2f}"
-            theory = eq.get("theory_ml")
-            if theory:
-                line += f" (theory {theory:.3f} mL, deviation {100 * (vol - theory) / theory:+.2f} %)"
-            lines.append(line)
-    for key in ("final_ph", "total_volume_ml"):
-        if results.get(key) is not None:
-            lines.append(f"{key.replace('_', ' ')}: {results[key]:.3f}")
+    lines = list(data.get("concluded", []))
+    results = data.get("sections", {}).get("results", {}) or {}
+    setup = results.get("setup") or {}
+    try:
+        theory = equivalence_volumes_ml({setup["analyte"]: setup["analyte_m"]}, setup["analyte_volume_ml"],
+                                        {setup["titrant"]: setup["titrant_m"]})
+    except (KeyError, TypeError, ValueError):
+        theory = []
+    for eq, v_theory in zip(results.get("equivalence_points") or [], theory):
+        volume = eq.get("volume_ml")
+        if volume is not None and eq.get("supported"):
+            dev = volume - v_theory
+            lines.append(f"equivalence {eq.get('index', 1)}: {volume:.3f} mL vs theory {v_theory:.3f} mL "
+                         f"({dev:+.3f} mL, {dev / 0.046875:+.1f} drops, {100 * dev / v_theory:+.2f} %)")
+    lines += [f"not concluded: {x}" for x in data.get("not_concluded", [])]
     return lines
 
 
@@ -132,6 +137,9 @@ def main(argv=None):
     stop.set()
     spinner.join(timeout=5)
     result = watcher.result
+    graph.nodes["lab_sim"].publish_truth()
+    time.sleep(0.2)
+    truth = graph.nodes["lab_sim"].twin.truth()
     graph.shutdown()
     watcher.destroy_node()
     rclpy.try_shutdown()
@@ -140,11 +148,18 @@ def main(argv=None):
         return 2
     colour = "green" if result.success else "red"
     console.print(f"[{colour}]{result.outcome}[/{colour}]: {escape(result.message)}")
+    if result.experiment_id:
+        # The twin's ground truth beside the run, for grading (never read by the agents).
+        run_dir = Path(args.runs) / result.experiment_id
+        if run_dir.exists():
+            truth.pop("ph_history", None)
+            (run_dir / "ground_truth.json").write_text(json.dumps(truth, default=float))
+            console.print(f"twin ground truth: {truth['drops_landed']} drops, {truth['dispensed_ml']:.3f} mL dispensed")
     if result.report_path:
         console.print(f"[bold]Report:[/bold] {result.report_path}")
         console.print(f"         {Path(result.report_path).with_suffix('.html')}")
         for line in headline(result.report_path):
-            console.print("  " + line)
+            console.print("  " + escape(line))
     return 0 if result.success else 1
 
 

@@ -21,6 +21,7 @@ from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioEvent, ChemicalReading, QuantityEstimate
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import READINGS, RELIABLE
@@ -31,11 +32,9 @@ class DispenserControllerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("dispenser_controller", **kwargs)
         d = DispenserConfig()
+        k, drop, residual, _sd, _source = declare_calibration(self)
         self.config = DispenserConfig(
-            k_ml_per_mm=declare(self, "k_ml_per_mm", d.k_ml_per_mm, "Calibration: mL per mm of closing", low=1e-6, high=100.0),
-            drop_volume_ml=declare(self, "drop_volume_ml", d.drop_volume_ml, "Calibrated drop volume (mL)", low=1e-4, high=1.0),
-            calibration_residual_ml=declare(self, "calibration_residual_ml", d.calibration_residual_ml,
-                                            "RMS residual of the calibration (mL)", low=0.0, high=1.0),
+            k_ml_per_mm=k, drop_volume_ml=drop, calibration_residual_ml=residual,
             rate_mm_s=declare(self, "rate_mm_s", d.rate_mm_s, "Default closing rate (mm/s)", low=0.001, high=5.0),
             fine_rate_mm_s=declare(self, "fine_rate_mm_s", d.fine_rate_mm_s, "Closing rate near the target (mm/s)", low=0.001, high=5.0),
             change_rate_threshold=declare(self, "change_rate_threshold", d.change_rate_threshold,
@@ -65,6 +64,8 @@ class DispenserControllerNode(Node):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.server = ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.execute,
                                    goal_callback=lambda g: GoalResponse.ACCEPT,
+                                   # feedback goes out on every controller transition (the supervisor
+                                   # tells the audio supervisor when drops are due) and periodically
                                    cancel_callback=lambda h: CancelResponse.ACCEPT,
                                    callback_group=self.rgroup)
         self.timer = self.create_timer(self.period, self.step, callback_group=MutuallyExclusiveCallbackGroup())
@@ -122,7 +123,8 @@ class DispenserControllerNode(Node):
             self.report(a.kind, a.severity, a.description, response="retry" if c.resets <= c.config.max_resets else "abort")
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
-        if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done):
+        if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
+                                              or out.transitions):
             self._last_feedback = now
             self._goal_handle.publish_feedback(Dispense.Feedback(
                 controller_state=out.state.value, dispensed_ml=c.q_stat, drops=c.drops,

@@ -22,6 +22,7 @@ from agentchemist_interfaces.msg import AgentMessage, Anomaly, ChemicalReading, 
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
@@ -32,6 +33,9 @@ class VisionSupervisorNode(Node):
     def __init__(self, **kwargs):
         super().__init__("vision_supervisor", **kwargs)
         self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))
+        self.k_ml_per_mm, self.drop_volume_ml, *_ = declare_calibration(self)
+        self.dispenser_state = ""
+        self.drop_interval_s = 1.0
         self.require_scene = declare(self, "require_scene_check", True,
                                      "Check the preconditions on the front camera before the first action")
         self.lock = threading.RLock()
@@ -164,13 +168,25 @@ class VisionSupervisorNode(Node):
         now = node_now(self)
         with self.lock:
             self.sup.start_dispensing(now, self.sup.last_ph)
-        # The audio supervisor expects drops while this goal runs; interval from the closing rate.
+        # The audio supervisor expects drops while the dispenser squeezes (MOTION), not while it holds
+        # for the pH to settle (WAIT) or retracts (RESET); the interval follows from the closing rate.
         rate = goal.rate_mm_s or 0.1
-        self.tell("audio_supervisor", "expect_drops", task.id,
-                  {"expected_interval_s": 0.046875 / max(rate, 1e-6)})
+        self.drop_interval_s = self.drop_volume_ml / (self.k_ml_per_mm * max(rate, 1e-6))
+        self.dispenser_state = "MOTION"
+        self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
         self.apply("titrate", now, self.get_name(), task.id)
-        future = self.dispenser.send_goal_async(goal)
+        future = self.dispenser.send_goal_async(goal, feedback_callback=lambda f, t=task: self.on_dispense_feedback(t, f))
         future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+
+    def on_dispense_feedback(self, task, feedback_msg):
+        state = feedback_msg.feedback.controller_state
+        if state == self.dispenser_state:
+            return
+        self.dispenser_state = state
+        if state == "MOTION":
+            self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
+        else:
+            self.tell("audio_supervisor", "stop_expecting", task.id, {"reason": f"dispenser {state}"})
 
     def on_dispense_accepted(self, task, future):
         handle = future.result()

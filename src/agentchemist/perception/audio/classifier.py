@@ -35,7 +35,8 @@ class RuleClassifierConfig:
     ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
     R^2 of the decay fit for a clean ring. quiet_before_db: droplets start from quiet: the band energy in
     the 50 ms before the onset is at most this far above the floor (else: a fragment of a longer sound).
-    granular_db: envelope jitter (median 1 ms step) above this is pouring.
+    granular_db: envelope jitter (median 1 ms step) above this is pouring (for sustained events).
+    drop_max_granularity_db: a droplet's envelope decays smoothly: jitter above this is a cluster of grains.
     low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets
     with more clipped samples than this share are implausible (a saturated click is not a drop).
     floor: probability mass added to every class before normalising (keeps margins finite).
@@ -57,6 +58,8 @@ class RuleClassifierConfig:
     ring_r2_w: float = 0.08
     granular_db: float = 1.2
     granular_w: float = 0.2
+    drop_max_granularity_db: float = 3.0
+    drop_max_granularity_w: float = 0.3
     quiet_before_db: float = 1.5
     quiet_before_w: float = 0.3
     low_fraction: float = 0.5
@@ -116,7 +119,8 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     unclipped = _below(f.clip_fraction, c.max_clip, c.max_clip_w)
     onset = 0.0 if continued else 1.0
 
-    droplet_like = drop_decay * drop_centroid * drop_freq * (1.0 - thud)
+    smooth = _below(f.granularity_db, c.drop_max_granularity_db, c.drop_max_granularity_w)
+    droplet_like = drop_decay * drop_centroid * drop_freq * smooth * (1.0 - thud)
     amid = 1.0 - quiet_before  # the event starts inside another sound: a fragment of it
     sustained = max(1.0 - short, amid)
     clean_ring = ring * sharp
