@@ -70,7 +70,7 @@ class AudioSupervisorNode(Node):
             self.report("bad_audio", "warn", f"{side} microphone: {problem}")
         if msg.sample_rate != self.sample_rate or msg.channels != 1:
             return  # never detect on audio we cannot interpret: no phantom drops
-        events = detector.process(samples, t0)
+        events = detector.process(samples, t0, sample_rate=msg.sample_rate, channels=msg.channels)
         for event in events:
             self.publish_event(side, event)
 

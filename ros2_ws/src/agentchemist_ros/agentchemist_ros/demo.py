@@ -114,6 +114,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default=str(config_dir() / "scenarios" / "hcl_naoh.yaml"))
     parser.add_argument("--runs", default=str(default_runs_dir()))
+    parser.add_argument("--instruction", help="instruction to run instead of the scenario's")
     parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
     args = parser.parse_args(argv)
@@ -126,9 +127,10 @@ def main(argv=None):
     stop = threading.Event()
     spinner = threading.Thread(target=lambda: [graph.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True)
     spinner.start()
-    console.print(f"[bold]Instruction:[/bold] {escape(scenario.instruction)}")
+    instruction = args.instruction or scenario.instruction
+    console.print(f"[bold]Instruction:[/bold] {escape(instruction)}")
     start = time.monotonic()
-    watcher.start(scenario.instruction)
+    watcher.start(instruction)
     with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
         while watcher.result is None and time.monotonic() - start < args.timeout:
             live.update(progress_table(watcher, time.monotonic() - start))

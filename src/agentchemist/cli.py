@@ -1,0 +1,132 @@
+"""`agentchemist`: the command line.
+
+    agentchemist plan "<instruction>" [--scene FILE] [--json]   plan, refusal or question (no ROS needed)
+    agentchemist report RUN_DIR                                  regenerate a run's report from its database
+    agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
+    agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
+
+`run` needs the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
+package's demo runner so that this core package never imports ROS.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+
+def _plan(args, console: Console) -> int:
+    from agentchemist.plan import plan_instruction
+    from agentchemist.plan.scene import SceneInfo
+
+    scene = SceneInfo.from_dict(json.loads(Path(args.scene).read_text())) if args.scene else None
+    outcome = plan_instruction(args.instruction, scene)
+    if args.json:
+        payload = {"kind": outcome.kind, "message": outcome.message, "reasons": list(outcome.reasons),
+                   "plan": json.loads(outcome.plan.model_dump_json()) if outcome.plan else None}
+        print(json.dumps(payload, indent=2))
+    else:
+        colour = {"plan": "green", "question": "yellow"}.get(outcome.kind, "red")
+        console.print(f"[{colour}]{outcome.kind}[/{colour}]: {escape(outcome.message)}")
+        for reason in outcome.reasons:
+            console.print(f"  - {escape(reason)}")
+        if outcome.plan is not None:
+            p = outcome.plan
+            console.print(f"experiment: {escape(p.parsed_instruction.experiment_name)}")
+            console.print("states: " + " -> ".join(p.state_machine.states))
+            for task in p.task_decomposition:
+                console.print(f"  {task.id:<22} {task.receiver:<22} {escape(task.description)}")
+            for warning in p.warnings:
+                console.print(f"  [yellow]warning[/yellow]: {escape(warning)}")
+    return 0 if outcome.kind == "plan" else 1
+
+
+def _report(args, console: Console) -> int:
+    from agentchemist.report.from_store import regenerate_report
+
+    paths = regenerate_report(args.run_dir, args.store, args.experiment)
+    console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
+    for name, path in sorted(paths.charts.items()):
+        console.print(f"  chart {name}: {path}")
+    return 0
+
+
+def _calibrate(args, console: Console) -> int:
+    from agentchemist.control.calibration import fit_calibration, save_calibration
+    from agentchemist.paths import config_dir
+    from agentchemist.sim.calibration_run import calibration_samples
+    from agentchemist.sim.scenario import load_scenario
+
+    if not args.twin:
+        console.print("[red]only --twin calibration runs from the command line; on the robot use the "
+                      "dispenser_controller's Calibrate service[/red]")
+        return 2
+    scenario = load_scenario(args.scenario or config_dir() / "scenarios" / "calibration_naoh.yaml")
+    samples = calibration_samples(scenario, rate_mm_s=args.rate, samples=args.samples)
+    titrant = ", ".join(f"{name} {conc} M" for name, conc in scenario.titrant.items())
+    cal = fit_calibration(samples, density_g_ml=args.density, rate_mm_s=args.rate, liquid=titrant,
+                          pipette_id=args.pipette)
+    for s in samples:
+        console.print(f"  {s.displacement_mm:7.3f} mm  {s.mass_g:6.2f} g  {s.drops:4d} drops")
+    console.print(f"k = {cal.k_ml_per_mm:.4f} mL/mm, drop = {cal.drop_volume_ml:.5f} mL "
+                  f"(sd {cal.drop_volume_sd_ml:.5f}), residual {cal.residual_ml:.4f} mL")
+    console.print(f"saved to {save_calibration(cal, args.out)}")
+    return 0
+
+
+def _run(args, console: Console) -> int:
+    try:
+        import importlib.util
+        if importlib.util.find_spec("agentchemist_ros") is None:
+            raise ImportError
+    except (ImportError, ValueError):
+        console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
+        return 2
+    argv = [sys.executable, "-m", "agentchemist_ros.demo"]
+    if args.instruction:
+        argv += ["--instruction", args.instruction]
+    if args.scenario:
+        argv += ["--scenario", args.scenario]
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
+    p.add_argument("instruction")
+    p.add_argument("--scene", help="scene JSON: {objects: [{id, kind, ...}], preconditions: {...}}")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    r = sub.add_parser("report", help="regenerate the report of a stored run")
+    r.add_argument("run_dir")
+    r.add_argument("--store", help="store URL (default RUN_DIR/records.db)")
+    r.add_argument("--experiment", help="experiment id (default: the last one in the store)")
+    c = sub.add_parser("calibrate", help="gravimetric pipette calibration")
+    c.add_argument("--twin", action="store_true", help="calibrate in the lab twin")
+    c.add_argument("--scenario", help="calibration bench scenario (default config/scenarios/calibration_naoh.yaml)")
+    c.add_argument("--rate", type=float, default=0.1, help="gripper closing rate (mm/s)")
+    c.add_argument("--samples", type=int, default=12)
+    c.add_argument("--density", type=float, default=1.0, help="liquid density (g/mL)")
+    c.add_argument("--pipette", default="rubber_bulb_60ml")
+    c.add_argument("--out", help="output file (default config/calibration/pipette.yaml)")
+    u = sub.add_parser("run", help="run an instruction through the node graph in the twin")
+    u.add_argument("instruction", nargs="?")
+    u.add_argument("--scenario")
+    args = parser.parse_args(argv)
+    console = Console()
+    handlers = {"plan": _plan, "report": _report, "calibrate": _calibrate, "run": _run}
+    try:
+        return handlers[args.command](args, console)
+    except (ValueError, OSError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

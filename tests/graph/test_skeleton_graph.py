@@ -1,0 +1,123 @@
+"""The whole graph in one process on the twin: a short HCl/NaOH titration reaches the accepting state,
+and leaves a report and a database whose rows match what was published."""
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+
+from agentchemist.sim.scenario import load_scenario  # noqa: E402
+from agentchemist_interfaces.action import RunExperiment  # noqa: E402
+from agentchemist_interfaces.msg import Anomaly, FsmState, FusedRecord  # noqa: E402
+from agentchemist_ros.common import topics  # noqa: E402
+from agentchemist_ros.common.qos import FSM, RELIABLE  # noqa: E402
+from agentchemist_ros.graph import Graph, ensure_init  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+
+SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
+
+
+class Probe(Node):
+    def __init__(self):
+        super().__init__("test_probe")
+        self.records, self.states, self.anomalies = [], [], []
+        self.create_subscription(FusedRecord, topics.RECORDS, self.records.append, RELIABLE)
+        self.create_subscription(FsmState, topics.FSM_STATE, self.states.append, FSM)
+        self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
+        self.client = ActionClient(self, RunExperiment, topics.RUN_EXPERIMENT)
+        self.result = None
+        self.feedback = []
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    ensure_init()
+    graph = Graph(SCENARIO, runs)
+    probe = Probe()
+    graph.executor.add_node(probe)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            graph.spin_once(0.05)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    assert probe.client.wait_for_server(timeout_sec=30)
+    instruction = load_scenario(SCENARIO).instruction
+    sent = probe.client.send_goal_async(RunExperiment.Goal(instruction=instruction),
+                                        feedback_callback=lambda f: probe.feedback.append(f.feedback.fsm_state))
+    end = time.monotonic() + 240
+    while not sent.done() and time.monotonic() < end:
+        time.sleep(0.05)
+    result_future = sent.result().get_result_async()
+    while not result_future.done() and time.monotonic() < end:
+        time.sleep(0.1)
+    time.sleep(0.5)  # let the last records reach the probe
+    stop.set()
+    thread.join(timeout=10)
+    truth = graph.nodes["lab_sim"].twin.truth()
+    graph.shutdown()
+    probe.destroy_node()
+    rclpy.try_shutdown()
+    assert result_future.done(), "the experiment did not finish within 240 s"
+    return {"result": result_future.result().result, "probe": probe, "runs": runs, "truth": truth}
+
+
+def test_reaches_the_accepting_state(run):
+    result = run["result"]
+    assert result.success, result.message
+    assert result.outcome == "completed"
+    states = [s.state for s in run["probe"].states]
+    for state in ("initial", "pipette_grasped", "solution_drawn", "ready", "titrating", "waiting_ph", "done",
+                  "accepted"):
+        assert state in states
+    assert run["probe"].states[-1].accepting and run["probe"].states[-1].terminal
+    assert "accepted" in run["probe"].feedback
+
+
+def test_report_with_titration_curve(run):
+    report = Path(run["result"].report_path)
+    assert report.exists() and report.name == "report.md"
+    curve = report.parent / "titration_curve.png"
+    assert curve.exists() and curve.stat().st_size > 10_000
+    text = report.read_text()
+    assert "titration_curve.png" in text
+    data = json.loads(report.with_suffix(".json").read_text())
+    assert data["status"] == "completed"
+    final_ph = data["sections"]["results"]["final_ph"]
+    assert final_ph == pytest.approx(10.0, abs=0.3)
+
+
+def test_database_rows_match_what_was_published(run):
+    db = Path(run["result"].report_path).parent / "records.db"
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT seq, quantity, value FROM fused_records ORDER BY seq").fetchall()
+    published = {(m.seq, m.quantity) for m in run["probe"].records}
+    stored = {(seq, q) for seq, q, _ in rows}
+    assert published and published <= stored, "a published record is missing from the database"
+    by_key = {(seq, q): v for seq, q, v in rows}
+    for m in run["probe"].records:
+        stored_value = by_key[(m.seq, m.quantity)]
+        assert (stored_value is None and m.value != m.value) or stored_value == pytest.approx(m.value, rel=1e-12)
+    drops = con.execute("SELECT COUNT(*) FROM fused_records WHERE quantity = 'titrant_volume'").fetchone()[0]
+    landed = run["truth"]["drops_landed"]
+    assert abs(drops - landed) <= 1, f"{drops} volume records for {landed} drops in the twin"
+    transitions = con.execute("SELECT to_state FROM fsm_transitions ORDER BY stamp").fetchall()
+    assert transitions[-1][0] == "accepted"
+    status = con.execute("SELECT status FROM experiments").fetchone()[0]
+    assert status == "completed"
+
+
+def test_fused_volume_tracks_the_twin(run):
+    records = [m for m in run["probe"].records if m.quantity == "titrant_volume" and m.value == m.value]
+    dispensed = run["truth"]["dispensed_ml"]
+    assert records[-1].value == pytest.approx(dispensed, abs=0.1)
