@@ -256,10 +256,17 @@ def declared_parameters(source: str) -> tuple[str, dict]:
                 and isinstance(node.args[0], ast.Constant)):
             node_name = node.args[0].value
         if (isinstance(func, ast.Name) and func.id == "declare" and len(node.args) >= 3
-                and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "node")
                 and isinstance(node.args[1], ast.Constant)):
             params[node.args[1].value] = _default_value(node.args[2], local_objects)
+        if isinstance(func, ast.Name) and func.id in SHARED_DECLARERS:
+            # Parameters declared for the node by a shared helper in agentchemist_ros/common/.
+            params.update(declared_parameters((NODES_DIR / "common" / SHARED_DECLARERS[func.id]).read_text())[1])
     return node_name, params
+
+
+#: helpers in agentchemist_ros/common that declare parameters on the node they are given
+SHARED_DECLARERS = {"declare_calibration": "calibration.py"}
 
 
 def _type_name(value) -> str:
