@@ -67,6 +67,12 @@ if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEP_HASH" ]; then
     "${PIP[@]}" -r requirements/ros-runtime.txt -r requirements/ros-build.txt 2>&1 | grep -v '^WARNING: Location' || true
     "$VPY" -c 'import rclpy' 2>/dev/null || fail "rclpy did not install into $VENV (see pip output above)"
   fi
+  if [ -n "${ROS_DISTRO:-}" ]; then
+    # colcon inside the venv: the node scripts it installs then run with the venv's Python, which
+    # sees both the distro's rclpy (system site-packages) and the agentchemist core.
+    step "installing colcon into $VENV (uses ROS 2 $ROS_DISTRO's packages)"
+    "${PIP[@]}" colcon-core colcon-ros colcon-cmake colcon-python-setup-py 2>&1 | grep -v '^WARNING: Location' || true
+  fi
   step "installing the core's dependencies (pinned in requirements/constraints.txt)"
   "${PIP[@]}" -r requirements/core.txt 2>&1 | grep -v '^WARNING: Location' || true
   step "installing agentchemist (editable)"

@@ -34,6 +34,8 @@ NODES = {
     "recorder": "recorder_node",
     "summarizer": "summarizer_node",
     "lab_sim": "lab_sim_node",
+    "wav_source": "wav_source_node",
+    "audio_capture": "audio_capture_node",
 }
 
 setup(

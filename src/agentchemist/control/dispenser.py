@@ -58,6 +58,9 @@ class DispenserConfig:
     max_rate_mm_s: float = 5.0          #: beyond this the bulb jets instead of dripping
     fine_rate_mm_s: float = 0.05        #: closing rate near the target
     resolution_mm: float = 0.001        #: Piper gripper command resolution
+    control_period_s: float = 0.05      #: nominal update period; a late update never advances more than
+                                        #: one period's travel, because a jump in the command makes the
+                                        #: gripper lunge, the flow spike and the next drop bigger
     min_opening_mm: float = 0.0
     max_opening_mm: float = 70.0        #: Piper gripper usable travel
     safe_opening_mm: float = 62.0       #: RESET retracts here (clear of the bulb)
@@ -77,7 +80,7 @@ class DispenserConfig:
 
     def __post_init__(self):
         for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
-                     "resolution_mm", "sensor_timeout_s", "operation_timeout_s", "stall_time_s"):
+                     "resolution_mm", "control_period_s", "sensor_timeout_s", "operation_timeout_s", "stall_time_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"DispenserConfig.{name} must be a finite number > 0, got {value!r}")
@@ -258,7 +261,8 @@ class DispenserController:
                 self._go(out, State.WAIT, condition, now)
             else:
                 rate = self.config.fine_rate_mm_s if self._near_target() else self.rate
-                self.command = self._quantise(max(self.config.min_opening_mm, self.command - rate * dt))
+                step = rate * min(dt, self.config.control_period_s)
+                self.command = self._quantise(max(self.config.min_opening_mm, self.command - step))
         elif self.state == State.WAIT:
             if self._goal_reached():
                 return self._finish_goal(out, now)

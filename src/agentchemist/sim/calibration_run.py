@@ -71,7 +71,7 @@ def calibration_samples(scenario: Scenario, *, rate_mm_s: float = 0.1, samples: 
     drawn = bench.twin.draw(next(iter(scenario.titrant)), sp.capacity_ml, bench.now)
     if not drawn.accepted:
         raise CalibrationError(f"cannot fill the pipette: {drawn.reason}")
-    config = DispenserConfig(drop_pause_s=pause_s, near_target_ml=0.0)
+    config = DispenserConfig(drop_pause_s=pause_s, near_target_ml=0.0, control_period_s=control_period_s)
     goal = DispenseGoal(target_volume_ml=sp.capacity_ml * 0.9, rate_mm_s=rate_mm_s, settle_each_drop=True)
 
     def new_controller():

@@ -33,7 +33,9 @@ class DispenserControllerNode(Node):
         super().__init__("dispenser_controller", **kwargs)
         d = DispenserConfig()
         k, drop, residual, _sd, _source = declare_calibration(self)
+        self.period = declare(self, "control_period", 0.05, "Control period (s, ROS clock)", low=0.001, high=1.0)
         self.config = DispenserConfig(
+            control_period_s=self.period,
             k_ml_per_mm=k, drop_volume_ml=drop, calibration_residual_ml=residual,
             rate_mm_s=declare(self, "rate_mm_s", d.rate_mm_s, "Default closing rate (mm/s)", low=0.001, high=5.0),
             fine_rate_mm_s=declare(self, "fine_rate_mm_s", d.fine_rate_mm_s, "Closing rate near the target (mm/s)", low=0.001, high=5.0),
@@ -45,7 +47,6 @@ class DispenserControllerNode(Node):
             safe_opening_mm=declare(self, "safe_opening_mm", d.safe_opening_mm, "RESET retracts to this opening (mm)", low=1.0, high=70.0),
         )
         self.side = declare(self, "side", "right", "Gripper holding the pipette (left|right)")
-        self.period = declare(self, "control_period", 0.05, "Control period (s, ROS clock)", low=0.001, high=1.0)
         self.feedback_period = declare(self, "feedback_period", 0.5, "Action feedback period (s)", low=0.0, high=10.0)
         self._last_feedback = -1e9
         self.rgroup = ReentrantCallbackGroup()
