@@ -32,7 +32,7 @@ shell: setup
 	@$(ENV) exec bash --rcfile <(echo 'PS1="(agentchemist) \w$$ "')
 
 bench: setup
-	@$(ENV) python -m bench.run_all
+	@$(ENV) python bench/run_all.py
 
 lock:
 	@.venv/bin/pip freeze --exclude-editable | grep -v '^agentchemist' | sed '1i # Pinned versions of every Python dependency (pip freeze of a working .venv). Regenerate with make lock.' > requirements/constraints.txt

@@ -19,6 +19,7 @@ Everything is deterministic for a given scenario seed. The twin's `truth()` grad
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -192,3 +193,67 @@ class ClosedLoop:
     def dispensed_ml(self) -> float:
         """Twin truth: volume landed in the beaker (mL)."""
         return float(self.twin.truth()["dispensed_ml"])
+
+
+def crossing_volume(scenario: Scenario, landed_ml: list[float], target_ph: float, direction: int = 1
+                    ) -> tuple[float, int] | None:
+    """True titrant volume (mL) at which the beaker's true pH crosses `target_ph`, and the index of the
+    landed drop during which it crossed; None if it never did.
+
+    `landed_ml`: volumes of the drops that landed in the beaker, in order (twin truth). The pH inside the
+    crossing drop is found by bisection on the twin's own chemistry (pH as a function of added volume).
+    """
+    from agentchemist.sim.beaker import Beaker
+
+    def ph_after(volume_ml: float) -> float:
+        beaker = Beaker(scenario.beaker, scenario.probe.temperature_c, activity=scenario.probe.activity)
+        if volume_ml > 0:
+            beaker.add_liquid(volume_ml, dict(scenario.titrant))
+        return beaker.ph()
+
+    def past(volume_ml: float) -> bool:
+        return direction * (ph_after(volume_ml) - target_ph) >= 0
+
+    cumulative = list(itertools.accumulate(landed_ml))
+    if not cumulative or not past(cumulative[-1]):
+        return None
+    # pH is monotonic in the added volume: bisect over drops, then inside the crossing drop.
+    lo_i, hi_i = 0, len(cumulative) - 1
+    while lo_i < hi_i:
+        mid_i = (lo_i + hi_i) // 2
+        lo_i, hi_i = (lo_i, mid_i) if past(cumulative[mid_i]) else (mid_i + 1, hi_i)
+    lo = cumulative[lo_i - 1] if lo_i > 0 else 0.0
+    hi = cumulative[lo_i]
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if past(mid) else (mid, hi)
+    return 0.5 * (lo + hi), lo_i
+
+
+@dataclass(frozen=True)
+class TitrationOutcome:
+    """A pH-target run graded against twin truth. Volumes in mL; drops in nominal drop volumes."""
+    dispensed_ml: float          #: landed in the beaker
+    cross_ml: float              #: true volume at which the true pH crossed the target
+    overshoot_ml: float          #: dispensed - cross
+    overshoot_drops: float
+    drops_after_crossing: int    #: whole drops that landed after the one that crossed the target
+    true_ph: float
+    reading_ph: float            #: the controller's last pH reading
+    sim_s: float                 #: goal start to stop
+
+
+def grade_titration(loop: ClosedLoop, run: LoopRun, target_ph: float, direction: int = 1) -> TitrationOutcome:
+    truth = loop.twin.truth()
+    landed = [d["volume_ml"] for d in truth["drops"] if d["fate"] in ("beaker", "overflow")]
+    crossed = crossing_volume(loop.scenario, landed, target_ph, direction)
+    dispensed = float(sum(landed))
+    drop = loop.scenario.pipette.drop_volume_ml
+    if crossed is None:
+        cross, after = math.nan, 0
+    else:
+        cross, index = crossed
+        after = len(landed) - 1 - index
+    reading = run.ph_readings[-1][1] if run.ph_readings else math.nan
+    return TitrationOutcome(dispensed, cross, dispensed - cross, (dispensed - cross) / drop, after,
+                            float(truth["true_ph"]), reading, run.ended - run.started)

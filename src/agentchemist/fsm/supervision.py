@@ -1,8 +1,24 @@
 """The vision supervisor's decisions, free of ROS: run the plan's machine, say what to dispatch, turn
-pH readings into `ph_stable` / `endpoint` symbols, and results into symbols.
+pH readings and liquid colour into symbols, and results into symbols.
 
 The node feeds events in and carries out the returned `Command`s (send a goal, publish a message);
 the supervisor alone applies transitions, as in the paper.
+
+Which endpoint applies is the plan's: ``module_instantiation.vision.endpoint`` is ``ph`` (acid-base:
+target pH reached and stable for ``endpoint_stable_s``) or ``colour`` (complexometric: the liquid turns
+from ``colour_from`` to ``colour_to``, see :mod:`agentchemist.perception.colour_change`). Colour endpoint:
+
+* a candidate change (hue past the hysteresis band) holds the dispenser at once, so that no drop
+  falls while the change is being confirmed; a candidate that reverts releases it;
+* the change confirmed over ``endpoint_stable_s`` (and the detector's frame count) stops dispensing and
+  applies ``endpoint``;
+* verification: every usable frame stays on the end colour for ``verify_hold_s``; a frame back on the
+  start side aborts (the endpoint was false);
+* ``colour_stable`` (waiting_mix -> titrating) when the hue settled over the plan's settle window;
+* no usable front image for ``stale_camera_s`` while the colour is watched: an anomaly and a hold.
+
+Bad evidence never advances the machine: readings that are not finite or out of range raise
+:class:`ReadingError` / :class:`HueReadingError` before any detector sees them.
 """
 from __future__ import annotations
 
@@ -12,26 +28,60 @@ from dataclasses import dataclass, field
 from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
 from agentchemist.fsm.scheduler import SubtaskScheduler
+from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
+                                                   HueStabilityConfig, HueStabilityDetector)
 from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
                                                   ReadingError, StabilityConfig)
+
+__all__ = ["COLOUR_WATCH_STATES", "Command", "Supervision", "SupervisionConfig"]
+
+#: Machine states in which the colour endpoint is watched (the complexometric protocol's names).
+COLOUR_WATCH_STATES = ("titrating", "waiting_mix")
 
 
 @dataclass(frozen=True)
 class Command:
-    kind: str            #: dispatch | apply | stop_dispensing | snapshot | note
+    #: dispatch | apply | stop_dispensing | hold_dispensing | resume_dispensing | anomaly | abort
+    kind: str
     subtask: object = None
     symbol: str = ""
     detail: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class SupervisionConfig:
+    """Thresholds of the supervisor's own checks (seconds, degrees C, degrees of hue)."""
+
+    stale_camera_s: float = 5.0                  #: no usable front frame this long while the colour is watched
+    temperature_range_c: tuple[float, float] = (-5.0, 105.0)   #: a liquid-water probe outside this is broken
+    hue_spread_deg: float = 6.0                  #: colour settled: hue spread over the settle window
+    colour_min_samples: int = 3                  #: frames needed inside the settle window
+    colour_confirm_frames: int = 3               #: frames a candidate colour change must hold for
+    colour_max_gap_s: float = 2.0                #: longer gaps between frames restart confirmation
+    colour_min_confidence: float = 0.5           #: frames below this are ignored
+
+    def __post_init__(self):
+        lo, hi = self.temperature_range_c
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"temperature_range_c must be (low, high), got {self.temperature_range_c}")
+        if not (self.stale_camera_s > 0 and self.colour_max_gap_s > 0 and 0 < self.hue_spread_deg < 180):
+            raise ValueError("stale_camera_s, colour_max_gap_s must be > 0 and hue_spread_deg in (0, 180)")
+        if self.colour_min_samples < 2 or self.colour_confirm_frames < 1:
+            raise ValueError("colour_min_samples must be >= 2 and colour_confirm_frames >= 1")
+        if not 0.0 <= self.colour_min_confidence <= 1.0:
+            raise ValueError("colour_min_confidence must be within [0, 1]")
+
+
 class Supervision:
     """One experiment's supervision: machine + scheduler + chemical perception."""
 
-    def __init__(self, plan, now: float):
+    def __init__(self, plan, now: float, config: SupervisionConfig = SupervisionConfig()):
         self.plan = plan
+        self.config = config
         self.machine = ExperimentMachine.from_plan(plan, now=now)
         self.scheduler = SubtaskScheduler(plan)
         disp = plan.module_instantiation.dispenser
+        vision = plan.module_instantiation.vision
         params = {}
         for task in plan.task_decomposition:
             if task.receiver == "dispenser_controller":
@@ -41,7 +91,7 @@ class Supervision:
         self.settle = PhStabilityDetector(StabilityConfig(window_s=settle_s, max_slope=0.01, max_spread=0.03))
         target = params.get("target_ph")
         self.target_ph = float(target) if isinstance(target, (int, float)) else None
-        hold = float(params.get("endpoint_stable_s") or 5.0)
+        hold = float(params.get("endpoint_stable_s") or getattr(disp, "endpoint_stable_s", 5.0) or 5.0)
         self.endpoint: EndpointDetector | None = None
         self.endpoint_hold_s = hold
         self.verify_since: float | None = None
@@ -50,6 +100,36 @@ class Supervision:
         self.start_temperature: float | None = None
         self.rejected: list[str] = []
         self._last_stamp = now
+
+        # ---- colour endpoint (complexometric protocols)
+        self.endpoint_channel = vision.endpoint
+        self.colour_endpoint = vision.endpoint == "colour"
+        self.track_colour = self.colour_endpoint or "colour_hue" in plan.module_instantiation.recorder.quantities
+        self.colour_change: ColourChangeDetector | None = None
+        self.colour_settle: HueStabilityDetector | None = None
+        self.verify_hold_s = float(vision.verify_hold_s)
+        for task in plan.task_decomposition:
+            if task.receiver == "vision_supervisor" and task.expected_transition is not None \
+                    and task.expected_transition.symbol == "verified":
+                hold_s = task.parameters.get("hold_s")
+                if isinstance(hold_s, (int, float)) and not isinstance(hold_s, bool) and hold_s > 0:
+                    self.verify_hold_s = float(hold_s)
+        if self.colour_endpoint:
+            if not vision.colour_from or not vision.colour_to:
+                raise ValueError("the plan's vision endpoint is 'colour' but colour_from / colour_to are not set")
+            self.colour_change = ColourChangeDetector(ColourChangeConfig.from_names(
+                vision.colour_from, vision.colour_to, confirm_s=hold,
+                confirm_frames=config.colour_confirm_frames, max_gap_s=config.colour_max_gap_s,
+                min_confidence=config.colour_min_confidence))
+            self.colour_settle = HueStabilityDetector(HueStabilityConfig(
+                window_s=settle_s, max_spread_deg=config.hue_spread_deg, min_samples=config.colour_min_samples))
+        self.last_hue: float | None = None
+        self.last_colour_stamp: float | None = None
+        self.watch_since: float | None = None
+        self.holds: set[str] = set()        #: why dispensing is held: colour_candidate, camera_stale
+        self.camera_stale = False
+        self._early_colour_reported = False
+        self._verify_last: float | None = None
 
     # ------------------------------------------------------------------ dispatch
     def dispatchable(self) -> list:
@@ -75,8 +155,20 @@ class Supervision:
         self._last_stamp = now
         if transition.to_state == "waiting_ph":
             self.settle.reset()
+        if transition.to_state == "waiting_mix" and self.colour_settle is not None:
+            self.colour_settle.reset()
+        if transition.to_state in COLOUR_WATCH_STATES and self.watch_since is None:
+            self.watch_since = now
         if transition.to_state == "done":
             self.verify_since = now
+            self._verify_last = None
+            self.holds.clear()
+        # The supervisor's own subtasks (verification) are done when their symbol is applied.
+        for task_id in self.scheduler.dispatched:
+            task = self.plan.subtask(task_id)
+            if task.receiver == "vision_supervisor" and task.expected_transition is not None \
+                    and task.expected_transition.symbol == symbol:
+                self.scheduler.mark_done(task_id)
         return transition
 
     def abort(self, reason: str, now: float) -> Transition:
@@ -96,12 +188,12 @@ class Supervision:
             self.endpoint = EndpointDetector(EndpointConfig(target_ph=self.target_ph, direction=direction,
                                                             hold_s=self.endpoint_hold_s))
 
-    # ------------------------------------------------------------------ perception
+    # ------------------------------------------------------------------ pH
     def on_ph(self, stamp: float, ph: float) -> list[Command]:
         """A pH reading -> the symbols it justifies. Bad readings raise ReadingError (never advance)."""
-        if not math.isfinite(ph):
-            raise ReadingError(f"pH reading {ph!r} is not a number")
-        self.settle.add(stamp, ph)
+        if not (math.isfinite(ph) and math.isfinite(stamp)):
+            raise ReadingError(f"pH reading {ph!r} at {stamp!r} s is not a number")
+        self.settle.add(stamp, ph)  # range and time order checked here, before any decision
         self.last_ph = ph
         out: list[Command] = []
         state = self.machine.state
@@ -119,10 +211,127 @@ class Supervision:
         return out
 
     def on_temperature(self, value: float) -> None:
-        if math.isfinite(value):
-            self.last_temperature = value
-            if self.start_temperature is None:
-                self.start_temperature = value
+        """A temperature reading (deg C); ReadingError when it is not a liquid-water temperature."""
+        lo, hi = self.config.temperature_range_c
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise ReadingError(f"temperature {value!r} degC outside the probe's plausible range [{lo}, {hi}]")
+        self.last_temperature = value
+        if self.start_temperature is None:
+            self.start_temperature = value
+
+    # ------------------------------------------------------------------ colour
+    def on_colour(self, stamp: float, hue_deg: float, confidence: float = 1.0) -> list[Command]:
+        """One front-camera hue measurement -> commands. HueReadingError on bad input (never advances)."""
+        if not (math.isfinite(stamp) and math.isfinite(hue_deg) and math.isfinite(confidence)) \
+                or not 0.0 <= hue_deg < 360.0 or not 0.0 <= confidence <= 1.0:
+            raise HueReadingError(f"hue {hue_deg!r} deg (confidence {confidence!r}) at {stamp!r} s is not a hue")
+        if self.colour_change is None or self.colour_settle is None:
+            self.last_hue, self.last_colour_stamp = hue_deg, stamp
+            return []
+        detector = self.colour_change
+        event = detector.update(stamp, hue_deg, confidence)  # raises on time going backwards
+        if confidence < detector.config.min_confidence:
+            return []  # not usable: neither evidence for nor against; the staleness clock keeps running
+        self.last_hue, self.last_colour_stamp = hue_deg, stamp
+        out: list[Command] = []
+        if self.camera_stale:
+            self.camera_stale = False
+            out.append(Command("anomaly", detail={"kind": "camera_recovered", "severity": "info",
+                                                  "description": "front camera images are usable again"}))
+            out += self._release("camera_stale")
+        state = self.machine.state
+        if self.machine.terminal or self.machine.paused:
+            return out
+        if state in COLOUR_WATCH_STATES:
+            out += self._watch(stamp, hue_deg, event)
+        elif state == "done":
+            out += self._verify(stamp, hue_deg)
+        elif event is not None and event.kind == "crossed":
+            # Nothing has been added yet: an end colour now is a wrong solution, not an endpoint.
+            detector.reset()
+            out.append(self._early_colour(hue_deg, "before titration started"))
+        return out
+
+    def _watch(self, stamp: float, hue_deg: float, event) -> list[Command]:
+        detector = self.colour_change
+        out: list[Command] = []
+        detail = {"hue_deg": hue_deg}
+        if event is not None and event.kind == "crossed":
+            out += self._hold("colour_candidate", detail)
+        elif event is not None and event.kind == "reverted":
+            out += self._release("colour_candidate")
+        elif event is not None and event.kind == "confirmed":
+            self.holds.clear()
+            out.append(Command("stop_dispensing", detail=detail))
+            out.append(Command("apply", symbol="endpoint", detail=detail))
+            return out
+        if not detector.armed and not self._early_colour_reported \
+                and detector.progress(hue_deg) >= detector.config.enter_fraction:
+            out.append(self._early_colour(hue_deg, "while titrating, before the start colour was seen"))
+        self.colour_settle.add(stamp, hue_deg)
+        if self.machine.state == "waiting_mix" and detector.state in ("unarmed", "before") \
+                and "colour_stable" in self.plan.state_machine.input_symbols and self.colour_settle.is_stable():
+            out.append(Command("apply", symbol="colour_stable", detail=detail))
+        return out
+
+    def _verify(self, stamp: float, hue_deg: float) -> list[Command]:
+        detector = self.colour_change
+        if not detector.at_end_colour(hue_deg):
+            return [Command("abort", detail={
+                "kind": "endpoint_not_verified", "hue_deg": hue_deg,
+                "reason": f"endpoint not verified: the colour went back to hue {hue_deg:.0f} deg "
+                          f"({self.plan.module_instantiation.vision.colour_from} side) during verification"})]
+        if self.verify_since is None:
+            return []
+        if self._verify_last is not None and stamp - self._verify_last > detector.config.max_gap_s:
+            self.verify_since = stamp  # no frames in between: the hold starts again
+        self._verify_last = stamp
+        if stamp >= self.verify_since + self.verify_hold_s:
+            return [Command("apply", symbol="verified", detail={"hue_deg": hue_deg})]
+        return []
+
+    def _early_colour(self, hue_deg: float, when: str) -> Command:
+        vision = self.plan.module_instantiation.vision
+        self._early_colour_reported = True
+        return Command("anomaly", detail={
+            "kind": "unexpected_colour", "severity": "warn", "hue_deg": hue_deg,
+            "description": f"the solution already shows the end colour ({vision.colour_to}, hue {hue_deg:.0f} deg) "
+                           f"{when}; expected {vision.colour_from} first: not taken as an endpoint"})
+
+    def _hold(self, reason: str, detail: dict) -> list[Command]:
+        first = not self.holds
+        self.holds.add(reason)
+        return [Command("hold_dispensing", detail={"reason": reason, **detail})] if first else []
+
+    def _release(self, reason: str) -> list[Command]:
+        if reason not in self.holds:
+            return []
+        self.holds.discard(reason)
+        if self.holds or self.machine.state not in COLOUR_WATCH_STATES:
+            return []
+        return [Command("resume_dispensing", detail={"reason": f"{reason} cleared"})]
+
+    def check_camera(self, now: float) -> list[Command]:
+        """Stale front camera while a colour endpoint is watched -> one anomaly and a hold."""
+        if not math.isfinite(now):
+            raise ValueError(f"now must be finite, got {now!r}")
+        if not self.colour_endpoint or self.machine.terminal or self.camera_stale:
+            return []
+        if self.machine.state not in (*COLOUR_WATCH_STATES, "done") or self.watch_since is None:
+            return []
+        since = max(self.watch_since, self.last_colour_stamp if self.last_colour_stamp is not None else -math.inf)
+        silent = now - since
+        if silent <= self.config.stale_camera_s:
+            return []
+        self.camera_stale = True
+        last = "none yet" if self.last_colour_stamp is None else f"the last at {self.last_colour_stamp:.1f} s"
+        out = [Command("anomaly", detail={
+            "kind": "camera_stale", "severity": "warn",
+            "description": f"no usable front camera image for {silent:.1f} s ({last}) while the colour endpoint "
+                           f"is watched; dispensing held until images return"})]
+        if self.machine.state in COLOUR_WATCH_STATES:
+            out += self._hold("camera_stale", {})
+        return out
 
     def check_timeout(self, now: float) -> str | None:
         return None if self.machine.terminal else self.machine.check_timeout(now)

@@ -1,0 +1,127 @@
+"""`make bench`: run every benchmark, write bench/results/*.json, and rewrite the results table in the
+README (between the bench markers) with the machine it ran on. Each benchmark is a separate process so
+one failure does not hide the others; a failed one is reported in the table as failed."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def run(name: str, argv: list[str], timeout: float = 1800) -> bool:
+    print(f"[bench] {name}: {' '.join(argv)}", flush=True)
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, *argv], cwd=REPO, timeout=timeout)
+    print(f"[bench] {name}: exit {proc.returncode} after {time.perf_counter() - started:.0f} s", flush=True)
+    return proc.returncode == 0
+
+
+def record_rates() -> dict:
+    from agentchemist.record import open_store
+    from agentchemist.record.benchmark import measure_write_rate
+    out = {}
+    for flush_every in (0, 1):
+        path = Path(tempfile.mkdtemp(prefix="bench-store-")) / "records.db"
+        with open_store(str(path)) as store:
+            rate = measure_write_rate(store, rows=5000 if flush_every == 0 else 1000, flush_every=flush_every,
+                                      experiment_id=f"bench-{flush_every}")
+        out[f"sqlite_flush_every_{flush_every or 'end'}"] = rate.rows / rate.seconds
+    (RESULTS / "recorder.json").write_text(json.dumps({"rows_per_s": out, "machine": machine()}, indent=2))
+    return out
+
+
+def planner_accuracy() -> dict:
+    from agentchemist.plan.evaluation import evaluate, load_corpus
+    from agentchemist.plan.planner import Planner
+    cases = load_corpus(REPO / "tests" / "data" / "instructions.yaml")
+    report = evaluate(cases, Planner(), time.perf_counter)
+    out = {"cases": len(cases), "accuracy": report.accuracy(), "holdout_accuracy": report.accuracy(True),
+           "latency": report.latency_summary()}
+    (RESULTS / "planner.json").write_text(json.dumps({**out, "machine": machine()}, indent=2))
+    return out
+
+
+def machine() -> str:
+    return f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def table() -> str:
+    rows = []
+    twin = load("twin")
+    if twin:
+        rows.append(("twin alone (physics, pH, drops)", f"{twin['twin_alone']['real_time_factor']:.0f}x real time"))
+        rows.append(("twin with audio + camera rendering", f"{twin['twin_with_streams']['real_time_factor']:.0f}x real time"))
+        demo = twin.get("graph_demo") or {}
+        if demo.get("real_time_factor"):
+            rows.append(("whole graph, HCl/NaOH demo (incl. start-up)",
+                         f"{demo['real_time_factor']:.1f}x, {demo['wall_s']:.0f} s wall for {demo['sim_s']:.0f} s sim"))
+        s = twin["solver"]
+        rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
+                     f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
+    audio = load("audio_detector")
+    if audio:
+        at10 = next((r for r in audio["snr_sweep"] if r["snr_db"] == 10.0), None)
+        if at10:
+            rows.append(("drop detection at 10 dB SNR", f"F1 {at10['f1']:.3f}, onset error max {at10['onset_error_ms_max']:.1f} ms"))
+        rows.append(("drop detection latency / cost", f"median {audio['latency_ms']['median']:.0f} ms, "
+                     f"{audio['realtime_factor_one_core']['detector']:.0f}x real time on one core"))
+    rec = load("recorder")
+    if rec:
+        r = rec["rows_per_s"]
+        rows.append(("recorder SQLite writes", f"{r.get('sqlite_flush_every_end', 0):,.0f} rows/s batched, "
+                     f"{r.get('sqlite_flush_every_1', 0):,.0f} rows/s durable per row"))
+    plan = load("planner")
+    if plan:
+        rows.append(("planner corpus", f"{plan['cases']} instructions, accuracy {100 * plan['accuracy']:.0f} % "
+                     f"(held-out {100 * plan['holdout_accuracy']:.0f} %), median {1000 * plan['latency']['median_s']:.1f} ms"))
+    disp = load("dispenser")
+    if disp and "summary" in disp:
+        for key, value in disp["summary"].items():
+            rows.append((f"dispenser: {key}", str(value)))
+    lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
+             "| benchmark | result |", "|---|---|"]
+    lines += [f"| {a} | {b} |" for a, b in rows]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def update_readme() -> None:
+    readme = REPO / "README.md"
+    text = readme.read_text()
+    block = table()
+    if START in text and END in text:
+        text = text[:text.index(START)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip() + "\n\n## Benchmarks\n" + block + "\n"
+    readme.write_text(text)
+
+
+def main() -> int:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    ok = run("twin", ["bench/twin.py", "--graph"])
+    ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
+    if (REPO / "bench" / "dispenser.py").exists():
+        ok &= run("dispenser", ["bench/dispenser.py"])
+    record_rates()
+    planner_accuracy()
+    update_readme()
+    print(table())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
