@@ -197,3 +197,34 @@ def playback_profile(offered: Sequence[QosProfile]) -> QosProfile:
     return replace(base, history="keep_all" if keep_all else "keep_last", depth=max(depth, 1),
                    reliability="reliable" if reliable else "best_effort",
                    durability="transient_local" if latched else "volatile")
+
+
+def from_rosbags(qos) -> QosProfile:
+    """A rosbags `Qos` named tuple (what rosbags parsed from a storage file) as a QosProfile."""
+    def name(enum_value, allowed):
+        text = enum_value.name.lower()
+        return text if text in allowed else "unknown" if "unknown" in allowed else allowed[0]
+
+    return QosProfile(
+        history=name(qos.history, HISTORY), depth=int(qos.depth),
+        reliability=name(qos.reliability, RELIABILITY), durability=name(qos.durability, DURABILITY),
+        deadline=QosTime(int(qos.deadline.sec), int(qos.deadline.nsec)),
+        lifespan=QosTime(int(qos.lifespan.sec), int(qos.lifespan.nsec)),
+        liveliness=name(qos.liveliness, LIVELINESS),
+        liveliness_lease_duration=QosTime(int(qos.liveliness_lease_duration.sec),
+                                          int(qos.liveliness_lease_duration.nsec)),
+        avoid_ros_namespace_conventions=bool(qos.avoid_ros_namespace_conventions))
+
+
+def to_rosbags(profile: QosProfile):
+    """The rosbags `Qos` named tuple the rosbags writer stores."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability
+    from rosbags.interfaces import QosTime as RbTime
+
+    def t(value: QosTime):
+        return RbTime(value.sec, value.nsec)
+
+    return Qos(QosHistory[profile.history.upper()], profile.depth, QosReliability[profile.reliability.upper()],
+               QosDurability[profile.durability.upper()], t(profile.deadline), t(profile.lifespan),
+               QosLiveliness[profile.liveliness.upper()], t(profile.liveliness_lease_duration),
+               profile.avoid_ros_namespace_conventions)

@@ -10,6 +10,25 @@ events, and returns the command to send. It never reads a clock: `now` is always
 Priming: a freshly drawn bulb has slack, and the tip must fill before anything falls, so the squeeze
 before the first drop is dead travel. Q_stat starts at the first drop (counted as one calibrated drop)
 and accumulates k * dd from there; until then the no-drop check allows `priming_allowance_mm`.
+
+High-water mark: a bulb that was released (RESET retracts the gripper) fills with air through the tip,
+and squeezing it again pushes that air out before any liquid moves. So only closing past the deepest
+opening this goal has reached counts (for Q_stat and for the no-drop check), and after a RESET the
+gripper closes back to that depth at `reapproach_rate_mm_s` before dispensing at the goal's rate.
+
+Adaptive rate. MOTION closes at the goal's rate far from the target; near it, it doses increments and
+settles after each. Every settled hold gives an anchor (Q_stat, pH), and the pH change per mL between
+the last two anchors is the curve's measured sensitivity S (a secant, as dynamic-increment titrators
+use). Near the target means: within `near_target_ml` of a volume target, within `near_target_ph` of a pH
+target, or a steep curve (S x drop >= `fine_ph_per_drop`: the next drop may cross the target; a strong
+acid jumps several pH units in one drop at equivalence, so the pH distance would notice only after the
+jump). The increment is one drop at `fine_rate_mm_s`, except in a gently sloped band, where it is
+`approach_fraction` of the drops S predicts to the target (at the goal's rate): the distance shrinks
+geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful of holds, not fifty.
+
+Statistical estimates: one each time Q_stat crosses another drop volume, each carrying the increment
+since the previous estimate, and a last one for the remainder when the controller holds for a RESET or
+stops; so the increments always add up to the Q_stat of the result (no estimate is lost).
 """
 from __future__ import annotations
 
@@ -45,6 +64,7 @@ TRANSITIONS: tuple[tuple[State, str, State, str], ...] = (
     (State.WAIT, "resume_command", State.MOTION, "resume closing"),
     (State.RESET, "retracted_resume", State.MOTION, "squeeze again from the safe opening"),
     (State.RESET, "retracted_give_up", State.DONE, "hold open; report failure"),
+    (State.RESET, "retract_timeout", State.DONE, "hold; report that the gripper never reached the safe opening"),
 )
 
 
@@ -54,7 +74,9 @@ class DispenserConfig:
     k_ml_per_mm: float = 1.0            #: calibration: mL expelled per mm of closing
     drop_volume_ml: float = 0.046875    #: calibrated mean drop (the paper's 0.046875 mL)
     calibration_residual_ml: float = 0.002  #: RMS residual of the calibration fit (mL per drop)
-    rate_mm_s: float = 0.2              #: default closing rate in MOTION
+    rate_mm_s: float = 0.2              #: default closing rate in MOTION; the audio supervisor tells drops
+                                        #: apart up to about 0.25 mm/s (5 drops/s at k = 1 mL/mm), and the
+                                        #: no-drop check relies on hearing them (bench/dispenser.py)
     max_rate_mm_s: float = 5.0          #: beyond this the bulb jets instead of dripping
     fine_rate_mm_s: float = 0.05        #: closing rate near the target
     resolution_mm: float = 0.001        #: Piper gripper command resolution
@@ -64,10 +86,23 @@ class DispenserConfig:
     min_opening_mm: float = 0.0
     max_opening_mm: float = 70.0        #: Piper gripper usable travel
     safe_opening_mm: float = 62.0       #: RESET retracts here (clear of the bulb)
+    retract_timeout_s: float = 10.0     #: a RESET that has not reached the safe opening by then gives up
+    recovery_timeout_s: float = 30.0    #: a retracted RESET waits this long for its cause to clear (the pH
+                                        #: meter to report again) before giving up
+    reapproach_rate_mm_s: float = 1.5   #: closing back to the high-water mark after a RESET (air only);
+                                        #: slow enough that the gripper's lag stays inside stall_tolerance_mm
     change_rate_threshold: float = 0.05  #: |dpH/dt| (pH/s) above which MOTION holds
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
+    fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
+                                        #: at or above this: one drop at a time (steep part of the curve)
+    approach_fraction: float = 0.5      #: near a pH target on a gentle slope, dose this fraction of the
+                                        #: drops the measured sensitivity predicts to the target
+    max_increment_drops: int = 40       #: cap of such an increment (drops)
+    settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
+                                        #: the hold (drop falls, mixing starts): a pH that has not yet
+                                        #: moved is not a settled one
     no_drop_factor: float = 4.0         #: no drop after this many drop-displacements -> anomaly
     priming_allowance_mm: float = 1.5   #: squeeze allowed before the first drop (bulb slack, tip filling)
     sensor_timeout_s: float = 3.0       #: no pH reading for this long while titrating -> anomaly
@@ -80,10 +115,17 @@ class DispenserConfig:
 
     def __post_init__(self):
         for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
-                     "resolution_mm", "control_period_s", "sensor_timeout_s", "operation_timeout_s", "stall_time_s"):
+                     "resolution_mm", "control_period_s", "sensor_timeout_s", "operation_timeout_s", "stall_time_s",
+                     "fine_ph_per_drop", "retract_timeout_s", "reapproach_rate_mm_s", "recovery_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"DispenserConfig.{name} must be a finite number > 0, got {value!r}")
+        if not (math.isfinite(self.approach_fraction) and 0 < self.approach_fraction <= 1):
+            raise ValueError(f"DispenserConfig.approach_fraction must be in (0, 1], got {self.approach_fraction!r}")
+        if not (isinstance(self.max_increment_drops, int) and self.max_increment_drops >= 1):
+            raise ValueError(f"DispenserConfig.max_increment_drops must be an int >= 1, got {self.max_increment_drops!r}")
+        if not (math.isfinite(self.settle_delay_s) and self.settle_delay_s >= 0):
+            raise ValueError(f"DispenserConfig.settle_delay_s must be a finite number >= 0, got {self.settle_delay_s!r}")
         if not self.min_opening_mm < self.safe_opening_mm <= self.max_opening_mm:
             raise ValueError("DispenserConfig: need min_opening_mm < safe_opening_mm <= max_opening_mm")
 
@@ -185,16 +227,22 @@ class DispenserController:
         self.timeout = goal.timeout_s or config.operation_timeout_s
         self.started = now
         self.command = start_opening_mm
+        self.deepest_mm = start_opening_mm   #: the bulb's high-water mark as this goal knows it
+        self._reset_since: float | None = None
         self._last_update = now
-        self._last_measured = start_opening_mm
         self.q_stat = 0.0
         self._next_report = config.drop_volume_ml
+        self._reported = 0.0             #: Q_stat carried by the estimates emitted so far
+        self._anchor: tuple[float, float] | None = None   #: (Q_stat, settled pH) of the last settled hold
+        self.sensitivity_ph_per_ml = math.nan  #: |dpH/dQ| between the last two anchors
+        self._sensitivity_bound = math.nan     #: the same with the settle band added: an upper bound
         self.drops = 0
         self._disp_since_drop = 0.0
         self.primed = False
         self.dead_travel_mm = 0.0
         self._drop_pending_settle: str | None = None
-        self._fine_drop_started = False
+        self._increment: int | None = None   #: drops to dose before the next hold (near the target)
+        self._increment_count = 0
         self._last_ph: float | None = None
         self._last_ph_stamp: float | None = None
         self._ph_history: list[tuple[float, float]] = []
@@ -226,7 +274,9 @@ class DispenserController:
             if self.goal.settle_each_drop:
                 self._drop_pending_settle = "drop_landed_settle"
             elif self._near_target():
-                self._drop_pending_settle = "near_target_drop"
+                self._increment_count += 1
+                if self._increment_count >= self._planned_increment():
+                    self._drop_pending_settle = "near_target_drop"
 
     def request_resume(self) -> None:
         """The supervisor's command to leave WAIT."""
@@ -249,6 +299,8 @@ class DispenserController:
             return self._finish(out, now, False, "canceled", "canceled by the supervisor")
 
         anomaly = self._detect_anomaly(now, measured_opening_mm)
+        if self._anchor is None and self._last_ph is not None and self._settle.is_stable():
+            self._anchor = (self.q_stat, self._last_ph)  # the pH before (or barely after) the first drops
         if self.state == State.MOTION:
             if self._goal_reached():
                 return self._finish_goal(out, now)
@@ -260,9 +312,18 @@ class DispenserController:
                 condition, self._drop_pending_settle = self._drop_pending_settle, None
                 self._go(out, State.WAIT, condition, now)
             else:
-                rate = self.config.fine_rate_mm_s if self._near_target() else self.rate
-                step = rate * min(dt, self.config.control_period_s)
-                self.command = self._quantise(max(self.config.min_opening_mm, self.command - step))
+                rate = self.rate
+                if self._near_target() and self._planned_increment() == 1:
+                    rate = self.config.fine_rate_mm_s
+                step = min(dt, self.config.control_period_s)
+                floor = self.config.min_opening_mm
+                if self.command > self.deepest_mm + self.config.resolution_mm:
+                    # Back to the high-water mark quickly (air only), then on at the dispensing rate.
+                    step *= max(rate, self.config.reapproach_rate_mm_s)
+                    floor = self.deepest_mm
+                else:
+                    step *= rate
+                self.command = self._quantise(max(floor, self.command - step))
         elif self.state == State.WAIT:
             if self._goal_reached():
                 return self._finish_goal(out, now)
@@ -272,6 +333,7 @@ class DispenserController:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
             elif self._settled(now):
+                self._update_sensitivity()
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
                 a = ControllerAnomaly(now, "settle_timeout",
@@ -279,11 +341,24 @@ class DispenserController:
                 self._enter_reset(out, now, a, "anomaly")
         elif self.state == State.RESET:
             retracted = abs(measured_opening_mm - self.config.safe_opening_mm) <= self.config.stall_tolerance_mm
+            if not retracted and now - self._reset_since > self.config.retract_timeout_s:
+                out.transitions.append((State.RESET, "retract_timeout", State.DONE))
+                return self._finish(out, now, False, "anomaly",
+                                    f"{self._reset_reason.description}; the gripper did not retract to "
+                                    f"{self.config.safe_opening_mm:.1f} mm within {self.config.retract_timeout_s:.0f} s "
+                                    f"(at {measured_opening_mm:.3f} mm)")
             if retracted:
-                if self.resets > self.config.max_resets or self._reset_reason.kind in ("pipette_empty", "operation_timeout"):
+                cleared = self._cause_cleared()
+                if (self.resets > self.config.max_resets
+                        or self._reset_reason.kind in ("pipette_empty", "operation_timeout")
+                        or (not cleared and now - self._reset_since > self.config.recovery_timeout_s)):
                     out.transitions.append((State.RESET, "retracted_give_up", State.DONE))
                     reason = "timeout" if self._reset_reason.kind == "operation_timeout" else "anomaly"
                     return self._finish(out, now, False, reason, self._reset_reason.description)
+                if not cleared:
+                    out.command_opening_mm = self.command
+                    out.state = self.state
+                    return out  # hold open until the cause clears (or recovery_timeout_s passes)
                 # Squeeze again from the safe opening: the released bulb has refilled with air.
                 self._go(out, State.MOTION, "retracted_resume", now)
                 self._disp_since_drop = 0.0
@@ -296,10 +371,12 @@ class DispenserController:
     def _account_displacement(self, now: float, measured: float, out: Output) -> None:
         if not math.isfinite(measured):
             return
-        dd = self._last_measured - measured
-        self._last_measured = measured
-        if dd > 0 and self.state != State.RESET:
-            # Only closing squeezes liquid out; opening lets air back into the bulb.
+        dd = self.deepest_mm - measured
+        if dd > 0:
+            # Only closing past the high-water mark squeezes liquid out; opening lets air back into the
+            # bulb, and closing again first pushes that air out. (Counted in any state: liquid that left
+            # while the gripper caught up with a hold is still dispensed.)
+            self.deepest_mm = measured
             if self.primed:
                 self.q_stat += self.config.k_ml_per_mm * dd
             else:
@@ -309,10 +386,24 @@ class DispenserController:
         # with the audio channel's per-drop estimates.
         if self.q_stat >= self._next_report - 1e-12:
             dv = self.config.drop_volume_ml
-            previous = self._next_report - dv
             self._next_report = (math.floor(self.q_stat / dv + 1e-9) + 1) * dv
-            out.estimates.append(Estimate(now, self.q_stat, self.q_stat - previous, self.confidence(),
+            out.estimates.append(Estimate(now, self.q_stat, self.q_stat - self._reported, self.confidence(),
                                           self.state.value))
+            self._reported = self.q_stat
+
+    def _cause_cleared(self) -> bool:
+        """Whether the anomaly behind the current RESET is gone: a silent pH meter must report again
+        (resuming into the same silence would only reset again); the others clear by retracting."""
+        if self._reset_reason is not None and self._reset_reason.kind == "sensor_timeout":
+            return self._last_ph_stamp is not None and self._last_ph_stamp > self._reset_since
+        return True
+
+    def _flush_estimate(self, out: Output, now: float) -> None:
+        """The remainder of Q_stat since the last estimate, when the controller holds for good or resets."""
+        if self.q_stat > self._reported + 1e-9:
+            out.estimates.append(Estimate(now, self.q_stat, self.q_stat - self._reported, self.confidence(),
+                                          self.state.value))
+            self._reported = self.q_stat
 
     def confidence(self) -> float:
         """Confidence of Q_stat: calibration residual relative to a drop, discounted by execution state."""
@@ -323,19 +414,54 @@ class DispenserController:
         return max(0.0, min(1.0, calib * state_factor * stall_factor))
 
     def _settled(self, now: float) -> bool:
-        """pH settled when a pH stream exists; otherwise the hanging drop had time to fall."""
+        """pH settled when a pH stream exists (over a window that starts `settle_delay_s` after the hold
+        at the earliest); otherwise the hanging drop had time to fall."""
+        held = now - (self._wait_since if self._wait_since is not None else now)
         if self._last_ph is not None:
-            return self._settle.is_stable()
-        return now - (self._wait_since or now) >= self.config.drop_pause_s
+            return held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
+        return held >= self.config.drop_pause_s
+
+    def _update_sensitivity(self) -> None:
+        """A settled hold is an anchor (Q_stat, pH); the secant to the previous one is the curve's slope."""
+        if self._last_ph is None:
+            return
+        here = (self.q_stat, self._last_ph)
+        if self._anchor is not None:
+            dq = here[0] - self._anchor[0]
+            if dq < 0.5 * self.config.drop_volume_ml:
+                return  # too little dispensed since the last anchor to measure a slope
+            self.sensitivity_ph_per_ml = abs(here[1] - self._anchor[1]) / dq
+            # A settled reading is known to within the settle band: increments are planned on the
+            # steepest slope the two anchors allow, so that noise never makes them too large.
+            self._sensitivity_bound = (abs(here[1] - self._anchor[1]) + self._settle.config.max_spread) / dq
+        self._anchor = here
 
     def _near_target(self) -> bool:
         g, c = self.goal, self.config
         if g.target_ph is not None and self._last_ph is not None:
             if g.ph_direction * (g.target_ph - self._last_ph) <= c.near_target_ph:
                 return True
+            if self.sensitivity_ph_per_ml * c.drop_volume_ml >= c.fine_ph_per_drop:
+                return True  # steep: the next drop may cross the target (NaN compares False)
         if g.target_volume_ml > 0 and g.target_volume_ml - self.q_stat <= c.near_target_ml:
             return True
         return False
+
+    def _planned_increment(self) -> int:
+        """Drops to dose before the next hold while near the target; fixed for the current increment."""
+        if self._increment is None:
+            self._increment = self._increment_for_now()
+        return self._increment
+
+    def _increment_for_now(self) -> int:
+        g, c = self.goal, self.config
+        if (g.target_ph is None or self._last_ph is None
+                or not self.sensitivity_ph_per_ml * c.drop_volume_ml < c.fine_ph_per_drop):
+            return 1  # no pH target, no slope measured yet (NaN), or steep: one drop at a time
+        per_drop = self._sensitivity_bound * c.drop_volume_ml
+        distance = g.ph_direction * (g.target_ph - self._last_ph)
+        predicted = distance / per_drop
+        return int(min(max(math.floor(c.approach_fraction * predicted), 1), c.max_increment_drops))
 
     def _goal_reached(self) -> bool:
         g = self.goal
@@ -346,6 +472,13 @@ class DispenserController:
         return False
 
     def _change_rate_high(self) -> bool:
+        # A slope through two or three noisy readings is mostly noise: judge only a filled window.
+        window = self._settle.config
+        if self._last_ph_stamp is None:
+            return False
+        recent = sum(1 for stamp, _ in self._ph_history if stamp >= self._last_ph_stamp - window.window_s)
+        if recent < window.min_samples:
+            return False
         slope = self._settle.slope()
         return math.isfinite(slope) and abs(slope) > self.change_threshold
 
@@ -386,12 +519,15 @@ class DispenserController:
     def _enter_reset(self, out: Output, now: float, anomaly: ControllerAnomaly, condition: str) -> None:
         self.resets += 1
         self._reset_reason = anomaly
+        self._flush_estimate(out, now)
         out.anomalies.append(anomaly)
         self._go(out, State.RESET, condition, now)
+        self._reset_since = now
         self.command = self.config.safe_opening_mm
 
     def _go(self, out: Output, target: State, condition: str, now: float) -> None:
         out.transitions.append((self.state, condition, target))
+        self._increment, self._increment_count = None, 0  # every hold ends an increment
         self.state = target
         self._wait_since = now if target == State.WAIT else None
         out.state = target
@@ -406,6 +542,7 @@ class DispenserController:
         return self._finish(out, now, True, reason, msg)
 
     def _finish(self, out: Output, now: float, success: bool, reason: str, message: str) -> Output:
+        self._flush_estimate(out, now)
         self.state = State.DONE
         self.result = StopResult(success, reason, self.q_stat, self.drops,
                                  self._last_ph if self._last_ph is not None else float("nan"), message)

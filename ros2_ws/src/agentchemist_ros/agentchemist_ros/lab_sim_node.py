@@ -19,6 +19,7 @@ from agentchemist.sim.draw_trigger import DrawTrigger, DrawTriggerConfig
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading
+from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.runner import spin_node
@@ -49,6 +50,10 @@ class LabSimNode(Node):
         self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
                                     low=0.05, high=60.0)
         self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
+        # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
+        self.publish_clock = declare(self, "publish_clock", True, "Publish /clock (false beside Gazebo)")
+        self.publish_joints = declare(self, "publish_joint_states", True,
+                                      "Publish /joint_states (false when ros2_control publishes them)")
         if not scenario_path:
             raise ValueError("lab_sim needs the 'scenario' parameter (a config/scenarios/*.yaml file)")
         self.scenario = load_scenario(scenario_path)
@@ -77,6 +82,7 @@ class LabSimNode(Node):
                                      lambda m, s=s: self.on_gripper(s, m), 10)
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
+        self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
         self.timer = self.create_timer(self.period / self.rtf, self.tick)
@@ -103,11 +109,25 @@ class LabSimNode(Node):
         if result.clamped:
             self.get_logger().warn(f"{side} arm command clamped: {result.reason}")
 
+    def on_inject_fault(self, request, response):
+        try:
+            params = json.loads(request.params_json or "{}")
+            if not isinstance(params, dict):
+                raise ValueError("params_json must be a JSON object")
+            self.twin.inject_fault(request.kind, self.t, request.duration_s, **params)
+        except (ValueError, TypeError) as exc:  # unknown kind, bad parameters: refused with the reason
+            response.success, response.message = False, f"fault refused: {exc}"
+            return response
+        response.success, response.message = True, f"{request.kind} injected at {self.t:.2f} s"
+        self.get_logger().warn(response.message)
+        return response
+
     # ------------------------------------------------------------------ pacing
     def tick(self):
         self.t = round(self.t + self.period, 9)
         self.twin.step(self.t)
-        self.clock_pub.publish(Clock(clock=to_msg(self.t)))
+        if self.publish_clock:
+            self.clock_pub.publish(Clock(clock=to_msg(self.t)))
         self._check_draw()
         if self.t >= self.next["ph"]:
             self.next["ph"] += self.ph_period
@@ -115,7 +135,7 @@ class LabSimNode(Node):
         if self.t >= self.next["balance"]:
             self.next["balance"] += self.balance_period
             self._publish_reading(self.balance_pub, self.twin.read_balance(self.t), "balance", "mass", "g")
-        if self.t >= self.next["joint"]:
+        if self.publish_joints and self.t >= self.next["joint"]:
             self.next["joint"] += self.joint_period
             names, positions = self.twin.joint_states()
             self.joint_pub.publish(JointState(header=Header(stamp=to_msg(self.t)), name=names,

@@ -1,6 +1,13 @@
 """vision_supervisor: the scheduler. Owns the experiment FSM (agentchemist.fsm.supervision), checks the
 scene before anything moves, dispatches subtasks to the action policy and the dispenser, turns pH
-readings into ph_stable / endpoint / verified, and escalates anomalies.
+readings and the liquid colour (agentchemist.perception.colour) into ph_stable / colour_stable /
+endpoint / verified, and escalates anomalies.
+
+Colour endpoints (the plan's vision.endpoint == "colour"): every front frame's liquid hue goes to the
+recorder as a vision-channel QuantityEstimate (quantity colour_hue, unit deg). The dispenser is held by
+cancelling its goal (a candidate change, a stale camera) and resumed with a new goal for the rest of
+the volume cap. Bad images, unreadable colour and out-of-range readings are anomalies, once per
+episode, and never advance the machine.
 """
 import json
 import threading
@@ -13,12 +20,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 
 from agentchemist.fsm.errors import InvalidMachineError
-from agentchemist.fsm.supervision import Supervision
+from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
+from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
+from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist.perception.scene import describe_scene
+from agentchemist.perception.vlm import VlmError, make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
-from agentchemist_interfaces.msg import AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState, SceneObject
+from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState,
+                                         QuantityEstimate, SceneObject)
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -38,14 +49,39 @@ class VisionSupervisorNode(Node):
         self.drop_interval_s = 1.0
         self.require_scene = declare(self, "require_scene_check", True,
                                      "Check the preconditions on the front camera before the first action")
+        self.sup_config = SupervisionConfig(
+            stale_camera_s=declare(self, "camera_stale_s", 10.0,
+                                   "No usable front image this long (s) while a colour endpoint is watched: anomaly + hold",
+                                   low=0.5, high=600.0),
+            colour_max_gap_s=declare(self, "colour_max_gap_s", 2.0,
+                                     "A longer gap between usable frames restarts a colour confirmation (s)",
+                                     low=0.1, high=60.0),
+            colour_confirm_frames=declare(self, "colour_confirm_frames", 3,
+                                          "Frames a colour change must hold before the endpoint", low=1, high=100),
+        )
+        self.region = LiquidRegionConfig(marker_id=declare(self, "beaker_marker_id", 1,
+                                                           "ArUco id of the titration beaker (sim/markers.py)",
+                                                           low=0, high=49))
+        self.tracker = BeakerColourTracker(self.region)
+        backend = declare(self, "vision_backend", "opencv", "Scene description backend: opencv | openai")
+        self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(
+            backend, base_url=declare(self, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
+            model=declare(self, "vlm_model", "", "Model name served at vlm_base_url"),
+            timeout_s=declare(self, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0))
         self.lock = threading.RLock()
         self.sup: Supervision | None = None
+        self.dispense_task = None       # the dispenser subtask (kept to resume it after a hold)
+        self.dispense_held = False
+        self.dispensed_before_ml = 0.0  # by goals cancelled for a hold (the cap counts them)
+        self.last_hue = None
+        self.frame_problem = ""         # the bad-frame anomaly reported last (once per episode)
         self.experiment_id = ""
         self.front = None
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED, callback_group=self.group)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
@@ -66,7 +102,10 @@ class VisionSupervisorNode(Node):
             self.experiment_id = msg.experiment_id
             try:
                 plan = Plan.model_validate_json(msg.plan_json)
-                self.sup = Supervision(plan, now)
+                self.sup = Supervision(plan, now, self.sup_config)
+                self.dispense_task, self.dispense_held, self.dispensed_before_ml = None, False, 0.0
+                self.last_hue, self.frame_problem = None, ""
+                self.tracker.reset()
             except InvalidMachineError as exc:
                 self.sup = None
                 self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
@@ -151,11 +190,24 @@ class VisionSupervisorNode(Node):
             self.sup.subtask_finished(task.id, True)
         self.apply(result.symbol, now, "action_policy", task.id)
 
-    def send_dispense_goal(self, task):
+    def send_dispense_goal(self, task, resume=False):
         p = task.parameters
         target_ph = p.get("target_ph")
+        volume = float(p.get("target_volume_ml") or 0.0)
+        with self.lock:
+            colour = bool(self.sup and self.sup.colour_endpoint)
+        if colour and not volume:
+            # The colour endpoint is seen here, not by the dispenser: its goal is the plan's hard cap.
+            volume = float(p.get("max_volume_ml") or 0.0)
+        if resume:
+            volume -= self.dispensed_before_ml
+            if volume <= 0.0:
+                self.abort(f"the volume cap was dispensed before the colour change ({self.dispensed_before_ml:.3f} mL)",
+                           "endpoint_not_reached")
+                return
+        self.dispense_task = task
         goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id,
-                             target_volume_ml=float(p.get("target_volume_ml") or 0.0),
+                             target_volume_ml=volume,
                              use_target_ph=isinstance(target_ph, (int, float)),
                              target_ph=float(target_ph) if isinstance(target_ph, (int, float)) else 0.0,
                              rate_mm_s=float(p.get("rate_mm_s") or 0.0),
@@ -167,14 +219,16 @@ class VisionSupervisorNode(Node):
             return
         now = node_now(self)
         with self.lock:
-            self.sup.start_dispensing(now, self.sup.last_ph)
+            if not resume:
+                self.sup.start_dispensing(now, self.sup.last_ph)
         # The audio supervisor expects drops while the dispenser squeezes (MOTION), not while it holds
         # for the pH to settle (WAIT) or retracts (RESET); the interval follows from the closing rate.
         rate = goal.rate_mm_s or 0.1
         self.drop_interval_s = self.drop_volume_ml / (self.k_ml_per_mm * max(rate, 1e-6))
         self.dispenser_state = "MOTION"
         self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
-        self.apply("titrate", now, self.get_name(), task.id)
+        if not resume:
+            self.apply("titrate", now, self.get_name(), task.id)
         future = self.dispenser.send_goal_async(goal, feedback_callback=lambda f, t=task: self.on_dispense_feedback(t, f))
         future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
 
@@ -191,6 +245,8 @@ class VisionSupervisorNode(Node):
     def on_dispense_accepted(self, task, future):
         handle = future.result()
         self.dispense_goal = handle
+        if self.dispense_held:  # held while the goal was on its way
+            handle.cancel_goal_async()
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_dispense_result(t, f))
 
     def on_dispense_result(self, task, future):
@@ -201,10 +257,19 @@ class VisionSupervisorNode(Node):
                                f"{result.dispensed_ml:.3f} mL, {result.drops} drops")
         with self.lock:
             state = self.sup.machine.state if self.sup else ""
-        if result.success or state in ("done", "accepted"):
+            colour = bool(self.sup and self.sup.colour_endpoint)
+            terminal = bool(self.sup and self.sup.machine.terminal)
+        if self.sup is None or task.id in self.sup.scheduler.done or (terminal and state != "accepted"):
+            return
+        if state in ("done", "accepted") or (result.success and not colour):
             with self.lock:
                 self.sup.subtask_finished(task.id, True)
             self.dispatch()
+        elif colour and result.success:
+            self.abort(f"the volume cap was dispensed ({result.dispensed_ml + self.dispensed_before_ml:.3f} mL) "
+                       "without the colour change", "endpoint_not_reached")
+        elif result.stop_reason == "canceled" and self.dispense_held:
+            self.dispensed_before_ml += result.dispensed_ml
         elif result.stop_reason != "canceled":
             with self.lock:
                 self.sup.subtask_finished(task.id, False, result.message)
@@ -223,7 +288,10 @@ class VisionSupervisorNode(Node):
             if sup is None:
                 return
             if msg.quantity == "temperature":
-                sup.on_temperature(msg.value)
+                try:
+                    sup.on_temperature(msg.value)
+                except ReadingError as exc:
+                    self.report("bad_reading", "warn", f"temperature reading refused: {exc}")
                 return
             if msg.quantity != "pH":
                 return
@@ -232,11 +300,43 @@ class VisionSupervisorNode(Node):
             except ReadingError as exc:
                 self.report("bad_reading", "warn", f"pH reading refused: {exc}")
                 return
+        self.run_commands(commands, to_sec(msg.header.stamp))
+
+    def run_commands(self, commands, stamp):
+        """Carry out what Supervision decided (see agentchemist.fsm.supervision.Command)."""
         for cmd in commands:
-            if cmd.kind == "stop_dispensing" and self.dispense_goal is not None:
-                self.dispense_goal.cancel_goal_async()
+            if cmd.kind == "stop_dispensing":
+                if self.dispense_goal is not None:
+                    self.dispense_goal.cancel_goal_async()
+            elif cmd.kind == "hold_dispensing":
+                self.hold_dispensing(cmd.detail.get("reason", ""))
+            elif cmd.kind == "resume_dispensing":
+                self.resume_dispensing(cmd.detail.get("reason", ""))
             elif cmd.kind == "apply":
-                self.apply(cmd.symbol, to_sec(msg.header.stamp), self.get_name(), "", cmd.detail)
+                self.apply(cmd.symbol, stamp, self.get_name(), "", cmd.detail)
+            elif cmd.kind == "anomaly":
+                self.report(cmd.detail.get("kind", "vision"), cmd.detail.get("severity", "warn"),
+                            cmd.detail.get("description", ""), response=cmd.detail.get("response", ""),
+                            resolved=cmd.detail.get("severity") == "info")
+            elif cmd.kind == "abort":
+                self.abort(cmd.detail.get("reason", "supervisor abort"), cmd.detail.get("kind", "abort"))
+
+    def hold_dispensing(self, reason):
+        if self.dispense_held:
+            return
+        self.dispense_held = True
+        self.get_logger().info(f"holding the dispenser: {reason}")
+        if self.dispense_goal is not None:
+            self.dispense_goal.cancel_goal_async()
+
+    def resume_dispensing(self, reason):
+        with self.lock:
+            state = self.sup.machine.state if self.sup else ""
+        if not self.dispense_held or self.dispense_task is None or state not in COLOUR_WATCH_STATES:
+            return
+        self.dispense_held = False
+        self.get_logger().info(f"resuming the dispenser: {reason}")
+        self.send_dispense_goal(self.dispense_task, resume=True)
 
     def on_anomaly(self, msg):
         if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
@@ -245,10 +345,52 @@ class VisionSupervisorNode(Node):
             self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind)
 
     def on_front(self, msg):
+        stamp = to_sec(msg.header.stamp)
         try:
-            self.front = images.to_rgb(msg)
+            frame = images.to_rgb(msg)
         except images.ImageEncodingError as exc:
-            self.report("bad_image", "warn", f"front camera: {exc}")
+            self.frame_issue("bad_image", f"front camera: {exc}")
+            return
+        if frame.ndim != 3:
+            self.frame_issue("bad_image", f"front camera sends {msg.encoding}: colour tracking and scene checks "
+                                          "need rgb8 or bgr8")
+            return
+        self.front = frame
+        with self.lock:
+            sup = self.sup
+            track = sup is not None and sup.track_colour and not sup.machine.terminal
+        if not track:
+            return
+        try:
+            m = self.tracker.measure(frame, stamp)
+        except ColourError as exc:
+            self.frame_issue("colour_unreadable", f"front camera: {exc}")
+            return
+        with self.lock:
+            try:
+                commands = sup.on_colour(stamp, m.hue_deg, m.confidence)
+            except HueReadingError as exc:
+                self.frame_issue("bad_image", f"front camera colour refused: {exc}")
+                return
+            state = sup.machine.state
+        if self.frame_problem:
+            self.report(self.frame_problem, "info", "front camera colour readable again", resolved=True)
+            self.frame_problem = ""
+        delta = 0.0 if self.last_hue is None else (m.hue_deg - self.last_hue + 180.0) % 360.0 - 180.0
+        self.last_hue = m.hue_deg
+        self.qty_pub.publish(QuantityEstimate(
+            stamp=msg.header.stamp, experiment_id=self.experiment_id, quantity="colour_hue", unit="deg",
+            channel="vision", value=float(m.hue_deg), delta=float(delta), confidence=float(m.confidence),
+            fsm_state=state, subtask_id=self.dispense_task.id if self.dispense_task is not None else "",
+            event_id=""))
+        self.run_commands(commands, stamp)
+
+    def frame_issue(self, kind, description):
+        """A frame that says nothing: reported once until a good frame arrives (not at the frame rate)."""
+        if self.frame_problem == kind:
+            return
+        self.frame_problem = kind
+        self.report(kind, "warn", description)
 
     # ------------------------------------------------------------------ FSM
     def apply(self, symbol, now, source, subtask_id, detail=None):
@@ -265,6 +407,12 @@ class VisionSupervisorNode(Node):
             self.tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph") if detail else None}, now)
         if symbol == "endpoint":
             self.snapshot("endpoint")
+            task = self.dispense_task
+            with self.lock:
+                # a held (cancelled) dispenser has no result left to report: its subtask ends here
+                if task is not None and self.dispense_goal is None and task.id not in self.sup.scheduler.done:
+                    self.sup.subtask_finished(task.id, True)
+            self.dispense_held = False
         if symbol in ("endpoint", "verified"):
             with self.lock:
                 temp = self.sup.last_temperature
@@ -297,10 +445,14 @@ class VisionSupervisorNode(Node):
         self.snapshot("anomaly")
 
     def check_timeouts(self):
+        now = node_now(self)
         with self.lock:
-            reason = self.sup.check_timeout(node_now(self)) if self.sup else None
+            reason = self.sup.check_timeout(now) if self.sup else None
+            commands = self.sup.check_camera(now) if self.sup and not reason else []
         if reason:
             self.abort(reason, "state_timeout")
+            return
+        self.run_commands(commands, now)
 
     # ------------------------------------------------------------------ outputs
     def tell(self, receiver, symbol, subtask_id, payload, now=None):
@@ -319,12 +471,13 @@ class VisionSupervisorNode(Node):
         cv2.imwrite(str(path), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         self.tell("recorder", "artifact", "", {"kind": "snapshot", "path": str(path.resolve()), "label": label})
 
-    def report(self, kind, severity, description, response=""):
+    def report(self, kind, severity, description, response="", resolved=False):
         with self.lock:
             state = self.sup.machine.state if self.sup else ""
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
                                               source=self.get_name(), kind=kind, severity=severity,
-                                              description=description, fsm_state=state, response=response))
+                                              description=description, fsm_state=state, response=response,
+                                              resolved=resolved))
 
     def describe(self, request, response):
         frame = self.front
@@ -341,6 +494,12 @@ class VisionSupervisorNode(Node):
                             for o in desc.objects]
         response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons})
         response.success, response.message = True, f"{len(desc.objects)} objects"
+        if self.vision_backend.name != "opencv":
+            # The VLM adds its description; the objects and checks stay the marker-based ones.
+            try:
+                response.message += ": " + self.vision_backend.describe_scene(frame).summary
+            except VlmError as exc:
+                response.message += f" (vision backend {self.vision_backend.name} failed: {exc})"
         return response
 
 

@@ -1,9 +1,11 @@
 """main() of every node, and the executor choice.
 
 Every node keeps its callbacks short and its long actions as coroutines, so it runs on any executor.
-The default is rclpy's EventsExecutor where the installed rclpy has it (Jazzy: rclpy.experimental),
-measured here at about twice the callback rate of the MultiThreadedExecutor; set
-AGENTCHEMIST_EXECUTOR=multi to use the MultiThreadedExecutor instead.
+A node in its own process (ros2 run / launch) spins a MultiThreadedExecutor. The one-process graph
+(graph.py: the demo and graph tests) uses rclpy's EventsExecutor where the installed rclpy has it
+(Jazzy: rclpy.experimental), measured here at about twice the callback rate; in a separate process
+spinning with EventsExecutor.spin() a node missed latched messages here, so it is not the default there.
+AGENTCHEMIST_EXECUTOR=multi|events overrides the choice.
 """
 import os
 
@@ -11,8 +13,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
 
-def make_executor(threads: int = 4):
-    if os.environ.get("AGENTCHEMIST_EXECUTOR", "events") == "events":
+def make_executor(threads: int = 4, default: str = "events"):
+    if os.environ.get("AGENTCHEMIST_EXECUTOR", default) == "events":
         try:
             from rclpy.experimental import EventsExecutor
             return EventsExecutor()
@@ -26,7 +28,7 @@ def spin_node(node_factory, args=None) -> None:
     node = None
     try:
         node = node_factory()
-        executor = make_executor()
+        executor = make_executor(default="multi")
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

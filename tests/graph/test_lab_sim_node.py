@@ -1,0 +1,107 @@
+"""lab_sim on its own: /clock ahead of the wall clock, readings, clamped commands, fault injection by
+service (refused with a reason when unknown), and the Gazebo switches."""
+import json
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+from agentchemist_interfaces.msg import ChemicalReading  # noqa: E402
+from agentchemist_interfaces.srv import InjectFault  # noqa: E402
+from agentchemist_ros.common import topics  # noqa: E402
+from agentchemist_ros.common.qos import READINGS  # noqa: E402
+from agentchemist_ros.common.runner import make_executor  # noqa: E402
+from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+
+SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
+
+
+def spin_for(executor, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+
+
+@pytest.fixture
+def ros():
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
+
+
+def test_clock_readings_and_fault_injection(ros):
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
+                                          Parameter("real_time_factor", value=20.0)])
+    probe = Node("lab_probe")
+    clocks, readings = [], []
+    probe.create_subscription(Clock, "/clock", lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 10)
+    probe.create_subscription(ChemicalReading, topics.PH_READING,
+                              lambda m: readings.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
+                                                         m.quantity, m.value)), READINGS)
+    client = probe.create_client(InjectFault, "/lab_sim/inject_fault")
+    executor = make_executor()
+    executor.add_node(sim)
+    executor.add_node(probe)
+    wall = time.monotonic()
+    spin_for(executor, 1.5)
+    elapsed = time.monotonic() - wall
+    assert clocks and clocks[-1] - 1.0 > 2.0 * elapsed, "sim time should run well ahead of the wall clock"
+    ph = [v for _, q, v in readings if q == "pH"]
+    assert ph and all(0.9 < v < 1.3 for v in ph)   # 0.1 M HCl (activity pH about 1.1)
+
+    future = client.call_async(InjectFault.Request(kind="no_such_fault", duration_s=1.0, params_json="{}"))
+    while not future.done():
+        executor.spin_once(timeout_sec=0.02)
+    assert not future.result().success and "refused" in future.result().message
+
+    future = client.call_async(InjectFault.Request(kind="ph_dropout", duration_s=3.0, params_json="{}"))
+    while not future.done():
+        executor.spin_once(timeout_sec=0.02)
+    assert future.result().success, future.result().message
+    t_fault = sim.t
+    readings.clear()
+    spin_for(executor, 1.0)
+    during = [t for t, q, _ in readings if q == "pH" and t_fault + 0.2 < t < t_fault + 2.8]
+    assert during == [], "the pH meter must be silent during a dropout"
+    for n in (sim, probe):
+        n.destroy_node()
+
+
+def test_gripper_command_out_of_range_is_clamped(ros):
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO)])
+    probe = Node("grip_probe")
+    pub = probe.create_publisher(Float64MultiArray, topics.gripper_command_topic("right"), 10)
+    executor = make_executor()
+    executor.add_node(sim)
+    executor.add_node(probe)
+    spin_for(executor, 0.3)
+    pub.publish(Float64MultiArray(data=[0.5]))  # 500 mm: beyond the Piper's 70 mm
+    spin_for(executor, 1.0)
+    assert sim.twin.gripper_opening_m("right") <= 0.0701
+    for n in (sim, probe):
+        n.destroy_node()
+
+
+def test_beside_gazebo_no_clock_and_no_joint_states(ros):
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
+                                          Parameter("publish_clock", value=False),
+                                          Parameter("publish_joint_states", value=False)])
+    probe = Node("gz_probe")
+    clocks = []
+    probe.create_subscription(Clock, "/clock", clocks.append, 10)
+    executor = make_executor()
+    executor.add_node(sim)
+    executor.add_node(probe)
+    spin_for(executor, 0.5)
+    assert clocks == [] and sim.t > 1.0
+    truth = json.loads(json.dumps(sim.twin.truth(), default=float))
+    assert truth["t"] > 1.0
+    for n in (sim, probe):
+        n.destroy_node()
