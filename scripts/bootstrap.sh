@@ -20,6 +20,12 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 
+# One bootstrap at a time (two `make` runs at once would build the same workspace concurrently).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$ROOT/.bootstrap.lock"
+  flock 9
+fi
+
 # ---------------------------------------------------------------- prerequisites
 step "checking prerequisites"
 PY="${PYTHON:-}"

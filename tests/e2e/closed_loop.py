@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationStep, Phase
 from agentchemist.control.dispenser import (ControllerAnomaly, DispenseGoal, DispenserConfig, DispenserController,
                                             Estimate, State, StopResult)
 from agentchemist.perception.audio import ContextConfig, DetectorConfig, DropContext, StreamingDetector
@@ -36,15 +37,17 @@ SAMPLE_RATE = 48000
 @dataclass(frozen=True)
 class LoopRates:
     """The node graph's rates (s): lab_sim clock tick, pH publish period, joint state period, audio chunk,
-    dispenser control period."""
+    dispenser control period, balance publish period."""
     tick_s: float = 0.05
     ph_period_s: float = 0.2
     joint_period_s: float = 0.1
     audio_chunk_s: float = 0.1
     control_period_s: float = 0.05
+    balance_period_s: float = 0.5
 
     def __post_init__(self):
-        for name in ("tick_s", "ph_period_s", "joint_period_s", "audio_chunk_s", "control_period_s"):
+        for name in ("tick_s", "ph_period_s", "joint_period_s", "audio_chunk_s", "control_period_s",
+                     "balance_period_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"LoopRates.{name} must be > 0 s, got {value!r}")
@@ -114,7 +117,10 @@ class ClosedLoop:
             if run is not None and run.result is not None:
                 return
 
-    def tick(self, controller: DispenserController | None = None, run: LoopRun | None = None) -> None:
+    def tick(self, controller: DispenserController | None = None, run: LoopRun | None = None,
+             procedure: CalibrationProcedure | None = None) -> None:
+        """One lab_sim tick and what the nodes do with it; `procedure` (the Calibrate service's state
+        machine) takes every droplet heard and the balance at 2 Hz, as the dispenser node gives them."""
         r = self.rates
         self.now = round(self.now + r.tick_s, 9)
         now = self.now
@@ -132,17 +138,28 @@ class ClosedLoop:
                     run.ph_readings.append((now, reading.value))
                 if controller is not None:
                     controller.on_ph(now, reading.value)
+        if procedure is not None and now >= self._next_balance - 1e-9:
+            self._next_balance += r.balance_period_s
+            reading = self.twin.read_balance(now)
+            if reading is not None:
+                procedure.on_mass(now, float(reading.value))
         n = int(round(r.audio_chunk_s * SAMPLE_RATE))
         while self._audio_t + r.audio_chunk_s <= now + 1e-9:
             chunk = self.twin.audio(self.side, self._audio_t, n)
             for event in self.detector.process(chunk, self._audio_t):
                 judged = self.context.classify(event)
+                if procedure is not None and event.kind == "droplet":
+                    procedure.on_drop(event.start)
                 if (event.kind == "droplet" and judged.classification == "expected"
                         and controller is not None and controller.state != State.DONE):
                     controller.on_drop(event.start)
                     if run is not None:
                         run.drops_passed.append(event.start)
             self._audio_t = round(self._audio_t + r.audio_chunk_s, 9)
+        if procedure is not None and now >= self._next_control - 1e-9:
+            self._next_control += r.control_period_s
+            step = procedure.update(now, self._measured_mm)
+            self.twin.command_gripper(self.side, step.command_opening_mm / 1000.0, now)
         if controller is not None and controller.state != State.DONE:
             # The control timer fires on its own period; with tick == period it fires every tick.
             if now >= self._next_control - 1e-9:
@@ -150,6 +167,7 @@ class ClosedLoop:
                 self._control(controller, run, now)
 
     _next_control = 0.0
+    _next_balance = 0.0
 
     def _control(self, controller: DispenserController, run: LoopRun | None, now: float) -> None:
         out = controller.update(now, self._measured_mm)
@@ -189,6 +207,23 @@ class ClosedLoop:
         if run.result is None:
             run.ended = self.now
         return run
+
+    def calibrate(self, procedure: CalibrationProcedure, *, max_s: float = 600.0) -> CalibrationStep:
+        """Run the Calibrate service's procedure until it finishes (or `max_s` of sim time passes)."""
+        self._next_control = self._next_balance = self.now
+        step = None
+        end = self.now + max_s
+        while self.now < end - 1e-9:
+            self.tick(procedure=procedure)
+            if procedure.phase in (Phase.DONE, Phase.FAILED):
+                break
+        step = procedure.update(self.now, self._measured_mm)
+        return step
+
+    @property
+    def measured_mm(self) -> float:
+        """The gripper opening as the last joint state reported it (mm)."""
+        return self._measured_mm
 
     def dispensed_ml(self) -> float:
         """Twin truth: volume landed in the beaker (mL)."""

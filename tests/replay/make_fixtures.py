@@ -47,8 +47,9 @@ SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
 TARGET_PH = 11.5
 MIC = "/audio/right_gripper/raw"
 READINGS = ("/lab/ph_meter/reading", "/lab/balance/reading")
-AUDIO_TOPICS = (MIC, "/agentchemist/fsm_state", "/agentchemist/messages", "/agentchemist/audio_events")
-AUDIO_DROPS = 12          # expected drops kept in the audio fixture
+AUDIO_TOPICS = (MIC, "/agentchemist/fsm_state", "/agentchemist/messages", "/agentchemist/audio_events",
+                "/agentchemist/quantity")
+AUDIO_DROPS = 10          # expected drops kept in the audio fixture
 AUDIO_TAIL_S = 1.5        # audio kept after the last of them (s)
 
 

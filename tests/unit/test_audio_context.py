@@ -65,7 +65,7 @@ def test_a_pour_expected_by_a_weighing_subtask_is_expected_but_not_a_drop():
 
 
 def test_silence_while_dispensing_times_out_once_per_window():
-    ctx = DropContext()
+    ctx = DropContext(ContextConfig(priming_timeout_s=0.0))
     _dispensing(ctx, now=10.0, interval=1.0)  # window max(3, 4 x 1) = 4 s
     assert ctx.timeout_window() == pytest.approx(4.0)
     assert ctx.check_timeout(13.9) is None
@@ -76,8 +76,18 @@ def test_silence_while_dispensing_times_out_once_per_window():
     assert ctx.check_timeout(18.2).classification == "timeout"
 
 
+def test_priming_allows_longer_before_the_first_drop():
+    ctx = DropContext(ContextConfig(priming_timeout_s=20.0))
+    _dispensing(ctx, now=0.0, interval=0.5)
+    assert ctx.timeout_window() == pytest.approx(20.0)
+    assert ctx.check_timeout(15.0) is None      # still priming: no false alarm
+    ctx.classify(_event(16.0, n=0))
+    assert ctx.timeout_window() == pytest.approx(3.0)
+    assert ctx.check_timeout(19.5).classification == "timeout"
+
+
 def test_drops_keep_the_timeout_away_and_min_timeout_applies():
-    ctx = DropContext()
+    ctx = DropContext(ContextConfig(priming_timeout_s=0.0))
     _dispensing(ctx, now=0.0, interval=0.2)  # 4 x 0.2 = 0.8 s < min 3 s
     assert ctx.timeout_window() == pytest.approx(3.0)
     for i, t in enumerate(np.arange(0.5, 20.0, 0.5)):

@@ -22,6 +22,8 @@ class PlaybackOptions:
     message first, as a late joiner would). until_s: stop this far into the bag (None: the end).
     loop: start again at the end. clock_hz: /clock rate in timed mode (0: no /clock).
     clock_step_s: in fast mode, the largest /clock step across a gap without messages (0: only at messages).
+    clock_resolution_s: in fast mode, /clock is not published for an advance smaller than this (a recorder
+    that breaks timestamp ties adds 1 ns per message; nobody needs a clock message for each).
     topics: topics to play (empty: all). remap: (from, to) topic pairs. delay_s: wait before starting."""
 
     rate: float = 1.0
@@ -31,6 +33,7 @@ class PlaybackOptions:
     loop: bool = False
     clock_hz: float = 0.0
     clock_step_s: float = 0.05
+    clock_resolution_s: float = 0.001
     topics: tuple[str, ...] = ()
     remap: tuple[tuple[str, str], ...] = field(default=())
     delay_s: float = 0.0
@@ -45,6 +48,7 @@ class PlaybackOptions:
         finite("start_offset_s", 0.0, self.start_offset_s)
         finite("clock_hz", 0.0, self.clock_hz)
         finite("clock_step_s", 0.0, self.clock_step_s)
+        finite("clock_resolution_s", 0.0, self.clock_resolution_s)
         finite("delay_s", 0.0, self.delay_s)
         if self.until_s is not None:
             finite("until_s", 0.0, self.until_s)
@@ -105,13 +109,13 @@ def window(start_ns: int, options: PlaybackOptions) -> tuple[int, int | None]:
     return first, stop
 
 
-def clock_steps(last_ns: int | None, next_ns: int, step_s: float) -> list[int]:
+def clock_steps(last_ns: int | None, next_ns: int, step_s: float, resolution_s: float = 0.0) -> list[int]:
     """/clock values to publish before a message at `next_ns` when the clock last said `last_ns`.
 
     Intermediate values every `step_s` across a gap (so timers fire at their live times), then next_ns.
-    Nothing when the clock is already there.
+    Nothing when the clock is already there, or less than `resolution_s` behind.
     """
-    if last_ns is not None and next_ns <= last_ns:
+    if last_ns is not None and next_ns - last_ns < max(1, int(round(resolution_s * NS))):
         return []
     steps = []
     if last_ns is not None and step_s > 0:

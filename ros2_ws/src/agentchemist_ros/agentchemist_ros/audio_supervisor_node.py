@@ -94,9 +94,10 @@ class AudioSupervisorNode(Node):
                                               receiver="vision_supervisor", subtask_id=subtask, symbol="drop",
                                               payload_json=f'{{"event_id": "{event.event_id}", '
                                                            f'"total_ml": {classified.total_ml}}}'))
-        elif classified.classification == "anomalous":
-            self.report("unexpected_sound" if event.kind != "droplet" else "unexpected_drop", "warn",
-                        f"{event.kind} heard at {event.onset:.3f} s while {classified.reason}")
+        elif classified.classification == "anomalous" and event.kind == "droplet":
+            # A drop nobody dispensed is an anomaly. Other unexpected sounds (the arm's own motors, a bump)
+            # stay in the audio event log as anomalous but raise no alarm: they change no quantity.
+            self.report("unexpected_drop", "warn", f"droplet heard at {event.onset:.3f} s: {classified.reason}")
 
     def check_timeout(self):
         with self.lock:

@@ -1,11 +1,21 @@
-"""dispenser_controller: the Dispense action server over agentchemist.control.DispenserController.
+"""dispenser_controller: the Dispense action server over agentchemist.control.DispenserController, and
+the Calibrate service over agentchemist.control.calibration_procedure.CalibrationProcedure.
 
 Steps the controller on a ROS-clock timer (sim time in the twin), sends gripper commands, publishes the
 statistical channel's QuantityEstimates and anomalies. A bad goal is refused with its reason and
 nothing moves.
+
+Calibrate squeezes drop by drop onto the balance (/lab/balance/reading, quantity "mass"), counting the
+droplets the audio supervisor hears, fits k and the drop volume, optionally saves them and from then on
+dispenses with them. The same control timer drives it; the service callback is a coroutine awaiting a
+Future that the timer completes, so no executor thread is blocked (see common/waiting.py). Calibrate is
+refused while a Dispense goal runs, and Dispense while a calibration runs.
 """
+import inspect
+import json
 import math
 import threading
+from dataclasses import replace
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -14,10 +24,12 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from agentchemist.control.dispenser import (DispenseGoal, DispenserConfig, DispenserController, GoalError,
-                                            State)
+from agentchemist.control.calibration import CalibrationError, default_calibration_path, save_calibration
+from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
+from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist_interfaces.action import Dispense
+from agentchemist_interfaces.srv import Calibrate
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioEvent, ChemicalReading, QuantityEstimate
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -56,9 +68,14 @@ class DispenserControllerNode(Node):
         self.measured_mm: float | None = None
         self.last_ph: float | None = None
         self.done_future = None
+        self.procedure: CalibrationProcedure | None = None
+        self.calibration_future = None
+        self.calibration_path = self.get_parameter("calibration_file").value
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.side), 10)
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
+        self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_balance, READINGS)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
@@ -70,6 +87,9 @@ class DispenserControllerNode(Node):
                                    cancel_callback=lambda h: CancelResponse.ACCEPT,
                                    callback_group=self.rgroup)
         self.timer = self.create_timer(self.period, self.step, callback_group=MutuallyExclusiveCallbackGroup())
+        self.calibrate_srv = self.create_service(Calibrate, topics.CALIBRATE, self.calibrate,
+                                                 callback_group=self.rgroup)
+        _respond_when_done(self, self.calibrate_srv)
 
     # ------------------------------------------------------------------ inputs
     def on_reading(self, msg):
@@ -92,10 +112,25 @@ class DispenserControllerNode(Node):
                 self.measured_mm = value
 
     def on_audio_event(self, msg):
-        if msg.kind == "droplet" and msg.classification == "expected":
-            with self.lock:
-                if self.controller is not None:
-                    self.controller.on_drop(to_sec(msg.start))
+        if msg.kind != "droplet":
+            return
+        with self.lock:
+            if self.procedure is not None and msg.classification != "timeout":
+                # Calibrating: nothing else dispenses, so every droplet heard is ours.
+                self.procedure.on_drop(to_sec(msg.start))
+            elif self.controller is not None and msg.classification == "expected":
+                self.controller.on_drop(to_sec(msg.start))
+
+    def on_balance(self, msg):
+        if msg.quantity != "mass" or msg.unit != "g":
+            return
+        with self.lock:
+            if self.procedure is None:
+                return
+            try:
+                self.procedure.on_mass(to_sec(msg.header.stamp), msg.value)
+            except CalibrationError as exc:
+                self.report("bad_reading", "warn", f"balance reading refused: {exc}")
 
     def on_message(self, msg):
         if msg.receiver == self.get_name() and msg.symbol == "resume":
@@ -105,6 +140,9 @@ class DispenserControllerNode(Node):
 
     # ------------------------------------------------------------------ control loop
     def step(self):
+        if self.procedure is not None:
+            self.step_calibration()
+            return
         with self.lock:
             c = self.controller
             if c is None or self.measured_mm is None:
@@ -133,13 +171,90 @@ class DispenserControllerNode(Node):
         if out.done is not None and self.done_future is not None and not self.done_future.done():
             self.done_future.set_result(out.done)
 
+    def step_calibration(self):
+        with self.lock:
+            proc = self.procedure
+            if proc is None or self.measured_mm is None:
+                return
+            step = proc.update(node_now(self), self.measured_mm)
+        self.cmd_pub.publish(Float64MultiArray(data=[step.command_opening_mm / 1000.0]))
+        for a in step.anomalies:
+            self.report(a.kind, a.severity, f"calibration: {a.description}", response="abort")
+        if step.finished and self.calibration_future is not None and not self.calibration_future.done():
+            self.calibration_future.set_result(step)
+
     _goal_handle = None
+
+    async def calibrate(self, request, response):
+        """Calibrate service: see the module docstring. Returns when the procedure has finished."""
+        response.success = False
+        if self.measured_mm is None:
+            response.message = f"calibration refused: no joint state for {self.side}_gripper yet"
+            return response
+        try:
+            config = CalibrationProcedureConfig(**({"samples": int(request.samples)} if request.samples else {}))
+            proc = CalibrationProcedure(config, self.config, start_opening_mm=self.measured_mm, now=node_now(self),
+                                        liquid=request.liquid, pipette_id=request.pipette_id)
+        except (CalibrationError, GoalError) as exc:
+            response.message = f"calibration refused: {exc}"
+            self.get_logger().error(response.message)
+            return response
+        with self.lock:  # check and claim the gripper in one step
+            busy = "a dispensing goal is running" if self.controller is not None else (
+                "a calibration is already running" if self.procedure is not None else "")
+            if not busy:
+                self.calibration_future = Future()
+                self.procedure = proc
+        if busy:
+            response.message = f"calibration refused: {busy}"
+            self.get_logger().error(response.message)
+            return response
+        self.tell_audio("expect_drops", {"expected_interval_s": self.config.drop_volume_ml
+                                         / (self.config.k_ml_per_mm * config.rate_mm_s) + config.pause_s})
+        self.get_logger().info(f"calibrating {request.pipette_id} with {request.liquid}: {config.samples} samples "
+                               f"of {config.drops_per_sample} drops at {config.rate_mm_s} mm/s")
+        step = await self.calibration_future
+        with self.lock:
+            self.procedure = None
+        self.tell_audio("stop_expecting", {"reason": "calibration finished"})
+        if step.calibration is None:
+            response.message = f"calibration failed: {step.error}"
+            self.get_logger().error(response.message)
+            self.report("calibration_failed", "warn", response.message, response="none")
+            return response
+        cal = step.calibration
+        if request.save:
+            try:
+                path = save_calibration(cal, self.calibration_path or default_calibration_path())
+            except OSError as exc:
+                response.message = f"calibration fitted but not saved: {exc}"
+                return response
+            response.saved_path = str(path)
+        with self.lock:  # from now on the dispenser counts with the new calibration
+            self.config = replace(self.config, k_ml_per_mm=cal.k_ml_per_mm, drop_volume_ml=cal.drop_volume_ml,
+                                  calibration_residual_ml=cal.residual_ml)
+        response.success = True
+        response.k_ml_per_mm = cal.k_ml_per_mm
+        response.drop_volume_ml = cal.drop_volume_ml
+        response.residual_ml = cal.residual_ml
+        response.message = (f"k {cal.k_ml_per_mm:.4f} mL/mm, drop {cal.drop_volume_ml:.5f} mL, residual "
+                            f"{cal.residual_ml:.4f} mL from {cal.samples} samples ({proc.drops} drops)"
+                            + (f"; saved to {response.saved_path}" if request.save else "; not saved"))
+        self.get_logger().info(f"calibration: {response.message}")
+        return response
+
+    def tell_audio(self, symbol, payload):
+        self.msg_pub.publish(AgentMessage(stamp=to_msg(node_now(self)), experiment_id="", sender=self.get_name(),
+                                          receiver="audio_supervisor", subtask_id="calibration", symbol=symbol,
+                                          payload_json=json.dumps(payload)))
 
     async def execute(self, goal_handle):
         g = goal_handle.request
         result = Dispense.Result()
         if self.controller is not None:
             return self._refuse(goal_handle, result, "another dispensing goal is running")
+        if self.procedure is not None:
+            return self._refuse(goal_handle, result, "a pipette calibration is running")
         if self.measured_mm is None:
             return self._refuse(goal_handle, result, f"no joint state for {self.side}_gripper yet: gripper position unknown")
         target_ph = g.target_ph if g.use_target_ph else None
@@ -154,11 +269,16 @@ class DispenserControllerNode(Node):
             controller = DispenserController(self.config, goal, start_opening_mm=self.measured_mm, now=node_now(self))
         except GoalError as exc:
             return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
-        self.done_future = Future()
-        with self.lock:
-            self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
-            self._goal_handle = goal_handle
-            self.controller = controller
+        with self.lock:  # check and claim the gripper in one step
+            busy = "another dispensing goal is running" if self.controller is not None else (
+                "a pipette calibration is running" if self.procedure is not None else "")
+            if not busy:
+                self.done_future = Future()
+                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
+                self._goal_handle = goal_handle
+                self.controller = controller
+        if busy:
+            return self._refuse(goal_handle, result, busy)
         self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph}, "
                                f"settle each drop {g.settle_each_drop}")
         await self.done_future
@@ -196,6 +316,23 @@ class DispenserControllerNode(Node):
             now=node_now(self), experiment_id=experiment_id if experiment_id is not None else meta.get("experiment_id", ""),
             source=self.get_name(), kind=kind, severity=severity, description=description,
             subtask_id=subtask_id if subtask_id is not None else meta.get("subtask_id", ""), response=response))
+
+
+def _respond_when_done(node, service):
+    """Serve a coroutine service callback on any executor. The Python executors await it; rclpy's
+    EventsExecutor (Jazzy) hands the coroutine object to send_response instead (ros2/rclpy#1473), so
+    it is run as an executor task here and the response sent when it completes."""
+    send = service.send_response
+
+    def send_response(response, header):
+        if not inspect.iscoroutine(response):
+            send(response, header)
+            return
+
+        async def finish():
+            send(await response, header)
+        node.executor.create_task(finish)
+    service.send_response = send_response
 
 
 def main(args=None):

@@ -125,7 +125,7 @@ class PlannerNode(Node):
             ended = self.ended[exp] = Future()
             reported = self.reported[exp] = Future()
         self.plan_pub.publish(ExperimentPlan(stamp=to_msg(node_now(self)), experiment_id=exp,
-                                             plan_json=result.plan_json))
+                                             instruction=goal.instruction, plan_json=result.plan_json))
         self.get_logger().info(f"plan {exp} published ({plan.parsed_instruction.experiment_name})")
         state = await ended
         report = None

@@ -72,9 +72,8 @@ class RecorderNode(Node):
                 plan = json.loads(msg.plan_json)
             except json.JSONDecodeError:
                 plan = {"unparsed": msg.plan_json}
-            instruction = plan.get("parsed_instruction", {}).get("raw_instruction", "") if isinstance(plan, dict) else ""
             self.store.start_experiment(msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
-                                        instruction=instruction, metadata={"plan": plan})
+                                        instruction=msg.instruction, metadata={"plan": plan})
             self.store.flush()
         self.get_logger().info(f"recording {msg.experiment_id} into {url}")
 

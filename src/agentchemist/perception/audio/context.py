@@ -40,7 +40,8 @@ class ContextConfig:
     this, s. late_grace_s: a droplet up to this long after dispensing stopped is still expected, s.
     fast_ratio: a droplet sooner than fast_ratio x the expected interval after the previous one is
     suspicious (confidence x suspicious_factor). history_s: how long past expectations are kept to judge
-    late-arriving events, s.
+    late-arriving events, s. priming_timeout_s: before the first droplet of a dispensing run the pipette
+    is still priming (bulb slack, the tip filling), so the window is at least this long, s.
     """
 
     drop_volume_ml: float = 0.046875
@@ -48,6 +49,7 @@ class ContextConfig:
     timeout_factor: float = 4.0
     min_timeout_s: float = 3.0
     late_grace_s: float = 0.5
+    priming_timeout_s: float = 20.0
     fast_ratio: float = 0.25
     suspicious_factor: float = 0.6
     history_s: float = 60.0
@@ -55,7 +57,7 @@ class ContextConfig:
     def __post_init__(self) -> None:
         checks = {
             "drop_volume_ml": (1e-6, 10.0), "drop_volume_sd_ml": (0.0, 10.0), "timeout_factor": (1.0, 1000.0),
-            "min_timeout_s": (0.0, 3600.0), "late_grace_s": (0.0, 60.0), "fast_ratio": (0.0, 1.0),
+            "min_timeout_s": (0.0, 3600.0), "late_grace_s": (0.0, 60.0), "priming_timeout_s": (0.0, 3600.0), "fast_ratio": (0.0, 1.0),
             "suspicious_factor": (0.0, 1.0), "history_s": (1.0, 86400.0),
         }
         for name, (lo, hi) in checks.items():
@@ -114,6 +116,7 @@ class DropContext:
         self._history: list[_Expectation] = [_Expectation(-math.inf, False, "", "", None, ())]
         self._last_expected = -math.inf  # onset of the last expected droplet, or when dispensing began
         self._timeout_from = -math.inf  # start of the current timeout window
+        self._primed = False            # an expected droplet has fallen in the current dispensing run
         self.total_ml = 0.0
         self.drops = 0
 
@@ -139,6 +142,8 @@ class DropContext:
             raise ContextError(f"set_expectation: now={now} s is before the previous expectation ({last.since} s)")
         if active and not last.active:
             self._timeout_from = now  # the clock starts when dispensing starts
+        if active and subtask_id != last.subtask_id:
+            self._primed = False      # a new dispensing run: its first drop needs the pipette primed
         self._history.append(_Expectation(now, active, subtask_id, fsm_state,
                                           None if interval is None else float(interval), tuple(expected_kinds)))
         horizon = now - self.config.history_s
@@ -190,6 +195,7 @@ class DropContext:
                     consistency = self.config.suspicious_factor
                     reason += f"; only {since:.2f} s after the previous drop"
                 self._last_expected = max(self._last_expected, onset)
+                self._primed = True
                 self._timeout_from = max(self._timeout_from, onset)
         else:
             classification = "anomalous"
@@ -225,9 +231,9 @@ class DropContext:
     def timeout_window(self) -> float:
         """Current timeout window, s: max(min_timeout_s, timeout_factor x expected interval)."""
         interval = self._history[-1].interval_s
-        if interval is None:
-            return self.config.min_timeout_s
-        return max(self.config.min_timeout_s, self.config.timeout_factor * interval)
+        window = self.config.min_timeout_s if interval is None else \
+            max(self.config.min_timeout_s, self.config.timeout_factor * interval)
+        return window if self._primed else max(window, self.config.priming_timeout_s)
 
     # ------------------------------------------------------------------ internals
     def _expectation_at(self, t: float) -> tuple[_Expectation, bool]:

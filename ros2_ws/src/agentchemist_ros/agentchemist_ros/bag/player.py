@@ -144,7 +144,8 @@ class BagPlayer(Node):
                 return
             if self.message_filter is not None and not self.message_filter(msg):
                 continue
-            for ns in clock_steps(self.clock_ns, msg.timestamp, self.options.clock_step_s):
+            for ns in clock_steps(self.clock_ns, msg.timestamp, self.options.clock_step_s,
+                                  self.options.clock_resolution_s):
                 self.publish_clock(ns)
                 yield None  # a clock step: let sim-time timers run before the message
             yield self.publish(msg)
