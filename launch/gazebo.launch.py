@@ -10,11 +10,9 @@ config/ros2_controllers.yaml, so the controllers, their topics and /joint_states
 owns /clock (bridged by ros_gz_bridge) and every ROS node runs on it (use_sim_time true).
 
 Gazebo simulates the arms; the chemistry (pH, balance, contact audio, camera images of the solution) comes
-from lab_sim, the lab twin. TODO(lab_sim): lab_sim always publishes its own /clock and /joint_states and has
-no switch to follow an external clock. Until it has one, this file remaps both of its outputs out of the way
-(/lab_sim/clock, /lab_sim/joint_states) and runs it at real_time_factor 1.0, so its readings are stamped
-with its own sim time, which tracks Gazebo's only as well as Gazebo keeps real time (check the real-time
-factor Gazebo shows). The gripper's centring finger is a mimic joint; Gazebo's default DART engine does not
+from lab_sim, the lab twin, started with publish_clock:=false and publish_joint_states:=false: it then
+follows Gazebo's /clock (use_sim_time) instead of pacing itself, and leaves /joint_states to
+joint_state_broadcaster. The gripper's centring finger is a mimic joint; Gazebo's default DART engine does not
 enforce mimic constraints, Bullet Featherstone does (see gz_extra_args above).
 """
 import os
@@ -97,12 +95,11 @@ def generate_launch_description():
         RegisterEventHandler(OnProcessExit(target_action=broadcaster_spawner, on_exit=[motion_spawner])),
     ]
 
-    # TODO(lab_sim): give lab_sim a switch to follow an external /clock; until then keep its /clock and
-    # /joint_states off the graph's topics (Gazebo and joint_state_broadcaster own those).
+    # Gazebo owns /clock and /joint_states; the twin follows the clock and supplies only the chemistry.
     chemistry = common.agentchemist_node(
-        "lab_sim", use_sim_time=False,
-        overrides={"scenario": LaunchConfiguration("scenario"), "real_time_factor": 1.0},
-        remappings=[("/clock", "/lab_sim/clock"), ("/joint_states", "/lab_sim/joint_states")])
+        "lab_sim", use_sim_time=True,
+        overrides={"scenario": LaunchConfiguration("scenario"), "publish_clock": False,
+                   "publish_joint_states": False})
 
     return LaunchDescription([
         *arguments,

@@ -9,6 +9,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -89,19 +90,26 @@ def test_gripper_command_out_of_range_is_clamped(ros):
         n.destroy_node()
 
 
-def test_beside_gazebo_no_clock_and_no_joint_states(ros):
+def test_beside_gazebo_follows_the_external_clock(ros):
+    with pytest.raises(ValueError, match="use_sim_time"):
+        LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO), Parameter("publish_clock", value=False)])
     sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
                                           Parameter("publish_clock", value=False),
-                                          Parameter("publish_joint_states", value=False)])
+                                          Parameter("publish_joint_states", value=False),
+                                          Parameter("use_sim_time", value=True)])
     probe = Node("gz_probe")
     clocks = []
-    probe.create_subscription(Clock, "/clock", clocks.append, 10)
+    probe.create_subscription(Clock, "/clock", lambda m: clocks.append(m), 10)
+    gazebo = probe.create_publisher(Clock, "/clock", 10)
     executor = make_executor()
     executor.add_node(sim)
     executor.add_node(probe)
-    spin_for(executor, 0.5)
-    assert clocks == [] and sim.t > 1.0
-    truth = json.loads(json.dumps(sim.twin.truth(), default=float))
-    assert truth["t"] > 1.0
+    for k in range(1, 31):  # "Gazebo" advances its clock to 4.0 s
+        gazebo.publish(Clock(clock=Time(sec=1 + k // 10, nanosec=(k % 10) * 100_000_000)))
+        spin_for(executor, 0.02)
+    spin_for(executor, 0.2)
+    assert all(m.clock.sec <= 4 for m in clocks), "lab_sim must not publish its own /clock"
+    assert sim.t == pytest.approx(4.0, abs=0.11)
+    assert json.loads(json.dumps(sim.twin.truth_summary(), default=float))["t"] == pytest.approx(sim.t)
     for n in (sim, probe):
         n.destroy_node()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rclpy
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor, TimeoutException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -53,7 +54,8 @@ class Probe(Node):
         super().__init__("replay_probe", start_parameter_services=False)
         self.received: list[tuple[str, object]] = []
         for topic, (cls, qos) in outputs.items():
-            self.create_subscription(cls, topic, lambda m, t=topic: self.received.append((t, m)), qos)
+            self.create_subscription(cls, topic, lambda m, t=topic: self.received.append((t, m)), qos,
+                                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
     def on(self, topic: str) -> list:
         return [m for t, m in self.received if t == topic]
@@ -76,6 +78,7 @@ class ReplayResult:
     probe: Probe
     published: int
     per_topic: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)  # what the player reported (conversions, damage)
 
 
 def replay(bag: Path, nodes: list[Node], inputs: list[str], outputs: dict[str, tuple[type, object]],
@@ -100,7 +103,7 @@ def replay(bag: Path, nodes: list[Node], inputs: list[str], outputs: dict[str, t
                 drain(executor)
         for _ in range(3):  # let late work (timers at the last clock value, services) settle
             drain(executor)
-        return ReplayResult(probe, player.stats.messages, dict(player.stats.per_topic))
+        return ReplayResult(probe, player.stats.messages, dict(player.stats.per_topic), player.all_problems())
     finally:
         executor.shutdown(timeout_sec=1.0)
         for node in (player, probe, *nodes):

@@ -309,7 +309,7 @@ def all_declared_parameters() -> dict[str, dict]:
 
 def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
     declared = all_declared_parameters()
-    assert set(declared) == AGENTS | {"lab_sim"}
+    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture"}
     assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
 
 
@@ -566,8 +566,10 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
         params_file, overrides = node.fields["parameters"]
         assert type(params_file).__name__ == "LaunchConfiguration"
         assert params_file.fields["variable_name"] == "params_file"
-        # lab_sim paces /clock from the wall clock, so it never runs on sim time itself.
-        assert overrides["use_sim_time"] is (agents_sim_time and name != "lab_sim")
+        # lab_sim paces /clock from the wall clock, so it never runs on sim time itself, except beside
+        # Gazebo, where it follows Gazebo's /clock (checked in test_gazebo_launch_keeps_the_twin_off_the_clock).
+        beside_gazebo = filename == "gazebo.launch.py" and name == "lab_sim"
+        assert overrides["use_sim_time"] is (agents_sim_time and (name != "lab_sim" or beside_gazebo))
         assert node.fields["executable"] == name
     assert Path(summary["args"]["params_file"].fields["default_value"]) == PARAMS_FILE
 
@@ -596,7 +598,10 @@ def test_robot_launch_starts_the_control_stack(launch_api):
 def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):
     summary = run_launch_file("gazebo.launch.py")
     lab_sim = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "lab_sim")
-    assert dict(lab_sim.fields["remappings"]) == {"/clock": "/lab_sim/clock", "/joint_states": "/lab_sim/joint_states"}
+    overrides = lab_sim.fields["parameters"][1]
+    assert overrides["use_sim_time"] is True
+    assert overrides["publish_clock"] is False and overrides["publish_joint_states"] is False
+    assert not dict(lab_sim.fields.get("remappings") or [])
     commands = [o.fields["command"] for o, _ in summary["objects"] if type(o).__name__ == "Command"]
     flat = ["".join(p for p in c if isinstance(p, str)) for c in commands]
     assert any("hardware:=gazebo" in c and "controllers_file:=" + str(CONTROLLERS_FILE) in c for c in flat)

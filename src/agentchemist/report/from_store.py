@@ -6,7 +6,6 @@ Used by the summarizer node and by `agentchemist report <run_dir>`.
 from __future__ import annotations
 
 import hashlib
-import math
 from pathlib import Path
 
 import agentchemist
@@ -48,10 +47,6 @@ def run_data(store, experiment_id: str, run_dir: Path | None = None) -> RunData:
     metadata = experiment.pop("metadata", None) or {}
     plan = experiment.get("plan") or metadata.get("plan") or {}
     reagents, conditions = _reagents_and_conditions(plan)
-    temps = [r for r in raw["fused_records"] if r["quantity"] == "temperature" and math.isfinite(r["value"])]
-    if temps:
-        conditions.setdefault("temperature_start_c", temps[0]["value"])
-        conditions.setdefault("temperature_end_c", temps[-1]["value"])
     experiment.update({"plan": plan, "reagents": experiment.get("reagents") or reagents,
                        "conditions": {**conditions, **(experiment.get("conditions") or {})},
                        "software_version": f"agentchemist {agentchemist.__version__}",

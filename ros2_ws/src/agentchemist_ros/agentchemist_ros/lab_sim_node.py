@@ -24,7 +24,7 @@ from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import AUDIO, LATCHED, READINGS, SENSOR
-from agentchemist_ros.common.timeconv import to_msg
+from agentchemist_ros.common.timeconv import node_now, to_msg
 
 SAMPLE_RATE = 48000
 
@@ -42,7 +42,7 @@ class LabSimNode(Node):
         self.balance_period = 1.0 / declare(self, "balance_rate_hz", 2.0, "Balance publish rate", low=0.1, high=50.0)
         self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 10.0, "Joint state rate", low=1.0, high=500.0)
         self.audio_chunk = declare(self, "audio_chunk_s", 0.1, "Audio chunk length (s)", low=0.01, high=1.0)
-        camera_rate = declare(self, "camera_rate_hz", 1.0, "Camera rate (Hz); 0 = the scenario's", low=0.0, high=30.0)
+        camera_rate = declare(self, "camera_rate_hz", 0.5, "Camera rate (Hz); 0 = the scenario's", low=0.0, high=30.0)
         # Rendering audio and images nobody listens to is most of the twin's cost at 50x.
         self.lazy = declare(self, "publish_only_with_subscribers", True,
                             "Skip rendering audio/camera streams that have no subscriber")
@@ -51,11 +51,15 @@ class LabSimNode(Node):
                                     low=0.05, high=60.0)
         self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
         # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
-        self.publish_clock = declare(self, "publish_clock", True, "Publish /clock (false beside Gazebo)")
+        self.publish_clock = declare(self, "publish_clock", True,
+                                     "Publish /clock; false beside Gazebo: the twin then follows the ROS clock "
+                                     "(use_sim_time true) instead of pacing itself")
         self.publish_joints = declare(self, "publish_joint_states", True,
                                       "Publish /joint_states (false when ros2_control publishes them)")
         if not scenario_path:
             raise ValueError("lab_sim needs the 'scenario' parameter (a config/scenarios/*.yaml file)")
+        if not self.publish_clock and not self.get_parameter("use_sim_time").value:
+            raise ValueError("lab_sim with publish_clock false follows an external /clock: set use_sim_time true")
         self.scenario = load_scenario(scenario_path)
         self.twin = LabTwin(self.scenario)
         self.rtf = min(self.rtf or self.scenario.real_time_factor, self.max_rtf)
@@ -124,7 +128,13 @@ class LabSimNode(Node):
 
     # ------------------------------------------------------------------ pacing
     def tick(self):
-        self.t = round(self.t + self.period, 9)
+        if self.publish_clock:
+            self.t = round(self.t + self.period, 9)
+        else:
+            ros_now = node_now(self)  # Gazebo's /clock: step the chemistry up to it, never backwards
+            if ros_now <= self.t:
+                return
+            self.t = ros_now
         self.twin.step(self.t)
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
@@ -188,11 +198,12 @@ class LabSimNode(Node):
                                     self_check_ok=bool(reading.self_check_ok), noise=float(reading.noise_sd)))
 
     def publish_truth(self):
-        truth = self.twin.truth()
-        truth.pop("ph_history", None)
-        truth["sim_time"] = self.t
-        truth["wall_elapsed"] = time.monotonic() - self.wall_started
-        self.truth_pub.publish(String(data=json.dumps(truth, default=float)))
+        """A compact ground-truth summary (the full record, with every drop, is `twin.truth()`; it grows
+        with the run, so publishing it every period would make the twin slower and slower)."""
+        summary = self.twin.truth_summary()
+        summary["sim_time"] = self.t
+        summary["wall_elapsed"] = time.monotonic() - self.wall_started
+        self.truth_pub.publish(String(data=json.dumps(summary, default=float)))
 
     def real_time_factor(self) -> float:
         wall = time.monotonic() - self.wall_started

@@ -15,15 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 
 from agentchemist.bag.errors import BagProblem, UnknownMessageTypeError
+from agentchemist.bag.migrate import check_topic
 from agentchemist.bag.playback import NS, PlaybackOptions, Schedule, clock_steps, window
 from agentchemist.bag.qos import playback_profile
 from agentchemist.bag.reader import BagReader
 from agentchemist.bag.storage import BagMessage
+from agentchemist.bag.typesys import MessageTypes
 from agentchemist_ros.bag.ros_types import message_class, to_rclpy
 
 SPIN_S = 0.005  # the last stretch before a due time is spun, not slept: sleep wakes up late under load
@@ -78,25 +81,35 @@ class BagPlayer(Node):
             for name in missing:
                 self.problems.append(BagProblem(self.path, f"topic {name} is not in the bag; nothing to play for it"))
         self.publishers_by_topic = {}
+        self.converters = {}
         self.latched: set[str] = set()
+        installed = MessageTypes(origin=self.path)
         for topic in info.topics:
             if wanted is not None and topic.name not in wanted:
                 continue
             try:
                 cls = message_class(topic.msgtype, origin=self.path, topic=topic.name)
+                check, converter = check_topic(topic, installed, origin=self.path)
             except UnknownMessageTypeError as exc:
                 self.problems.append(BagProblem(self.path, exc.problem + "; this topic is skipped, the rest plays"))
                 continue
+            if converter is not None:
+                self.converters[topic.name] = converter
+                self.problems.append(BagProblem(self.path, check.describe()))
             profile = playback_profile(topic.offered_qos)
             if profile.latched:
                 self.latched.add(topic.name)
+            # No QoS event handlers: the player is not spun by the CLI (they would never run), and in a
+            # lock-step replay every handler is one more entity in each executor wait.
             self.publishers_by_topic[topic.name] = self.create_publisher(
-                cls, self.options.target(topic.name), to_rclpy(profile))
+                cls, self.options.target(topic.name), to_rclpy(profile),
+                event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
         if not self.publishers_by_topic:
             raise UnknownMessageTypeError(self.path, ", ".join(sorted({t.msgtype for t in info.topics})) or "-",
                                           "", "no topic of the bag can be published: "
                                           + "; ".join(p.problem for p in self.problems))
-        self.clock_pub = self.create_publisher(Clock, "/clock", QoSProfile(depth=10)) \
+        self.clock_pub = self.create_publisher(Clock, "/clock", QoSProfile(depth=10),
+                                               event_callbacks=PublisherEventCallbacks(use_default_callbacks=False)) \
             if (self.options.fast or self.options.clock_hz > 0) else None
         self.clock_ns = None
 
@@ -128,8 +141,17 @@ class BagPlayer(Node):
             self.clock_pub.publish(_time_msg(ns))
             self.clock_ns = ns
 
-    def publish(self, msg: BagMessage) -> Played:
-        self.publishers_by_topic[msg.topic].publish(msg.data)
+    def publish(self, msg: BagMessage) -> Played | None:
+        data = msg.data
+        converter = self.converters.get(msg.topic)
+        if converter is not None:
+            try:
+                data = converter.convert(data)
+            except Exception as exc:  # noqa: BLE001 - one bad message must not stop the rest
+                self.problems.append(BagProblem(self.path, f"a {msg.msgtype} message on {msg.topic} at "
+                                                f"{msg.timestamp} ns could not be converted ({exc}); skipped"))
+                return None
+        self.publishers_by_topic[msg.topic].publish(data)
         played = Played(msg.topic, self.options.target(msg.topic), msg.timestamp, time.monotonic())
         self.stats.messages += 1
         self.stats.per_topic[msg.topic] = self.stats.per_topic.get(msg.topic, 0) + 1
@@ -137,7 +159,7 @@ class BagPlayer(Node):
             self.stats.log.append(played)
         return played
 
-    def steps(self) -> Iterator[Played]:
+    def steps(self) -> Iterator[Played | None]:
         """One pass as fast as the caller iterates: /clock steps up to each message, then the message."""
         for msg in self._messages():
             if self.stop_event.is_set():
@@ -148,7 +170,9 @@ class BagPlayer(Node):
                                   self.options.clock_resolution_s):
                 self.publish_clock(ns)
                 yield None  # a clock step: let sim-time timers run before the message
-            yield self.publish(msg)
+            played = self.publish(msg)
+            if played is not None:
+                yield played
 
     # ------------------------------------------------------------------ whole playback
     def play(self) -> PlayStats:
