@@ -138,9 +138,22 @@ def test_end_colour_before_the_start_colour_is_an_anomaly_not_an_endpoint(ca_pla
     t = _to_titrating(sup)
     cmds, t = _frames(sup, t, BLUE, 20.0)
     kinds = _kinds(cmds)
-    assert kinds == ["anomaly"] and cmds[0][1].detail["kind"] == "unexpected_colour"
+    assert kinds == ["anomaly", "hold_dispensing"] and cmds[0][1].detail["kind"] == "unexpected_colour"
     assert "magenta" in cmds[0][1].detail["description"]
     assert sup.machine.state == "titrating"
+    # it was a passing reflection: the start colour shows, the dispenser goes on, the change counts again
+    cmds, t = _frames(sup, t, MAGENTA, 2.0)
+    assert _kinds(cmds) == ["resume_dispensing"]
+    cmds, t = _frames(sup, t, BLUE, 6.0)
+    assert _kinds(cmds)[0] == "hold_dispensing" and ("apply", "endpoint") in _kinds(cmds)
+
+
+def test_end_colour_before_titration_is_an_anomaly_and_needs_the_start_colour_again(ca_plan):
+    sup = Supervision(ca_plan, 0.0)
+    cmds, t = _frames(sup, 0.0, MAGENTA, 1.0)
+    cmds, t = _frames(sup, t, BLUE, 1.0)
+    assert _kinds(cmds) == ["anomaly"] and cmds[0][1].detail["kind"] == "unexpected_colour"
+    assert not sup.colour_change.armed and sup.machine.state == "initial"
 
 
 # ---------------------------------------------------------------- bad evidence never advances

@@ -20,9 +20,9 @@ Adaptive rate. MOTION closes at the goal's rate far from the target; near it, it
 settles after each. Every settled hold gives an anchor (Q_stat, pH), and the pH change per mL between
 the last two anchors is the curve's measured sensitivity S (a secant, as dynamic-increment titrators
 use). Near the target means: within `near_target_ml` of a volume target, within `near_target_ph` of a pH
-target, or a steep curve (S x drop >= `fine_ph_per_drop`: the next drop may cross the target; a strong
-acid jumps several pH units in one drop at equivalence, so the pH distance would notice only after the
-jump). The increment is one drop at `fine_rate_mm_s`, except in a gently sloped band, where it is
+target, or a steep curve (S x drop >= `fine_ph_per_drop`, and not flattening past an inflection: the
+next drop may cross the target; a strong acid jumps several pH units in one drop at equivalence, so the
+pH distance would notice only after the jump). The increment is one drop at `fine_rate_mm_s`, except in a gently sloped band, where it is
 `approach_fraction` of the drops S predicts to the target (at the goal's rate): the distance shrinks
 geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful of holds, not fifty.
 
@@ -236,6 +236,7 @@ class DispenserController:
         self._anchor: tuple[float, float] | None = None   #: (Q_stat, settled pH) of the last settled hold
         self.sensitivity_ph_per_ml = math.nan  #: |dpH/dQ| between the last two anchors
         self._sensitivity_bound = math.nan     #: the same with the settle band added: an upper bound
+        self._sensitivity_before = math.nan    #: the secant before that one
         self.drops = 0
         self._disp_since_drop = 0.0
         self.primed = False
@@ -430,6 +431,7 @@ class DispenserController:
             dq = here[0] - self._anchor[0]
             if dq < 0.5 * self.config.drop_volume_ml:
                 return  # too little dispensed since the last anchor to measure a slope
+            self._sensitivity_before = self.sensitivity_ph_per_ml
             self.sensitivity_ph_per_ml = abs(here[1] - self._anchor[1]) / dq
             # A settled reading is known to within the settle band: increments are planned on the
             # steepest slope the two anchors allow, so that noise never makes them too large.
@@ -441,11 +443,20 @@ class DispenserController:
         if g.target_ph is not None and self._last_ph is not None:
             if g.ph_direction * (g.target_ph - self._last_ph) <= c.near_target_ph:
                 return True
-            if self.sensitivity_ph_per_ml * c.drop_volume_ml >= c.fine_ph_per_drop:
-                return True  # steep: the next drop may cross the target (NaN compares False)
+            if self._steep():
+                return True  # the next drop may cross the target
         if g.target_volume_ml > 0 and g.target_volume_ml - self.q_stat <= c.near_target_ml:
             return True
         return False
+
+    def _steep(self) -> bool:
+        """A drop moves the pH by fine_ph_per_drop or more, and the curve is not past an inflection: even
+        the steepest slope the last two anchors allow is below the secant before them (after a strong
+        acid's equivalence jump the slope falls by 10x per drop; NaN compares False)."""
+        c = self.config
+        if not self.sensitivity_ph_per_ml * c.drop_volume_ml >= c.fine_ph_per_drop:
+            return False
+        return not self._sensitivity_bound < self._sensitivity_before
 
     def _planned_increment(self) -> int:
         """Drops to dose before the next hold while near the target; fixed for the current increment."""
@@ -455,9 +466,8 @@ class DispenserController:
 
     def _increment_for_now(self) -> int:
         g, c = self.goal, self.config
-        if (g.target_ph is None or self._last_ph is None
-                or not self.sensitivity_ph_per_ml * c.drop_volume_ml < c.fine_ph_per_drop):
-            return 1  # no pH target, no slope measured yet (NaN), or steep: one drop at a time
+        if g.target_ph is None or self._last_ph is None or self._steep() or math.isnan(self.sensitivity_ph_per_ml):
+            return 1  # no pH target, no slope measured yet, or steep: one drop at a time
         per_drop = self._sensitivity_bound * c.drop_volume_ml
         distance = g.ph_direction * (g.target_ph - self._last_ph)
         predicted = distance / per_drop

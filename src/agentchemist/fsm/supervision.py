@@ -126,7 +126,7 @@ class Supervision:
         self.last_hue: float | None = None
         self.last_colour_stamp: float | None = None
         self.watch_since: float | None = None
-        self.holds: set[str] = set()        #: why dispensing is held: colour_candidate, camera_stale
+        self.holds: set[str] = set()  #: why dispensing is held: colour_candidate, camera_stale, unexpected_colour
         self.camera_stale = False
         self._early_colour_reported = False
         self._verify_last: float | None = None
@@ -256,7 +256,9 @@ class Supervision:
         detector = self.colour_change
         out: list[Command] = []
         detail = {"hue_deg": hue_deg}
-        if event is not None and event.kind == "crossed":
+        if event is not None and event.kind == "armed":
+            out += self._release("unexpected_colour")
+        elif event is not None and event.kind == "crossed":
             out += self._hold("colour_candidate", detail)
         elif event is not None and event.kind == "reverted":
             out += self._release("colour_candidate")
@@ -267,7 +269,10 @@ class Supervision:
             return out
         if not detector.armed and not self._early_colour_reported \
                 and detector.progress(hue_deg) >= detector.config.enter_fraction:
+            # Titrant into a solution that is already at the end colour: hold until the start colour
+            # is seen (a passing reflection) or the state's timeout aborts the run (a wrong solution).
             out.append(self._early_colour(hue_deg, "while titrating, before the start colour was seen"))
+            out += self._hold("unexpected_colour", detail)
         self.colour_settle.add(stamp, hue_deg)
         if self.machine.state == "waiting_mix" and detector.state in ("unarmed", "before") \
                 and "colour_stable" in self.plan.state_machine.input_symbols and self.colour_settle.is_stable():

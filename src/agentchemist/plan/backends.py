@@ -327,8 +327,12 @@ class TransformersBackend(_ChatBackend):
         self._load()
         import torch
 
-        inputs = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-        inputs = inputs.to(self.device)
+        # return_dict: transformers 5 returns a BatchEncoding either way; 4.x needs asking for it.
+        encoded = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                      return_dict=True)
+        input_ids = encoded["input_ids"].to(self.device)
+        attention = encoded.get("attention_mask")
         with torch.no_grad():
-            out = self._model.generate(inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        return self._tokenizer.decode(out[0, inputs.shape[-1] :], skip_special_tokens=True)
+            out = self._model.generate(input_ids, attention_mask=None if attention is None else attention.to(self.device),
+                                       max_new_tokens=self.max_new_tokens, do_sample=False)
+        return self._tokenizer.decode(out[0, input_ids.shape[-1] :], skip_special_tokens=True)

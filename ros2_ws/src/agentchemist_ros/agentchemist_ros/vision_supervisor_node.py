@@ -63,15 +63,17 @@ class VisionSupervisorNode(Node):
                                                            "ArUco id of the titration beaker (sim/markers.py)",
                                                            low=0, high=49))
         self.tracker = BeakerColourTracker(self.region)
-        backend = declare(self, "vision_backend", "opencv", "Scene description backend: opencv | openai")
-        self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(
-            backend, base_url=declare(self, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
-            model=declare(self, "vlm_model", "", "Model name served at vlm_base_url"),
-            timeout_s=declare(self, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0))
+        backend = declare(self, "vision_backend", "opencv",
+                          "Scene description backend: opencv (default) | openai (an OpenAI-compatible VLM endpoint)")
+        vlm = {"base_url": declare(self, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
+               "model": declare(self, "vlm_model", "", "Model name served at vlm_base_url"),
+               "timeout_s": declare(self, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0)}
+        self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(backend, **vlm)
         self.lock = threading.RLock()
         self.sup: Supervision | None = None
         self.dispense_task = None       # the dispenser subtask (kept to resume it after a hold)
         self.dispense_held = False
+        self.resume_pending = False     # resume once the cancelled goal has returned its result
         self.dispensed_before_ml = 0.0  # by goals cancelled for a hold (the cap counts them)
         self.last_hue = None
         self.frame_problem = ""         # the bad-frame anomaly reported last (once per episode)
@@ -104,6 +106,7 @@ class VisionSupervisorNode(Node):
                 plan = Plan.model_validate_json(msg.plan_json)
                 self.sup = Supervision(plan, now, self.sup_config)
                 self.dispense_task, self.dispense_held, self.dispensed_before_ml = None, False, 0.0
+                self.resume_pending = False
                 self.last_hue, self.frame_problem = None, ""
                 self.tracker.reset()
             except InvalidMachineError as exc:
@@ -268,8 +271,11 @@ class VisionSupervisorNode(Node):
         elif colour and result.success:
             self.abort(f"the volume cap was dispensed ({result.dispensed_ml + self.dispensed_before_ml:.3f} mL) "
                        "without the colour change", "endpoint_not_reached")
-        elif result.stop_reason == "canceled" and self.dispense_held:
+        elif result.stop_reason == "canceled" and (self.dispense_held or self.resume_pending):
             self.dispensed_before_ml += result.dispensed_ml
+            if self.resume_pending and not self.dispense_held:
+                self.resume_pending = False
+                self.send_dispense_goal(task, resume=True)
         elif result.stop_reason != "canceled":
             with self.lock:
                 self.sup.subtask_finished(task.id, False, result.message)
@@ -336,6 +342,9 @@ class VisionSupervisorNode(Node):
             return
         self.dispense_held = False
         self.get_logger().info(f"resuming the dispenser: {reason}")
+        if self.dispense_goal is not None:  # the cancelled goal has not finished yet: resume after it
+            self.resume_pending = True
+            return
         self.send_dispense_goal(self.dispense_task, resume=True)
 
     def on_anomaly(self, msg):
@@ -412,7 +421,7 @@ class VisionSupervisorNode(Node):
                 # a held (cancelled) dispenser has no result left to report: its subtask ends here
                 if task is not None and self.dispense_goal is None and task.id not in self.sup.scheduler.done:
                     self.sup.subtask_finished(task.id, True)
-            self.dispense_held = False
+            self.dispense_held = self.resume_pending = False
         if symbol in ("endpoint", "verified"):
             with self.lock:
                 temp = self.sup.last_temperature
