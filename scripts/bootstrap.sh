@@ -95,7 +95,8 @@ if [ -z "${ROS_DISTRO:-}" ] && [ ! -f "$STAMPS/cmakefix" ]; then
   step "rewriting the wheels' exported CMake paths (/opt/python/cp311-cp311/...) to this venv"
   PYINC=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   NPINC=$("$VPY" -c 'import numpy; print(numpy.get_include())')
-  grep -rl '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null | while read -r f; do
+  # Nothing to rewrite is fine (already rewritten); grep's exit 1 must not stop the script.
+  { grep -rl '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null || true; } | while read -r f; do
     sed -i "s#/opt/python/cp311-cp311/include/python3.11#$PYINC#g; s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$NPINC#g" "$f"
   done
   if grep -rql '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null; then

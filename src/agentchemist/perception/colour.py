@@ -179,8 +179,8 @@ class BeakerColourTracker:
         """
         if not isinstance(image_rgb, np.ndarray) or image_rgb.ndim != 3 or image_rgb.shape[2] != 3 \
                 or image_rgb.dtype != np.uint8:
-            shape = getattr(image_rgb, "shape", None)
-            raise ColourError(f"colour tracking needs an RGB uint8 image, got {shape} {getattr(image_rgb, 'dtype', '')}")
+            shape, dtype = getattr(image_rgb, "shape", None), getattr(image_rgb, "dtype", "")
+            raise ColourError(f"colour tracking needs an RGB uint8 image, got {shape} {dtype}")
         if not math.isfinite(now):
             raise ValueError(f"now must be finite, got {now!r}")
         tag, seen = self._locate(image_rgb, now)

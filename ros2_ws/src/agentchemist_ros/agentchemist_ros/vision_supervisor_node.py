@@ -51,7 +51,8 @@ class VisionSupervisorNode(Node):
                                      "Check the preconditions on the front camera before the first action")
         self.sup_config = SupervisionConfig(
             stale_camera_s=declare(self, "camera_stale_s", 10.0,
-                                   "No usable front image this long (s) while a colour endpoint is watched: anomaly + hold",
+                                   "No usable front image this long (s) while a colour endpoint is watched: "
+                                   "anomaly + hold",
                                    low=0.5, high=600.0),
             colour_max_gap_s=declare(self, "colour_max_gap_s", 2.0,
                                      "A longer gap between usable frames restarts a colour confirmation (s)",
