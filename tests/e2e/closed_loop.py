@@ -90,6 +90,7 @@ class ClosedLoop:
         self._next_joint = 0.0
         self._measured_mm = self.twin.gripper_opening_m(self.side) * 1000.0
         self.expecting = False
+        self.droplets_heard = 0   #: every droplet the detector reported, whatever its classification
         #: hooks called each tick before the controller steps: f(loop, now) (fault injection in tests)
         self.hooks: list[Callable[[ClosedLoop, float], None]] = []
 
@@ -148,6 +149,7 @@ class ClosedLoop:
             chunk = self.twin.audio(self.side, self._audio_t, n)
             for event in self.detector.process(chunk, self._audio_t):
                 judged = self.context.classify(event)
+                self.droplets_heard += event.kind == "droplet"
                 if procedure is not None and event.kind == "droplet":
                     procedure.on_drop(event.start)
                 if (event.kind == "droplet" and judged.classification == "expected"
@@ -211,14 +213,12 @@ class ClosedLoop:
     def calibrate(self, procedure: CalibrationProcedure, *, max_s: float = 600.0) -> CalibrationStep:
         """Run the Calibrate service's procedure until it finishes (or `max_s` of sim time passes)."""
         self._next_control = self._next_balance = self.now
-        step = None
         end = self.now + max_s
         while self.now < end - 1e-9:
             self.tick(procedure=procedure)
             if procedure.phase in (Phase.DONE, Phase.FAILED):
                 break
-        step = procedure.update(self.now, self._measured_mm)
-        return step
+        return procedure.update(self.now, self._measured_mm)
 
     @property
     def measured_mm(self) -> float:

@@ -11,8 +11,6 @@ a settled reading that agrees with the true pH. The +/- 0.1 pH precision is asse
 allows it: acetic acid to pH 5.00 (buffered), and (slow) maleic acid, buffered by its second pKa, to
 pH 7.00.
 """
-import math
-
 import pytest
 
 from agentchemist.control.calibration import load_calibration
@@ -241,3 +239,22 @@ def test_empty_pipette_gives_up():
     assert truth == pytest.approx(3.0, abs=MAX_DROP)  # all of it landed (but the last hanging drop)
     assert abs(run.result.dispensed_ml - truth) <= MAX_DROP
     assert_estimates_account_for_everything(run)
+
+
+# ============================================================================================ calibration
+def test_calibration_procedure_recovers_the_twin_pipette():
+    """The Calibrate service's state machine, fed as the node feeds it (every droplet heard, the balance
+    at 2 Hz), on the calibration bench: k and the drop volume against the twin's truth."""
+    from agentchemist.control.calibration_procedure import (CalibrationProcedure, CalibrationProcedureConfig,
+                                                            Phase)
+    loop = ClosedLoop(scenario("calibration_naoh"))
+    loop.prepare(draw_ml=55.0)
+    proc = CalibrationProcedure(CalibrationProcedureConfig(samples=4), calibrated_config(),
+                                start_opening_mm=loop.measured_mm, now=loop.now, liquid="naoh 0.1 M",
+                                pipette_id="rubber_bulb_60ml")
+    step = loop.calibrate(proc, max_s=300.0)
+    assert step.phase == Phase.DONE, step.error
+    truth = loop.twin.truth()
+    assert proc.drops == truth["drops_landed"]  # every drop heard, none invented
+    assert step.calibration.k_ml_per_mm == pytest.approx(loop.scenario.pipette.k_ml_per_mm, rel=0.03)
+    assert step.calibration.drop_volume_ml == pytest.approx(truth["dispensed_ml"] / truth["drops_landed"], rel=0.03)

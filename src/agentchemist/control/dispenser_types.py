@@ -1,0 +1,167 @@
+"""Value types of the dispenser controller: its states, configuration, goal, and what it reports.
+
+Every threshold is a field of DispenserConfig with its unit and the reason for its default; the
+controller itself (and its transition table) is in agentchemist.control.dispenser.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from agentchemist.perception.ph_stability import StabilityConfig
+
+
+class State(str, Enum):
+    MOTION = "MOTION"
+    WAIT = "WAIT"
+    RESET = "RESET"
+    DONE = "DONE"
+
+
+class GoalError(ValueError):
+    """A goal the controller refuses; nothing moves."""
+
+
+@dataclass(frozen=True)
+class DispenserConfig:
+    """Every threshold of the controller, with its unit and why it has its default."""
+    k_ml_per_mm: float = 1.0            #: calibration: mL expelled per mm of closing
+    drop_volume_ml: float = 0.046875    #: calibrated mean drop (the paper's 0.046875 mL)
+    calibration_residual_ml: float = 0.002  #: RMS residual of the calibration fit (mL per drop)
+    rate_mm_s: float = 0.2              #: default closing rate in MOTION; the audio supervisor tells drops
+                                        #: apart up to about 0.25 mm/s (5 drops/s at k = 1 mL/mm), and the
+                                        #: no-drop check relies on hearing them (bench/dispenser.py)
+    max_rate_mm_s: float = 5.0          #: beyond this the bulb jets instead of dripping
+    fine_rate_mm_s: float = 0.05        #: closing rate near the target
+    resolution_mm: float = 0.001        #: Piper gripper command resolution
+    control_period_s: float = 0.05      #: nominal update period; a late update never advances more than
+                                        #: one period's travel, because a jump in the command makes the
+                                        #: gripper lunge, the flow spike and the next drop bigger
+    min_opening_mm: float = 0.0
+    max_opening_mm: float = 70.0        #: Piper gripper usable travel
+    safe_opening_mm: float = 62.0       #: RESET retracts here (clear of the bulb)
+    retract_timeout_s: float = 10.0     #: a RESET that has not reached the safe opening by then gives up
+    recovery_timeout_s: float = 30.0    #: a retracted RESET waits this long for its cause to clear (the pH
+                                        #: meter to report again) before giving up
+    reapproach_rate_mm_s: float = 1.5   #: closing back to the high-water mark after a RESET (air only);
+                                        #: slow enough that the gripper's lag stays inside stall_tolerance_mm
+    change_rate_threshold: float = 0.05  #: |dpH/dt| (pH/s) above which MOTION holds
+    jump_threshold_ph: float = 0.025    #: ... or the newest reading this far from the mean of the window
+                                        #: before it (5 sd of the twin's 0.005 pH noise): one reading
+                                        #: sooner than the slope after a step (raise it for noisier meters)
+    settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
+    near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
+    near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
+    fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
+                                        #: at or above this: one drop at a time (steep part of the curve)
+    approach_fraction: float = 0.5      #: near a pH target on a gentle slope, dose this fraction of the
+                                        #: drops the measured sensitivity predicts to the target
+    max_increment_drops: int = 40       #: cap of such an increment (drops)
+    settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
+                                        #: the hold (drop falls, mixing starts): a pH that has not yet
+                                        #: moved is not a settled one
+    no_drop_factor: float = 4.0         #: no drop after this many drop-displacements -> anomaly
+    priming_allowance_mm: float = 1.5   #: squeeze allowed before the first drop (bulb slack, tip filling)
+    sensor_timeout_s: float = 3.0       #: no pH reading for this long while titrating -> anomaly
+    operation_timeout_s: float = 7200.0
+    stall_tolerance_mm: float = 0.3     #: commanded vs measured opening beyond this ...
+    stall_time_s: float = 1.0           #: ... for this long -> gripper stall
+    max_resets: int = 2                 #: RESETs before giving up
+    settle_timeout_s: float = 60.0      #: a WAIT that never settles ends in RESET
+    drop_pause_s: float = 0.5           #: without pH readings, WAIT this long after a drop (it falls)
+
+    def __post_init__(self):
+        for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
+                     "resolution_mm", "control_period_s", "sensor_timeout_s", "operation_timeout_s", "stall_time_s",
+                     "fine_ph_per_drop", "jump_threshold_ph", "retract_timeout_s", "reapproach_rate_mm_s",
+                     "recovery_timeout_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"DispenserConfig.{name} must be a finite number > 0, got {value!r}")
+        if not (math.isfinite(self.approach_fraction) and 0 < self.approach_fraction <= 1):
+            raise ValueError(f"DispenserConfig.approach_fraction must be in (0, 1], got {self.approach_fraction!r}")
+        if not (isinstance(self.max_increment_drops, int) and self.max_increment_drops >= 1):
+            raise ValueError(f"DispenserConfig.max_increment_drops must be an int >= 1, "
+                             f"got {self.max_increment_drops!r}")
+        if not (math.isfinite(self.settle_delay_s) and self.settle_delay_s >= 0):
+            raise ValueError(f"DispenserConfig.settle_delay_s must be a finite number >= 0, "
+                             f"got {self.settle_delay_s!r}")
+        if not self.min_opening_mm < self.safe_opening_mm <= self.max_opening_mm:
+            raise ValueError("DispenserConfig: need min_opening_mm < safe_opening_mm <= max_opening_mm")
+
+    @property
+    def drop_displacement_mm(self) -> float:
+        return self.drop_volume_ml / self.k_ml_per_mm
+
+
+@dataclass(frozen=True)
+class DispenseGoal:
+    target_volume_ml: float = 0.0        #: 0: no volume target
+    target_ph: float | None = None       #: None: no pH target
+    ph_direction: int = +1               #: +1 when the titrant raises the pH
+    rate_mm_s: float = 0.0               #: 0: the configured default
+    settle_each_drop: bool = False
+    change_rate_threshold: float = 0.0   #: 0: the configured default
+    stable_window_s: float = 0.0         #: 0: the configured default
+    timeout_s: float = 0.0               #: 0: the configured default
+
+    def validate(self, config: DispenserConfig) -> None:
+        numbers = {"target_volume_ml": self.target_volume_ml, "rate_mm_s": self.rate_mm_s,
+                   "change_rate_threshold": self.change_rate_threshold,
+                   "stable_window_s": self.stable_window_s, "timeout_s": self.timeout_s}
+        for name, value in numbers.items():
+            if not math.isfinite(value):
+                raise GoalError(f"{name} is {value!r}: not a number")
+            if value < 0:
+                raise GoalError(f"{name} is {value}: must not be negative")
+        if self.target_ph is not None:
+            if not math.isfinite(self.target_ph) or not 0.0 <= self.target_ph <= 14.0:
+                raise GoalError(f"target_ph {self.target_ph!r} is outside 0..14")
+        if self.target_volume_ml == 0 and self.target_ph is None:
+            raise GoalError("the goal has neither a target volume nor a target pH")
+        if self.rate_mm_s > config.max_rate_mm_s:
+            raise GoalError(f"rate {self.rate_mm_s} mm/s exceeds the gripper's dispensing limit "
+                            f"{config.max_rate_mm_s} mm/s")
+        if 0 < self.rate_mm_s < config.resolution_mm:
+            raise GoalError(f"rate {self.rate_mm_s} mm/s is below the gripper resolution")
+        if self.ph_direction not in (-1, 1):
+            raise GoalError("ph_direction must be +1 or -1")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistical-channel estimate of the dispensed volume (cumulative and increment)."""
+    stamp: float
+    value_ml: float
+    delta_ml: float
+    confidence: float
+    state: str
+
+
+@dataclass(frozen=True)
+class ControllerAnomaly:
+    stamp: float
+    kind: str          #: no_drop | sensor_timeout | operation_timeout | gripper_stall | pipette_empty | settle_timeout
+    description: str
+    severity: str = "warn"
+
+
+@dataclass(frozen=True)
+class StopResult:
+    success: bool
+    reason: str        #: target_volume | target_ph | canceled | anomaly | timeout
+    dispensed_ml: float
+    drops: int
+    final_ph: float
+    message: str
+
+
+@dataclass
+class Output:
+    command_opening_mm: float
+    state: State
+    estimates: list[Estimate] = field(default_factory=list)
+    anomalies: list[ControllerAnomaly] = field(default_factory=list)
+    transitions: list[tuple[State, str, State]] = field(default_factory=list)
+    done: StopResult | None = None
