@@ -4,8 +4,9 @@
     agentchemist report RUN_DIR                                  regenerate a run's report from its database
     agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
     agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
+    agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2 (see bag -h)
 
-`run` needs the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
+`run` and `bag` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
 package's demo runner so that this core package never imports ROS.
 """
 from __future__ import annotations
@@ -96,7 +97,19 @@ def _run(args, console: Console) -> int:
     return 0  # not reached
 
 
+def _bag(bag_args: list[str], console: Console) -> int:
+    import importlib.util
+    if importlib.util.find_spec("agentchemist_ros") is None:
+        console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
+        return 2
+    os.execv(sys.executable, [sys.executable, "-m", "agentchemist_ros.bag_cli", *bag_args])
+    return 0  # not reached
+
+
 def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
+        return _bag(raw[1:], Console())
     parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
@@ -118,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     u = sub.add_parser("run", help="run an instruction through the node graph in the twin")
     u.add_argument("instruction", nargs="?")
     u.add_argument("--scenario")
+    b = sub.add_parser("bag", help="record, inspect and play rosbag2 bags (agentchemist bag -h)", add_help=False)
+    b.add_argument("bag_args", nargs=argparse.REMAINDER, help="record | info | play, and their options")
     args = parser.parse_args(argv)
     console = Console()
     handlers = {"plan": _plan, "report": _report, "calibrate": _calibrate, "run": _run}

@@ -1,6 +1,8 @@
 """Small synthetic bags for the bag-tool tests (written with our BagWriter; no ROS needed)."""
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 
 from rosbags.typesys import Stores, get_typestore
@@ -26,13 +28,18 @@ def decode_string(data: bytes) -> str:
 
 
 def write_strings(path: Path, n: int = 50, *, storage: str = "mcap", size: int = 100, step_ns: int = 10_000_000,
-                  start_ns: int = 1_000_000_000, topics=("/chatter",), latched=(), **options) -> Path:
-    """n String messages round-robin over `topics`, `step_ns` apart; text 'i:<index>' padded to `size`."""
+                  start_ns: int = 1_000_000_000, topics=("/chatter",), latched=(), noise: bool = False,
+                  **options) -> Path:
+    """n String messages round-robin over `topics`, `step_ns` apart; text 'i:<index>:' padded to `size`
+    with 'x' (compresses to nothing) or, with `noise`, seeded random letters (does not compress)."""
+    rng = random.Random(7)
     with BagWriter(path, WriterOptions(storage=storage, **options)) as writer:
         for topic in topics:
             writer.add_topic(topic, "std_msgs/msg/String", [LATCHED if topic in latched else VOLATILE])
         for i in range(n):
-            writer.write(topics[i % len(topics)], start_ns + i * step_ns, string_cdr(f"i:{i}:".ljust(size, "x")))
+            head = f"i:{i}:"
+            pad = "".join(rng.choices(string.ascii_letters, k=size - len(head))) if noise else ""
+            writer.write(topics[i % len(topics)], start_ns + i * step_ns, string_cdr((head + pad).ljust(size, "x")))
     return path
 
 

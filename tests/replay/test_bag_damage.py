@@ -1,6 +1,6 @@
 """Bad input: truncated, corrupt and incomplete bags give a clear error naming the file and the problem,
 and whatever is intact is still read."""
-import shutil
+import zlib
 
 import pytest
 
@@ -38,7 +38,7 @@ def test_missing_metadata_yaml_reads_the_storage_files(tmp_path, storage):
 
 
 def test_truncated_mcap_recovers_every_complete_chunk(tmp_path):
-    bag = write_strings(tmp_path / "t", 200, size=BIG)
+    bag = write_strings(tmp_path / "t", 200, size=BIG, noise=True)
     mcap = bag / "t_0.mcap"
     data = mcap.read_bytes()
     mcap.write_bytes(data[: int(len(data) * 0.6)])
@@ -65,23 +65,46 @@ def test_killed_recording_leaves_a_readable_bag(tmp_path):
     assert any("metadata.yaml" in p for p in problems) and any("without a footer" in p for p in problems)
 
 
-def test_corrupt_mcap_chunk_is_skipped_and_the_rest_is_read(tmp_path):
-    bag = write_strings(tmp_path / "c", 200, size=BIG, compression="zstd")
+def _chunk_offsets(data: bytes) -> list[int]:
+    """Byte offsets of the chunk records of an MCAP data section (walking the length-prefixed records)."""
+    pos, found = 8, []
+    while pos + 9 <= len(data) and data[pos] not in (0x0F, 0x02):
+        if data[pos] == 0x06:
+            found.append(pos)
+        pos += 9 + int.from_bytes(data[pos + 1:pos + 9], "little")
+    return found
+
+
+CHUNK_DATA = 9 + 8 + 8 + 8 + 4 + (4 + 4) + 8  # record prefix + chunk fields up to the records ('zstd' or '')
+
+
+@pytest.mark.parametrize("mode, which", [("zstd", 0), ("crc", 1)])
+def test_corrupt_mcap_chunk_is_skipped_and_the_rest_is_read(tmp_path, mode, which):
+    """zstd: chunk 0's compressed frame is damaged (chunk 0 also holds the only in-data copy of the channel
+    definitions; the summary rescues them). crc: chunk 1 carries a CRC, as rosbag2's writer stores it
+    (rosbags writes none), and one of its bytes flips."""
+    bag = write_strings(tmp_path / "c", 200, size=BIG, compression="zstd" if mode == "zstd" else "none", noise=True)
     mcap = bag / "c_0.mcap"
     data = bytearray(mcap.read_bytes())
-    second_chunk = data.index(b"\x06", data.index(b"\x06", 20) + 1000)  # well inside the data section
-    # Overwrite compressed bytes of an early chunk (the first chunk record follows the header).
-    first = data.index(b"\x06", 8 + 9)
-    for k in range(200):
-        data[first + 120 + k] ^= 0x5A
+    chunks = _chunk_offsets(data)
+    assert len(chunks) >= 3
+    start = chunks[which]
+    if mode == "zstd":
+        data[start + CHUNK_DATA:start + CHUNK_DATA + 4] = b"\x00\x00\x00\x00"  # the zstd frame magic
+    else:
+        body = start + 9
+        size = int.from_bytes(data[body + 16:body + 24], "little")
+        records = start + CHUNK_DATA - 4  # no compression name: 4 bytes shorter
+        data[body + 24:body + 28] = zlib.crc32(bytes(data[records:records + size])).to_bytes(4, "little")
+        data[records + size // 2] ^= 0xFF
     mcap.write_bytes(bytes(data))
     with BagReader(bag) as reader:
         indexes = [index_of(m.data) for m in reader.messages()]
         problems = _problems(reader)
-    assert second_chunk > first
     assert 100 <= len(indexes) < 200, len(indexes)
     assert indexes == sorted(indexes) and indexes[-1] == 199  # later chunks still read, in order
-    assert any(str(mcap) in p and "corrupt" in p for p in problems), problems
+    expected = "CRC" if mode == "crc" else "corrupt"
+    assert any(str(mcap) in p and expected in p for p in problems), problems
 
 
 def test_truncated_sqlite_is_a_clear_error_and_other_split_files_still_play(tmp_path):
@@ -143,13 +166,16 @@ def test_bad_metadata_names_the_file(tmp_path, text, match):
 def test_not_an_mcap_file(tmp_path):
     bogus = tmp_path / "bogus.mcap"
     bogus.write_bytes(b"hello, this is not a bag" * 10)
-    with pytest.raises(BagCorruptError, match="bogus.mcap"):
+    with pytest.raises(BagCorruptError, match="bogus.mcap: is not an MCAP file"):
         BagReader(bogus)
+    (tmp_path / "empty.db3").write_bytes(b"")
+    with pytest.raises(BagCorruptError, match="empty.db3: is empty"):
+        BagReader(tmp_path / "empty.db3")
 
 
 def test_unknown_message_type_names_bag_topic_and_type(tmp_path):
     with BagWriter(tmp_path / "u") as writer:
-        writer.add_topic("/mystery", "mystery_msgs/msg/Thing", msgdef="", type_hash="")
+        writer.add_topic("/mystery", "mystery_msgs/msg/Thing", msgdef="", type_hash="RIHS01_" + "0" * 64)
         writer.add_topic("/chatter", "std_msgs/msg/String")
         writer.write("/mystery", 1, b"\x00\x01\x00\x00\x07\x00\x00\x00")
         writer.write("/chatter", 2, string_cdr("i:1:"))

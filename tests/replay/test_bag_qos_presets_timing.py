@@ -58,7 +58,8 @@ def test_player_publishes_what_was_offered():
     assert play.latched and play.reliability == "reliable" and play.depth == 4
     assert playback_profile([QosProfile(reliability="best_effort", depth=5)]).reliability == "best_effort"
     assert not playback_profile([QosProfile(depth=1, durability="transient_local"), QosProfile()]).latched
-    assert playback_profile([QosProfile(history="unknown", depth=0)]).depth == 1
+    assert playback_profile([QosProfile(history="unknown", depth=0, durability="transient_local")]).depth == 1
+    assert playback_profile([QosProfile(history="unknown", depth=0)]).depth == 1000  # fast playback: deep
 
 
 def test_presets_and_patterns():

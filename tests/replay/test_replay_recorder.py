@@ -74,7 +74,8 @@ def test_same_ph_records_as_live(run):
 
 
 def test_database_holds_the_run(run):
-    done = [m for m in run["result"].probe.on(topics.MESSAGES) if m.symbol == "record_closed" and m.sender == "recorder"]
+    done = [m for m in run["result"].probe.on(topics.MESSAGES)
+            if m.symbol == "record_closed" and m.sender == "recorder"]
     assert len(done) == 1
     db = Path(json.loads(done[0].payload_json)["store"])
     con = sqlite3.connect(db)
@@ -96,3 +97,17 @@ def test_summarizer_reports_the_same_equivalence_volume(run):
     assert replay_eq[0]["volume_ml"] == pytest.approx(live_eq[0]["volume_ml"], abs=1e-6)
     assert results["drops"] == live["drops"]
     assert results["final_ph"] == pytest.approx(live["final_ph"], abs=1e-9)
+
+
+def _fingerprint(records):
+    return [(m.seq, m.quantity, m.stamp.sec, m.stamp.nanosec, repr(m.value), m.confidence, m.fsm_state,
+             m.subtask_id, tuple(m.quality_flags)) for m in records]
+
+
+@pytest.mark.slow
+def test_deterministic_across_replays(run, tmp_path):
+    again = _replay(tmp_path)
+    assert _fingerprint(again["records"]) == _fingerprint(run["records"])
+    first = run["report"]["sections"]["results"]["equivalence_points"]
+    second = again["report"]["sections"]["results"]["equivalence_points"]
+    assert [e["volume_ml"] for e in second] == [e["volume_ml"] for e in first]

@@ -236,3 +236,32 @@ def test_statistical_estimates_one_per_drop_volume_with_confidence():
     assert len(estimates) >= 15  # 1 mL in steps of one drop volume
     assert all(0.0 < e.confidence <= 1.0 for e in estimates)
     assert all(b.value_ml > a.value_ml for a, b in zip(estimates, estimates[1:]))
+
+
+def test_resume_on_command_lets_the_supervisor_pace_each_drop():
+    goal = DispenseGoal(target_volume_ml=10.0, target_ph=12.0, settle_each_drop=True, resume_on_command=True)
+    c = make(goal)
+    t = 0.0
+    c.on_ph(0.01, 3.0)
+    c.on_drop(0.02)
+    out = c.update(0.04, 60.0)
+    assert out.state == State.WAIT
+    for i in range(200):  # a settled pH for 10 s: still waiting for the supervisor
+        t = 0.05 + 0.05 * i
+        c.on_ph(t, 3.0)
+        out = c.update(t, 60.0)
+    assert out.state == State.WAIT
+    c.request_resume()
+    out = c.update(t + 0.05, 60.0)
+    assert (State.WAIT, "resume_command", State.MOTION) in out.transitions
+
+
+def test_a_stale_resume_does_not_cut_the_next_wait_short():
+    goal = DispenseGoal(target_volume_ml=10.0, target_ph=12.0, settle_each_drop=True, resume_on_command=True)
+    c = make(goal)
+    c.on_ph(0.01, 3.0)
+    c.request_resume()          # meant for an earlier drop
+    c.on_drop(0.02)
+    out = c.update(0.04, 60.0)
+    out = c.update(0.09, 60.0)
+    assert out.state == State.WAIT

@@ -117,7 +117,11 @@ class McapScanner:
             raise BagCorruptError(self.path, "not an MCAP file (bad magic at the start)")
         pos = len(MAGIC)
         count = 0
+        in_summary = False
         while True:
+            if pos == len(data) and in_summary:
+                self._problem(f"the summary section ends at byte {pos} without a footer; {count} messages recovered")
+                return
             if pos == len(data):
                 self._problem(f"file ends at byte {pos} without a footer: truncated (recording interrupted?); "
                               f"{count} messages recovered")
@@ -134,9 +138,14 @@ class McapScanner:
                 return
             body = data[body_start:body_start + length]
             pos = body_start + length
-            if op in (OP_DATA_END, OP_FOOTER):
+            if op == OP_FOOTER:
                 self.complete = not self.problems
                 return
+            if op == OP_DATA_END:
+                # The summary section follows: it repeats every schema and channel, which rescues the
+                # channels whose only other copy was in a corrupt chunk. It holds no messages.
+                in_summary = True
+                continue
             try:
                 if op == OP_CHUNK:
                     for message in self._chunk(body, pos - length - RECORD_PREFIX):

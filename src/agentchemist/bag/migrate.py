@@ -72,6 +72,9 @@ def check_topic(topic: TopicInfo, installed: MessageTypes, origin="bag") -> tupl
     """
     installed.ensure(topic.msgtype, topic.name)
     installed_hash = installed.definition(topic.msgtype)[1]
+    # Layouts are compared with hashes computed the same way on both sides (by rosbags): its hash of a
+    # definition with byte/char fields differs from rosidl's, so a recorded rosidl hash is compared only
+    # when there is no definition to parse.
     if not topic.msgdef or topic.msgdef_encoding not in ("", "ros2msg"):
         if topic.type_hash and topic.type_hash != installed_hash:
             raise UnknownMessageTypeError(origin, topic.msgtype, topic.name,
@@ -81,8 +84,8 @@ def check_topic(topic: TopicInfo, installed: MessageTypes, origin="bag") -> tupl
     recorded = MessageTypes(share_dirs=[], origin=origin)
     recorded.add_embedded(topic.msgtype, topic.msgdef)
     recorded_hash = recorded.store.hash_rihs01(topic.msgtype)
-    if recorded_hash == installed_hash:
-        return TypeCheck(topic.name, topic.msgtype, recorded_hash, installed_hash, True), None
+    if recorded_hash == installed.store.hash_rihs01(topic.msgtype):
+        return TypeCheck(topic.name, topic.msgtype, topic.type_hash or recorded_hash, installed_hash, True), None
     added, removed = _diff(topic.msgtype, recorded, installed)
     check = TypeCheck(topic.name, topic.msgtype, recorded_hash, installed_hash, False, tuple(added), tuple(removed))
     return check, Converter(check, recorded, installed)
@@ -130,6 +133,8 @@ def _value(value, node, new_types: MessageTypes, where: str, topic: str):
     base = inner[1][0]
     if base in _STRINGS:
         return [_scalar(v, base, where, topic) for v in value]
+    if base in ("byte", "char"):  # octets: rosbags may hold them as int8 or uint8; the bytes are the same
+        return np.asarray(value).view(np.uint8) if np.asarray(value).dtype.itemsize == 1 else np.asarray(value)
     try:
         return np.asarray(value).astype(_NUMPY[base], casting="same_kind")
     except (TypeError, ValueError) as exc:

@@ -40,7 +40,8 @@ class PlaybackOptions:
 
     def __post_init__(self):
         def finite(name, low, value, strict=False):
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low or (strict and value <= low):
+            bad = not isinstance(value, (int, float)) or not math.isfinite(value)
+            if bad or value < low or (strict and value <= low):
                 relation = ">" if strict else ">="
                 raise BagOptionError(f"{name} must be a finite number {relation} {low}, got {value!r}")
 

@@ -181,20 +181,27 @@ def subscription_profile(offered: Sequence[QosProfile], depth: int = 1000) -> Qo
                       durability="transient_local" if latched else "volatile")
 
 
+#: history depth of a volatile topic on playback: a player in fast mode outruns the network, and a
+#: shallow reliable writer would overwrite samples its readers have not acknowledged yet.
+PLAYBACK_DEPTH = 1000
+
+
 def playback_profile(offered: Sequence[QosProfile]) -> QosProfile:
     """What a player publishes a topic with: what the recorded publishers offered.
 
     With several offers the weakest common one (reliable only if all were, transient local only if all
-    were), as deep as the deepest, so a latched topic's late joiners get what they got live.
+    were). A latched topic keeps the deepest recorded depth (at least 1: DDS discovery reports history as
+    unknown with depth 0), so its late joiners get what they got live; a volatile one is PLAYBACK_DEPTH deep.
     """
     if not offered:
-        return QosProfile()
+        return QosProfile(depth=PLAYBACK_DEPTH)
     reliable = all(p.reliability in ("reliable", "system_default") for p in offered)
     latched = all(p.durability == "transient_local" for p in offered)
     depth = max((p.depth for p in offered if p.history != "keep_all"), default=DEFAULT_DEPTH)
     keep_all = any(p.history == "keep_all" for p in offered)
     base = offered[0]
-    return replace(base, history="keep_all" if keep_all else "keep_last", depth=max(depth, 1),
+    return replace(base, history="keep_all" if keep_all else "keep_last",
+                   depth=max(depth, 1) if latched else max(depth, PLAYBACK_DEPTH),
                    reliability="reliable" if reliable else "best_effort",
                    durability="transient_local" if latched else "volatile")
 

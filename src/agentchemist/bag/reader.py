@@ -13,11 +13,10 @@ from typing import Collection, Iterator
 
 import yaml
 
-from agentchemist.bag.errors import (BagCorruptError, BagMetadataError, BagNotFoundError, BagProblem,
+from agentchemist.bag.errors import (BagCorruptError, BagMetadataError, BagNotFoundError, BagProblem, QosError,
                                      UnknownMessageTypeError)
 from agentchemist.bag.info import BagInfo, FileInfo, TopicInfo
 from agentchemist.bag.qos import parse_offered_qos
-from agentchemist.bag.errors import QosError
 from agentchemist.bag.storage import STORAGE_SUFFIXES, BagMessage, StorageFile, merge_in_time
 from agentchemist.bag.typesys import MessageTypes
 
@@ -40,6 +39,7 @@ class BagReader:
         self.metadata: dict | None = None
         self.files: list[StorageFile] = []
         self.types = types or MessageTypes(origin=self.path)
+        self._embedded_registered = False
         self._load()
 
     # ------------------------------------------------------------------ opening
@@ -177,8 +177,10 @@ class BagReader:
 
     def decode(self, message: BagMessage) -> object:
         """A message as a rosbags object; UnknownMessageTypeError if its type has no definition anywhere."""
-        types = self.decoder() if not getattr(self, "_decoder_ready", False) else self.types
-        self._decoder_ready = True
+        if not self._embedded_registered:
+            self.decoder()
+            self._embedded_registered = True
+        types = self.types
         try:
             return types.decode(message.data, message.msgtype, message.topic)
         except UnknownMessageTypeError:

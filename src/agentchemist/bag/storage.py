@@ -82,6 +82,7 @@ class StorageFile:
             except (OSError, zstd.ZstdError, EOFError) as exc:
                 self._problem(f"zstd file compression is damaged ({exc}); reading what decompressed")
         self.readable = readable
+        _check_magic(readable, self.kind)
         try:
             self._reader = RbReader(readable)
             self._reader.open()
@@ -166,8 +167,8 @@ class StorageFile:
             if not _is_damage(exc):
                 raise
             # Damage in the middle: go on with the forgiving reader, after what was already delivered.
-            self._problem(f"{_describe(exc)} after {same_ts if last_ts is not None else 0} message(s) at "
-                          f"{last_ts} ns; recovering the rest")
+            where = f"after the message at {last_ts} ns" if last_ts is not None else "before the first message"
+            self._problem(f"{_describe(exc)} {where}; recovering the rest")
             self.salvaged = True
             for msg in self._salvage_messages(topics, start, stop):
                 if last_ts is not None and msg.timestamp <= last_ts:
@@ -196,34 +197,34 @@ class StorageFile:
                 yield msg
 
     def _salvage_mcap(self) -> Iterator[BagMessage]:
+        scanner = McapScanner(self.readable)
         try:
-            scanner = McapScanner(self.readable)
-            unknown = 0
-            self._salvage_topics = {}
-            batch: list[BagMessage] = []
-            for raw in scanner.messages():
-                channel = scanner.channels.get(raw.channel_id)
-                if channel is None:
-                    unknown += 1
-                    continue
-                schema = scanner.schemas.get(channel.schema_id)
-                if channel.topic not in self._salvage_topics:
-                    self._salvage_topics[channel.topic] = TopicInfo(
-                        name=channel.topic, msgtype=schema.name if schema else "", count=0,
-                        serialization_format=channel.message_encoding,
-                        offered_qos=_qos(channel.metadata.get("offered_qos_profiles", "")),
-                        msgdef=schema.data if schema else "", msgdef_encoding=schema.encoding if schema else "")
-                batch.append(BagMessage(channel.topic, schema.name if schema else "", raw.log_time,
-                                        self._payload(raw.data)))
-            for problem in scanner.problems:
-                if problem not in self.problems:
-                    self.problems.append(problem)
-            if unknown:
-                self._problem(f"{unknown} messages on channels whose definition was lost were skipped")
+            raw = list(scanner.messages())
         except BagCorruptError as exc:
             self._problem(f"{exc.problem}; nothing could be recovered")
             return
-        # Chunks of one writer are sequential in time, but a merge costs little and guarantees order.
+        for problem in scanner.problems:
+            if problem not in self.problems:
+                self.problems.append(problem)
+        # Channels are resolved after the walk: the summary at the end may hold the only intact copy.
+        self._salvage_topics = {}
+        batch, unknown = [], 0
+        for message in raw:
+            channel = scanner.channels.get(message.channel_id)
+            if channel is None:
+                unknown += 1
+                continue
+            schema = scanner.schemas.get(channel.schema_id)
+            msgtype = schema.name if schema else ""
+            if channel.topic not in self._salvage_topics:
+                self._salvage_topics[channel.topic] = TopicInfo(
+                    name=channel.topic, msgtype=msgtype, count=0, serialization_format=channel.message_encoding,
+                    offered_qos=_qos(channel.metadata.get("offered_qos_profiles", "")),
+                    msgdef=schema.data if schema else "", msgdef_encoding=schema.encoding if schema else "")
+            batch.append(BagMessage(channel.topic, msgtype, message.log_time, self._payload(message.data)))
+        if unknown:
+            self._problem(f"{unknown} messages on channels whose definition was lost were skipped")
+        # Chunks of one writer are sequential in time, but a sort costs little and guarantees order.
         batch.sort(key=lambda m: m.timestamp)
         yield from batch
 
@@ -294,6 +295,23 @@ def _qos(text: str):
         return parse_offered_qos(text)
     except QosError:
         return ()
+
+
+_MAGIC = {"mcap": b"\x89MCAP0\r\n", "sqlite3": b"SQLite format 3\x00"}
+
+
+def _check_magic(path: Path, kind: str) -> None:
+    """A file that does not even start like its storage format is not a damaged bag: refuse it outright."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_MAGIC[kind]))
+    except OSError as exc:
+        raise BagCorruptError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if not head:
+        raise BagCorruptError(path, "is empty")
+    if head != _MAGIC[kind]:
+        what = "an MCAP file" if kind == "mcap" else "an SQLite database"
+        raise BagCorruptError(path, f"is not {what} (bad magic bytes at the start)")
 
 
 def _is_damage(exc: BaseException) -> bool:

@@ -115,7 +115,8 @@ class MessageTypes:
         try:
             self.store.register(get_types_from_msg(msgdef, msgtype))
         except (TypesysError, ValueError) as exc:
-            raise UnknownMessageTypeError(self.origin, msgtype, "", f"embedded definition does not parse: {exc}") from None
+            raise UnknownMessageTypeError(self.origin, msgtype, "",
+                                          f"embedded definition does not parse: {exc}") from None
 
     def decode(self, data: bytes | memoryview, msgtype: str, topic: str = "") -> object:
         """Deserialize CDR bytes into a rosbags message object (fields as attributes)."""

@@ -106,6 +106,7 @@ class DispenserController:
         self.resets = 0
         self._reset_reason: ControllerAnomaly | None = None
         self._resume_requested = False
+        self._wait_reason = ""
         self._cancel = False
         self.result: StopResult | None = None
 
@@ -122,6 +123,7 @@ class DispenserController:
         """A drop landed (heard by the audio supervisor or seen by the twin's ground truth)."""
         self.drops += 1
         self._disp_since_drop = 0.0
+        self._resume_requested = False  # a resume meant the previous drop's pH had settled
         if not self.primed:
             self.primed = True
             self.q_stat = self.config.drop_volume_ml
@@ -187,7 +189,7 @@ class DispenserController:
             elif self._resume_requested:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
-            elif self._settled(now):
+            elif self._settled(now) and not self._paced_by_supervisor():
                 self._update_sensitivity()
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
@@ -272,6 +274,11 @@ class DispenserController:
         stall_factor = 0.5 if self._stall_since is not None else 1.0
         return max(0.0, min(1.0, calib * state_factor * stall_factor))
 
+    def _paced_by_supervisor(self) -> bool:
+        """After a drop, with resume_on_command, only the supervisor's resume ends the WAIT (the
+        settle_timeout still guards it); other WAITs (a pH jump, the approach) settle on their own."""
+        return self.goal.settle_each_drop and self.goal.resume_on_command and self._wait_reason == "drop_landed_settle"
+
     def _settled(self, now: float) -> bool:
         """pH settled when a pH stream exists (over a window that starts `settle_delay_s` after the hold
         at the earliest); otherwise the hanging drop had time to fall."""
@@ -336,7 +343,7 @@ class DispenserController:
         if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
             return True
         if g.target_ph is not None and self._last_ph is not None and self._settle.is_stable():
-            return g.ph_direction * (self._last_ph - g.target_ph) >= 0
+            return g.ph_direction * (self._last_ph - g.target_ph) >= -self.config.target_tolerance_ph
         return False
 
     def _change_rate_high(self) -> bool:
@@ -402,6 +409,7 @@ class DispenserController:
         self._increment, self._increment_count = None, 0  # every hold ends an increment
         self.state = target
         self._wait_since = now if target == State.WAIT else None
+        self._wait_reason = condition if target == State.WAIT else ""
         out.state = target
 
     def _finish_goal(self, out: Output, now: float) -> Output:

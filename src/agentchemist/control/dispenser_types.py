@@ -52,6 +52,8 @@ class DispenserConfig:
                                         #: sooner than the slope after a step (raise it for noisier meters)
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
+    target_tolerance_ph: float = 0.05   #: a settled pH this close to the target counts as reached (the
+                                        #: supervisor's endpoint tolerance: one more drop would overshoot)
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
                                         #: at or above this: one drop at a time (steep part of the curve)
@@ -102,6 +104,7 @@ class DispenseGoal:
     ph_direction: int = +1               #: +1 when the titrant raises the pH
     rate_mm_s: float = 0.0               #: 0: the configured default
     settle_each_drop: bool = False
+    resume_on_command: bool = False      #: with settle_each_drop: a WAIT after a drop ends only on request_resume
     change_rate_threshold: float = 0.0   #: 0: the configured default
     stable_window_s: float = 0.0         #: 0: the configured default
     timeout_s: float = 0.0               #: 0: the configured default

@@ -85,12 +85,18 @@ def cmd_record(args, console: Console) -> int:
     spinner.start()
     console.print(f"recording {escape(selection.describe())} into {output} ({args.storage})")
     started = time.monotonic()
+    def running():
+        return args.duration is None or time.monotonic() - started < args.duration
+
     try:
-        with Live(_record_table(recorder, started), console=console, refresh_per_second=4,
-                  transient=False, disable=args.no_progress) as live:
-            while args.duration is None or time.monotonic() - started < args.duration:
-                time.sleep(0.25)
-                live.update(_record_table(recorder, started))
+        if args.no_progress:
+            while running():
+                time.sleep(0.1)
+        else:
+            with Live(_record_table(recorder, started), console=console, refresh_per_second=4) as live:
+                while running():
+                    time.sleep(0.25)
+                    live.update(_record_table(recorder, started))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -100,7 +106,7 @@ def cmd_record(args, console: Console) -> int:
         problems = recorder.problems
         recorder.destroy_node()
         rclpy.try_shutdown()
-    stats = recorder.writer.stats
+    stats = recorder.stats()
     console.print(f"wrote {path}: {stats.messages} messages in {stats.file_index} file(s)")
     for problem in problems:
         console.print(f"[yellow]problem:[/yellow] {escape(str(problem))}")
@@ -195,7 +201,7 @@ def main(argv=None) -> int:
     try:
         return handlers[args.command](args, console)
     except (BagError, BagOptionError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return 2
 
 

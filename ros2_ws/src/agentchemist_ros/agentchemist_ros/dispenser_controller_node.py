@@ -262,7 +262,7 @@ class DispenserControllerNode(Node):
         if target_ph is not None and self.last_ph is not None and math.isfinite(target_ph):
             direction = 1 if target_ph >= self.last_ph else -1
         goal = DispenseGoal(target_volume_ml=g.target_volume_ml, target_ph=target_ph, ph_direction=direction,
-                            rate_mm_s=g.rate_mm_s, settle_each_drop=g.settle_each_drop,
+                            rate_mm_s=g.rate_mm_s, settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command,
                             change_rate_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
                             timeout_s=g.timeout_s)
         try:

@@ -217,7 +217,10 @@ class VisionSupervisorNode(Node):
                              rate_mm_s=float(p.get("rate_mm_s") or 0.0),
                              wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
                              stable_window_s=float(p.get("stable_window_s") or 0.0),
-                             settle_each_drop=bool(p.get("settle_each_drop")))
+                             settle_each_drop=bool(p.get("settle_each_drop")),
+                             # The supervisor's ph_stable (which records each drop's settled pH) paces
+                             # the dispenser when the instruction asks to act only on a settled pH.
+                             resume_on_command=bool(p.get("settle_each_drop")))
         if not self.dispenser.wait_for_server(timeout_sec=2.0):
             self.abort("the dispenser controller is not running", "agent_unavailable")
             return
@@ -415,6 +418,9 @@ class VisionSupervisorNode(Node):
             self.publish_state(state, previous, symbol, subtask_id)
         if symbol == "ph_stable":
             self.tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph") if detail else None}, now)
+        if symbol in ("ph_stable", "colour_stable"):
+            # The solution settled after the drop: the dispenser may squeeze the next one.
+            self.tell("dispenser_controller", "resume", subtask_id, {}, now)
         if symbol == "endpoint":
             self.snapshot("endpoint")
             task = self.dispense_task

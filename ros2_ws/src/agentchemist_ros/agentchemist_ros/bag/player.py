@@ -9,6 +9,7 @@ intermediate ticks across gaps so sim-time timers fire as they did live).
 `steps()` is the whole of one pass as a generator: it publishes one message per step, so a test can
 run the subscribers' callbacks between messages (lock-step replay, deterministic across runs).
 """
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -105,6 +106,8 @@ class BagPlayer(Node):
                 cls, self.options.target(topic.name), to_rclpy(profile),
                 event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
         if not self.publishers_by_topic:
+            self.reader.close()
+            super().destroy_node()
             raise UnknownMessageTypeError(self.path, ", ".join(sorted({t.msgtype for t in info.topics})) or "-",
                                           "", "no topic of the bag can be published: "
                                           + "; ".join(p.problem for p in self.problems))
@@ -194,6 +197,16 @@ class BagPlayer(Node):
         return self.stats
 
     def _timed_pass(self) -> None:
+        # Python hands the interpreter between threads every 5 ms by default: a subscriber thread in this
+        # process could hold the player back that long past a due time. Switch more often while timing.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.0005))
+        try:
+            self._timed_messages()
+        finally:
+            sys.setswitchinterval(interval)
+
+    def _timed_messages(self) -> None:
         first, _stop = window(self.info.start_ns, self.options)
         schedule = Schedule(first, self.options.rate)
         start = None

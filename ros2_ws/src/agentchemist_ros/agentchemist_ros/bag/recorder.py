@@ -4,8 +4,13 @@ Topics are discovered on the graph every `discovery_period_s` (wall time, so dis
 a simulated /clock starts) and matched against a TopicSelection (names, patterns, presets). Each topic
 is subscribed with a QoS every one of its publishers can serve (see agentchemist.bag.qos), and the
 publishers' offered QoS is stored with it. Messages are stamped with this node's clock at arrival
-(sim time with use_sim_time) and written as serialized bytes: nothing is deserialized.
+(sim time with use_sim_time) and stay serialized: nothing is deserialized.
+
+Callbacks only put (topic, stamp, bytes) on a queue; one writer thread owns the bag (as rosbag2's write
+cache does): subscription callbacks never wait for the disk, and the storage (SQLite objects are bound
+to the thread that made them) is used from one thread whatever executor spins the node.
 """
+import queue
 import threading
 from pathlib import Path
 
@@ -16,8 +21,10 @@ from agentchemist.bag.errors import BagProblem, UnknownMessageTypeError
 from agentchemist.bag.presets import TopicSelection
 from agentchemist.bag.qos import subscription_profile
 from agentchemist.bag.typesys import MessageTypes
-from agentchemist.bag.writer import BagWriter, WriterOptions
+from agentchemist.bag.writer import BagWriter, WriterOptions, WriterStats
 from agentchemist_ros.bag.ros_types import from_rclpy, message_class, to_rclpy
+
+_CLOSE = object()
 
 
 class BagRecorder(Node):
@@ -30,16 +37,21 @@ class BagRecorder(Node):
         self.output = Path(output)
         self.selection = selection
         self.depth = depth
-        self.lock = threading.Lock()
-        self.writer = BagWriter(self.output, options or WriterOptions(), types=MessageTypes(origin=self.output))
+        self.types = MessageTypes(origin=self.output)
+        self.writer = BagWriter(self.output, options or WriterOptions(), types=self.types)
         self.subscriptions_by_topic = {}
         self.skipped: dict[str, str] = {}
         self.problems: list[BagProblem] = []
         self.closed = False
+        self.error: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._write_loop, name="bag_writer", daemon=True)
+        self._thread.start()
         self.discover()
         self.discovery_timer = self.create_timer(discovery_period_s, self.discover,
                                                  clock=Clock(clock_type=ClockType.STEADY_TIME))
 
+    # ------------------------------------------------------------------ discovery
     def discover(self) -> None:
         """Subscribe to every selected topic that has appeared (and has a publisher) since the last look."""
         if self.closed:
@@ -50,18 +62,18 @@ class BagRecorder(Node):
             if len(types) != 1:
                 self._skip(topic, f"published with several types ({', '.join(types)}); not recorded")
                 continue
-            publishers = [p for p in self.get_publishers_info_by_topic(topic)]
+            publishers = self.get_publishers_info_by_topic(topic)
             if not publishers:
                 continue  # only subscribers so far: the offered QoS is not known yet
             msgtype = types[0]
             try:
                 cls = message_class(msgtype, origin=self.output, topic=topic)
-                offered = [from_rclpy(p.qos_profile) for p in publishers]
-                with self.lock:
-                    self.writer.add_topic(topic, msgtype, offered)
+                msgdef, type_hash = self.types.definition(msgtype)
             except UnknownMessageTypeError as exc:
                 self._skip(topic, exc.problem + "; not recorded")
                 continue
+            offered = [from_rclpy(p.qos_profile) for p in publishers]
+            self._queue.put(("topic", topic, msgtype, offered, msgdef, type_hash))
             qos = to_rclpy(subscription_profile(offered, self.depth))
             self.subscriptions_by_topic[topic] = self.create_subscription(
                 cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
@@ -72,26 +84,55 @@ class BagRecorder(Node):
         self.problems.append(BagProblem(self.output, f"topic {topic}: {why}"))
         self.get_logger().warn(f"{topic}: {why}")
 
+    # ------------------------------------------------------------------ messages
     def on_message(self, topic: str, data: bytes) -> None:
-        stamp = self.get_clock().now().nanoseconds
-        with self.lock:
-            if not self.closed:
-                self.writer.write(topic, stamp, data)
+        if not self.closed:
+            self._queue.put(("msg", topic, self.get_clock().now().nanoseconds, data))
 
-    def stats(self):
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _CLOSE:
+                break
+            if self.error is not None:
+                continue  # keep draining; the error is raised by close()
+            try:
+                if item[0] == "msg":
+                    self.writer.write(item[1], item[2], item[3])
+                else:
+                    _kind, topic, msgtype, offered, msgdef, type_hash = item
+                    self.writer.add_topic(topic, msgtype, offered, msgdef=msgdef, type_hash=type_hash)
+            except Exception as exc:  # noqa: BLE001 - reported by close(); recording stops cleanly
+                self.error = exc
+                self.get_logger().error(f"writing {self.output} failed: {exc}")
+        try:
+            self.writer.close()
+        except Exception as exc:  # noqa: BLE001
+            self.error = self.error or exc
+
+    def stats(self) -> WriterStats:
         """A snapshot of the writer's progress (messages, bytes, per topic, files)."""
-        with self.lock:
-            s = self.writer.stats
-            return type(s)(s.messages, s.bytes, s.file_index, s.file_bytes, dict(s.per_topic), list(s.files))
+        s = self.writer.stats
+        return WriterStats(s.messages, s.bytes, s.file_index, s.file_bytes, dict(s.per_topic), list(s.files))
+
+    def pending(self) -> int:
+        """Messages received but not yet written."""
+        return self._queue.qsize()
 
     def close(self) -> Path:
-        """Stop recording and write metadata.yaml. Returns the bag folder."""
-        with self.lock:
-            if not self.closed:
-                self.closed = True  # callbacks still queued find the bag closed and drop their message
-                self.writer.close()
+        """Stop recording, write what is queued and metadata.yaml. Returns the bag folder."""
+        if not self.closed:
+            self.closed = True  # callbacks still in flight find the recorder closed and drop their message
+            self._queue.put(_CLOSE)
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
         return self.output
 
     def destroy_node(self):
-        self.close()
+        if not self.closed:
+            try:
+                self.close()
+            except Exception as exc:  # noqa: BLE001 - destroying must not raise; the error was logged
+                self.get_logger().error(f"closing {self.output}: {exc}")
         super().destroy_node()
