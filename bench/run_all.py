@@ -89,9 +89,16 @@ def table() -> str:
         rows.append(("planner corpus", f"{plan['cases']} instructions, accuracy {100 * plan['accuracy']:.0f} % "
                      f"(held-out {100 * plan['holdout_accuracy']:.0f} %), median {1000 * plan['latency']['median_s']:.1f} ms"))
     disp = load("dispenser")
-    if disp and "summary" in disp:
-        for key, value in disp["summary"].items():
+    if disp:
+        for key, value in (disp.get("summary") or {}).items():
             rows.append((f"dispenser: {key}", str(value)))
+    bag = load("bag_timing")
+    if bag:
+        for fmt in ("sqlite3", "mcap"):
+            r = bag[fmt]["receive"]
+            rows.append((f"bag playback timing, {fmt} reference bag (at the subscriber)",
+                         f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
+                         f"{100 * r['within_5ms']:.0f} % within 5 ms"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
@@ -114,8 +121,8 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     ok = run("twin", ["bench/twin.py", "--graph"])
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
-    if (REPO / "bench" / "dispenser.py").exists():
-        ok &= run("dispenser", ["bench/dispenser.py"])
+    ok &= run("dispenser", ["bench/dispenser.py"])
+    ok &= run("bag timing", ["bench/bag_timing.py"])
     record_rates()
     planner_accuracy()
     update_readme()

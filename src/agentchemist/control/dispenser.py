@@ -343,7 +343,9 @@ class DispenserController:
         if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
             return True
         if g.target_ph is not None and self._last_ph is not None and self._settle.is_stable():
-            return g.ph_direction * (self._last_ph - g.target_ph) >= -self.config.target_tolerance_ph
+            # The window's mean, as the supervisor's endpoint detector judges it: one noisy reading
+            # must not stop (or keep going) on its own.
+            return g.ph_direction * (self._settle.mean() - g.target_ph) >= -self.config.target_tolerance_ph
         return False
 
     def _change_rate_high(self) -> bool:

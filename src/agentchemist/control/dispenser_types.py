@@ -52,8 +52,9 @@ class DispenserConfig:
                                         #: sooner than the slope after a step (raise it for noisier meters)
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
-    target_tolerance_ph: float = 0.05   #: a settled pH this close to the target counts as reached (the
-                                        #: supervisor's endpoint tolerance: one more drop would overshoot)
+    target_tolerance_ph: float = 0.03   #: a settled pH this close to the target counts as reached; kept
+                                        #: inside the supervisor's endpoint tolerance (0.05) so that where
+                                        #: the dispenser stops, the supervisor confirms the endpoint
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
                                         #: at or above this: one drop at a time (steep part of the curve)

@@ -73,6 +73,12 @@ class PhStabilityDetector:
         denom = float(np.dot(t, t))
         return float(np.dot(t, y - y.mean()) / denom) if denom > 0 else float("nan")
 
+    def mean(self) -> float:
+        """Mean pH over the window (NaN when empty): what a settled reading is compared with, so that
+        one noisy reading does not decide."""
+        pts = self._window()
+        return float(np.mean([p[1] for p in pts])) if pts else float("nan")
+
     def is_stable(self) -> bool:
         if not self._buf:
             return False
@@ -122,13 +128,15 @@ class EndpointDetector:
         return c.direction * (ph - c.target_ph) >= -c.tolerance
 
     def update(self, stamp: float, ph: float) -> bool:
-        """Feed a reading; True once the endpoint holds."""
+        """Feed a reading; True once the endpoint holds. The target is judged on the window's mean, not
+        on single readings, so probe noise around a settled value does not restart the hold."""
         self._stability.add(stamp, ph)
-        if self.reached(ph) and self._stability.is_stable():
+        level = self._stability.mean()
+        if self.reached(level) and self._stability.is_stable():
             if self._since is None:
                 self._since = stamp
             return stamp - self._since > self.config.hold_s
-        if not self.reached(ph):
+        if not self.reached(level):
             self._since = None
         return False
 
