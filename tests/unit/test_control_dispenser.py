@@ -246,7 +246,7 @@ def test_resume_on_command_lets_the_supervisor_pace_each_drop():
     c.on_drop(0.02)
     out = c.update(0.04, 60.0)
     assert out.state == State.WAIT
-    for i in range(200):  # a settled pH for 10 s: still waiting for the supervisor
+    for i in range(80):  # a settled pH for 4 s (inside the grace): still waiting for the supervisor
         t = 0.05 + 0.05 * i
         c.on_ph(t, 3.0)
         out = c.update(t, 60.0)
@@ -254,6 +254,22 @@ def test_resume_on_command_lets_the_supervisor_pace_each_drop():
     c.request_resume()
     out = c.update(t + 0.05, 60.0)
     assert (State.WAIT, "resume_command", State.MOTION) in out.transitions
+
+
+def test_without_the_supervisors_resume_it_goes_on_after_the_grace():
+    goal = DispenseGoal(target_volume_ml=10.0, target_ph=12.0, settle_each_drop=True, resume_on_command=True)
+    c = make(goal)
+    c.on_ph(0.01, 3.0)
+    c.on_drop(0.02)
+    c.update(0.04, 60.0)
+    seen, t = [], 0.04
+    while t < 12.0 and not seen:
+        t = round(t + 0.05, 9)
+        c.on_ph(t, 3.0)
+        seen = [tr for tr in c.update(t, 60.0).transitions if tr[2] == State.MOTION]
+    assert seen == [(State.WAIT, "settled", State.MOTION)]
+    settle_done = CFG.settle_delay_s + CFG.settle.window_s
+    assert settle_done + CFG.resume_grace_s <= t <= settle_done + CFG.resume_grace_s + 1.0
 
 
 def test_a_stale_resume_does_not_cut_the_next_wait_short():

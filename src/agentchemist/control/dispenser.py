@@ -107,6 +107,7 @@ class DispenserController:
         self._reset_reason: ControllerAnomaly | None = None
         self._resume_requested = False
         self._wait_reason = ""
+        self._self_settled_at: float | None = None
         self._cancel = False
         self.result: StopResult | None = None
 
@@ -189,7 +190,7 @@ class DispenserController:
             elif self._resume_requested:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
-            elif self._settled(now) and not self._paced_by_supervisor():
+            elif self._settled(now) and not self._paced_by_supervisor(now):
                 self._update_sensitivity()
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
@@ -274,10 +275,16 @@ class DispenserController:
         stall_factor = 0.5 if self._stall_since is not None else 1.0
         return max(0.0, min(1.0, calib * state_factor * stall_factor))
 
-    def _paced_by_supervisor(self) -> bool:
-        """After a drop, with resume_on_command, only the supervisor's resume ends the WAIT (the
-        settle_timeout still guards it); other WAITs (a pH jump, the approach) settle on their own."""
-        return self.goal.settle_each_drop and self.goal.resume_on_command and self._wait_reason == "drop_landed_settle"
+    def _paced_by_supervisor(self, now: float) -> bool:
+        """With resume_on_command every WAIT ends on the supervisor's resume (it records each drop's
+        settled pH and must see it before the next drop). Should that resume not come although the pH has
+        settled here for `resume_grace_s` (a report lost on the way), the controller goes on by itself
+        rather than wait for the settle timeout."""
+        if not (self.goal.settle_each_drop and self.goal.resume_on_command):
+            return False
+        if self._self_settled_at is None:
+            self._self_settled_at = now
+        return now - self._self_settled_at < self.config.resume_grace_s
 
     def _settled(self, now: float) -> bool:
         """pH settled when a pH stream exists (over a window that starts `settle_delay_s` after the hold
@@ -412,6 +419,7 @@ class DispenserController:
         self.state = target
         self._wait_since = now if target == State.WAIT else None
         self._wait_reason = condition if target == State.WAIT else ""
+        self._self_settled_at = None
         out.state = target
 
     def _finish_goal(self, out: Output, now: float) -> Output:

@@ -52,6 +52,7 @@ class DispenserConfig:
                                         #: sooner than the slope after a step (raise it for noisier meters)
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
+    resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here
     target_tolerance_ph: float = 0.03   #: a settled pH this close to the target counts as reached; kept
                                         #: inside the supervisor's endpoint tolerance (0.05) so that where
                                         #: the dispenser stops, the supervisor confirms the endpoint
