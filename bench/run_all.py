@@ -72,6 +72,12 @@ def table() -> str:
         s = twin["solver"]
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
+    demo = load("demo")
+    if demo:
+        rows.append(("make demo (HCl/NaOH worked example, whole graph)",
+                     f"{demo['outcome']}, {demo['wall_s']:.0f} s wall, {demo['real_time_factor']:.1f}x real time, "
+                     f"{demo['drops']} drops, equivalence {demo['equivalence_ml']:.3f} mL vs {demo['theory_ml']:.3f} "
+                     f"({demo['equivalence_error_drops']:+.1f} drops)"))
     audio = load("audio_detector")
     if audio:
         at10 = next((r for r in audio["snr_sweep"] if r["snr_db"] == 10.0), None)
@@ -84,6 +90,12 @@ def table() -> str:
         r = rec["rows_per_s"]
         rows.append(("recorder SQLite writes", f"{r.get('sqlite_flush_every_end', 0):,.0f} rows/s batched, "
                      f"{r.get('sqlite_flush_every_1', 0):,.0f} rows/s durable per row"))
+    fusion = load("fusion")
+    if fusion:
+        rows.append(("titrant volume error vs twin truth, mean abs (HCl/NaOH demo)",
+                     f"fused {fusion['fused']['mean_abs_drops']:.2f} drops, statistical "
+                     f"{fusion['statistical']['mean_abs_drops']:.2f}, audio {fusion['audio']['mean_abs_drops']:.2f}"
+                     + ("" if fusion["fusion_beats_best_channel"] else " (fusion does not beat the best channel: see fusion.json 'why')")))
     plan = load("planner")
     if plan:
         rows.append(("planner corpus", f"{plan['cases']} instructions, accuracy {100 * plan['accuracy']:.0f} % "
@@ -120,6 +132,9 @@ def update_readme() -> None:
 def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     ok = run("twin", ["bench/twin.py", "--graph"])
+    runs = sorted((REPO / "runs" / "bench").glob("exp-*/ground_truth.json"), key=lambda p: p.stat().st_mtime)
+    if runs:
+        ok &= run("fusion", ["bench/fusion_error.py", str(runs[-1].parent)])
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])

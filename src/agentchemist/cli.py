@@ -2,6 +2,7 @@
 
     agentchemist plan "<instruction>" [--scene FILE] [--json]   plan, refusal or question (no ROS needed)
     agentchemist report RUN_DIR                                  regenerate a run's report from its database
+    agentchemist export RUN_DIR [--formats csv parquet]          a run's tables as CSV / Parquet
     agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
     agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
     agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2 (see bag -h)
@@ -54,6 +55,21 @@ def _report(args, console: Console) -> int:
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     for name, path in sorted(paths.charts.items()):
         console.print(f"  chart {name}: {path}")
+    return 0
+
+
+def _export(args, console: Console) -> int:
+    from agentchemist.record import export_run, open_store
+
+    run_dir = Path(args.run_dir)
+    store = open_store(args.store or str(run_dir / "records.db"))
+    try:
+        experiment = args.experiment or store.experiments()[-1]["experiment_id"]
+        written = export_run(store, experiment, args.out or run_dir / "export", formats=tuple(args.formats))
+    finally:
+        store.close()
+    for fmt, files in written.items():
+        console.print(f"{fmt}: {len(files)} files in {files[0].parent if files else '-'}")
     return 0
 
 
@@ -120,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("run_dir")
     r.add_argument("--store", help="store URL (default RUN_DIR/records.db)")
     r.add_argument("--experiment", help="experiment id (default: the last one in the store)")
+    e = sub.add_parser("export", help="export a stored run's tables to CSV and/or Parquet")
+    e.add_argument("run_dir")
+    e.add_argument("--formats", nargs="+", default=["csv", "parquet"], choices=["csv", "parquet"])
+    e.add_argument("--out", help="output folder (default RUN_DIR/export)")
+    e.add_argument("--store", help="store URL (default RUN_DIR/records.db)")
+    e.add_argument("--experiment", help="experiment id (default: the last one in the store)")
     c = sub.add_parser("calibrate", help="gravimetric pipette calibration")
     c.add_argument("--twin", action="store_true", help="calibrate in the lab twin")
     c.add_argument("--scenario", help="calibration bench scenario (default config/scenarios/calibration_naoh.yaml)")
@@ -135,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("bag_args", nargs=argparse.REMAINDER, help="record | info | play, and their options")
     args = parser.parse_args(argv)
     console = Console()
-    handlers = {"plan": _plan, "report": _report, "calibrate": _calibrate, "run": _run}
+    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:

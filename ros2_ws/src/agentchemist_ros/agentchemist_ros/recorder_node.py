@@ -13,6 +13,7 @@ from pathlib import Path
 from rclpy.node import Node
 
 from agentchemist.record import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter, open_store
+from agentchemist.record.ordering import StampOrder
 from agentchemist.record.volume_fusion import VolumeFuser
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, ExperimentPlan,
                                          FsmState, FusedRecord, QuantityEstimate)
@@ -23,6 +24,9 @@ from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+
+
+KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
 
 
 class RecorderNode(Node):
@@ -39,6 +43,7 @@ class RecorderNode(Node):
         self.subtask_id = ""
         self.closed = False
         self.fuser = VolumeFuser()
+        self.order = StampOrder()
         self.filters = {"pH": SingleSourceFilter(PH_FILTER), "temperature": SingleSourceFilter(TEMPERATURE_FILTER)}
         self.last_fused_stamp = {}
         self.record_pub = self.create_publisher(FusedRecord, topics.RECORDS, RELIABLE)
@@ -63,6 +68,7 @@ class RecorderNode(Node):
             self.experiment_id = msg.experiment_id
             self.closed = False
             self.fuser = VolumeFuser()
+            self.order = StampOrder()
             url = self.store_url or str(self.runs_dir / msg.experiment_id / "records.db")
             if not self.store_url:
                 Path(url).parent.mkdir(parents=True, exist_ok=True)
@@ -107,6 +113,11 @@ class RecorderNode(Node):
                 return
             stamp = to_sec(msg.stamp)
             flags = [] if math.isfinite(msg.value) and 0.0 <= msg.confidence <= 1.0 else ["invalid_input"]
+            if msg.channel not in KNOWN_CHANNELS:
+                flags.append(f"unknown_channel:{msg.channel}")
+            late = self.order.check(f"{msg.channel}/{msg.quantity}", stamp)
+            if late:
+                flags.append(late)  # stored as raw, excluded from fusion
             self.store.add_raw(self.experiment_id, stamp=stamp, channel=msg.channel, sensor=msg.channel,
                                quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=msg.confidence,
                                fsm_state=msg.fsm_state or self.fsm_state, subtask_id=msg.subtask_id,
@@ -128,6 +139,12 @@ class RecorderNode(Node):
             if self.store is None:
                 return
             stamp = to_sec(msg.header.stamp)
+            late = self.order.check(f"{msg.sensor}/{msg.quantity}", stamp)
+            if late:  # an old or unstamped reading: keep it raw, never feed it to the filter
+                self.store.add_raw(self.experiment_id, stamp=stamp, channel="sensor", sensor=msg.sensor,
+                                   quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
+                                   fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=[late])
+                return
             filt = self.filters.get(msg.quantity)
             filtered = filt.update(msg.value, stamp, msg.self_check_ok, msg.noise) if filt else None
             flags = list(filtered.flags) if filtered else ([] if math.isfinite(msg.value) else ["invalid_input"])
