@@ -1,6 +1,5 @@
 """The audio sources: wav_source streams a WAV into the audio supervisor, which hears its drops;
 audio_capture refuses to start without its microphone, naming what it looked for."""
-import threading
 import time
 
 import numpy as np

@@ -1,5 +1,4 @@
 """pH settled / endpoint detection, and the scene check on the twin's front camera."""
-import math
 
 import numpy as np
 import pytest

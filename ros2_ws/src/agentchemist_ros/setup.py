@@ -4,7 +4,6 @@ launch/, config/ and urdf/ live at the repository root (one copy for the robot, 
 and are installed into share/agentchemist_ros so that `ros2 launch agentchemist_ros <file>` works.
 """
 import os
-from glob import glob
 
 from setuptools import find_packages, setup
 

@@ -17,7 +17,7 @@ from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.qos import AUDIO, FSM, LATCHED, RELIABLE
+from agentchemist_ros.common.qos import AUDIO, FSM, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 

@@ -7,7 +7,6 @@ agentchemist.sim.LabTwin; this node only paces it and translates messages.
 import json
 import time
 
-import rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
