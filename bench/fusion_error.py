@@ -43,9 +43,10 @@ def errors(run_dir: Path) -> dict:
     out["best_single_channel"] = best
     out["fusion_beats_best_channel"] = out["fused"]["mean_abs_ml"] < out[best]["mean_abs_ml"]
     if not out["fusion_beats_best_channel"]:
-        out["why"] = ("the paper's confidence weighting (w = c / sum c) averages the channels; here the audio "
-                      "channel's per-drop volume is biased by how fast drops formed under the graph's load, "
-                      "so the average sits between an accurate statistical channel and a biased audio one")
+        out["why"] = ("the paper's confidence weighting (w = c / sum c) averages the channels. The audio channel "
+                      "counts drops times one calibrated drop volume, but a drop's size depends on the flow while "
+                      "it forms, which the adaptive controller changes near the target, so the audio total drifts "
+                      "and the average sits between the accurate statistical channel and the drifting audio one")
     return out
 
 

@@ -49,6 +49,15 @@ class LabSimNode(Node):
         self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
                                     low=0.05, high=60.0)
         self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
+        # Lock-step with the gripper controller: while a controller streams gripper commands (a dispense
+        # is running), the next tick waits until it has answered the last one (up to a wall timeout), so
+        # the squeeze does not depend on how loaded the graph is. Drop size depends on the squeeze.
+        self.lockstep_timeout = declare(self, "lockstep_timeout_s", 0.25,
+                                        "Wall seconds a tick waits for the gripper controller's answer while it "
+                                        "streams commands (0 = no lock-step)", low=0.0, high=5.0)
+        self.streak = 0          # consecutive ticks answered by a gripper command (a streaming controller)
+        self.answered = True
+        self.waiting_since: float | None = None
         # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
         self.publish_clock = declare(self, "publish_clock", True,
                                      "Publish /clock; false beside Gazebo: the twin then follows the ROS clock "
@@ -96,6 +105,9 @@ class LabSimNode(Node):
         if not msg.data:
             self.get_logger().warn(f"empty gripper command for {side}")
             return
+        if side == self.pipette_side and not self.answered:
+            self.answered = True
+            self.streak += 1
         result = self.twin.command_gripper(side, float(msg.data[0]), self.t)
         if result.clamped:
             self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
@@ -126,7 +138,29 @@ class LabSimNode(Node):
         return response
 
     # ------------------------------------------------------------------ pacing
+    def _held_for_controller(self) -> bool:
+        """True while the streaming gripper controller has not yet answered the last tick."""
+        # One-off commands (the action policy's grasp) are not a stream: wait only for a controller that
+        # has answered the last few ticks in a row.
+        streaming = self.streak >= 3
+        if not (self.lockstep_timeout and streaming) or self.answered:
+            self.waiting_since = None
+            return False
+        now = time.monotonic()
+        if self.waiting_since is None:
+            self.waiting_since = now
+        if now - self.waiting_since > self.lockstep_timeout:
+            self.waiting_since = None  # the controller stopped or is stuck: do not stall the world
+            self.streak = 0
+            return False
+        return True
+
     def tick(self):
+        if self.publish_clock and self._held_for_controller():
+            return
+        if not self.answered:
+            self.streak = 0  # a tick went by without a command: not (or no longer) streaming
+        self.answered = False
         if self.publish_clock:
             self.t = round(self.t + self.period, 9)
         else:
