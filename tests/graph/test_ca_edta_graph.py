@@ -6,26 +6,22 @@ The short scenario (0.1 M EDTA, 2.5 mL, camera at 1 Hz) runs by default; the ful
 (25 mL of 0.01 M EDTA, about 533 drops) is marked slow.
 """
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from rclpy.action import ActionClient  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
 from agentchemist.chemistry.complexometric import ca_edta_equivalence_volume_ml  # noqa: E402
 from agentchemist.perception.colour_change import hue_difference, hue_of  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
-from agentchemist_interfaces.action import RunExperiment  # noqa: E402
 from agentchemist_interfaces.msg import Anomaly, FsmState, QuantityEstimate  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import FSM, RELIABLE  # noqa: E402
-from agentchemist_ros.graph import Graph, ensure_init  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import run_experiment  # noqa: E402
 
 SHORT = REPO / "tests" / "data" / "scenarios" / "ca_edta_short.yaml"
 FULL = REPO / "config" / "scenarios" / "ca_edta.yaml"
@@ -39,41 +35,12 @@ class Probe(Node):
         self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
         self.create_subscription(QuantityEstimate, topics.QUANTITY,
                                  lambda m: self.hues.append(m) if m.quantity == "colour_hue" else None, RELIABLE)
-        self.client = ActionClient(self, RunExperiment, topics.RUN_EXPERIMENT)
 
 
 def _run(scenario_path: Path, runs: Path, wall_limit_s: float) -> dict:
-    ensure_init()
-    graph = Graph(scenario_path, runs, overrides={"lab_sim": {"camera_rate_hz": 1.0}})
-    probe = Probe()
-    graph.executor.add_node(probe)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.spin_once(0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
-    try:
-        assert probe.client.wait_for_server(timeout_sec=30)
-        sent = probe.client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(scenario_path).instruction))
-        end = time.monotonic() + wall_limit_s
-        while not sent.done() and time.monotonic() < end:
-            time.sleep(0.05)
-        result_future = sent.result().get_result_async()
-        while not result_future.done() and time.monotonic() < end:
-            time.sleep(0.1)
-        time.sleep(0.5)  # let the last messages reach the probe
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        truth = graph.nodes["lab_sim"].twin.truth()
-        graph.shutdown()
-        probe.destroy_node()
-        rclpy.try_shutdown()
-    assert result_future.done(), f"the experiment did not finish within {wall_limit_s:.0f} s"
-    return {"result": result_future.result().result, "probe": probe, "truth": truth}
+    graph_run = run_experiment(scenario_path, runs, probe=Probe, wall_limit_s=wall_limit_s,
+                               overrides={"lab_sim": {"camera_rate_hz": 1.0}})
+    return {"result": graph_run.result, "probe": graph_run.probe, "truth": graph_run.truth}
 
 
 def _equivalence_ml(scenario_path: Path) -> float:

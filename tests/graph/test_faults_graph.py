@@ -2,8 +2,6 @@
 right agent, the response it calls for, and the run still ends (accepted after recovery) with nothing
 recorded lost."""
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -11,14 +9,10 @@ import yaml
 
 rclpy = pytest.importorskip("rclpy")
 
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 
 from agentchemist.sim.scenario import read_scenario_yaml, scenario_from_dict  # noqa: E402
-from agentchemist_interfaces.action import RunExperiment  # noqa: E402
-from agentchemist_ros.common import topics  # noqa: E402
-from agentchemist_ros.graph import Graph, ensure_init  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import run_experiment  # noqa: E402
 
 BASE = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
 
@@ -39,32 +33,8 @@ def run_with_fault(tmp_path: Path, fault: dict):
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(yaml.safe_dump(data))
     instruction = scenario_from_dict(data, source=str(scenario_file)).instruction
-    ensure_init()
-    graph = Graph(scenario_file, tmp_path / "runs")
-    probe = Node("fault_probe")
-    client = ActionClient(probe, RunExperiment, topics.RUN_EXPERIMENT)
-    graph.executor.add_node(probe)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: [graph.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True)
-    thread.start()
-    try:
-        assert client.wait_for_server(timeout_sec=30)
-        sent = client.send_goal_async(RunExperiment.Goal(instruction=instruction))
-        end = time.monotonic() + 240
-        while not sent.done() and time.monotonic() < end:
-            time.sleep(0.05)
-        result_future = sent.result().get_result_async()
-        while not result_future.done() and time.monotonic() < end:
-            time.sleep(0.1)
-        assert result_future.done(), "the run did not end within 240 s"
-        truth = graph.nodes["lab_sim"].twin.truth()
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        graph.shutdown()
-        probe.destroy_node()
-        rclpy.try_shutdown()
-    return result_future.result().result, truth
+    graph_run = run_experiment(scenario_file, tmp_path / "runs", instruction=instruction, settle_s=0.0)
+    return graph_run.result, graph_run.truth
 
 
 @pytest.mark.parametrize("name", [pytest.param("ph_dropout"),

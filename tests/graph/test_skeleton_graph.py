@@ -2,24 +2,19 @@
 and leaves a report and a database whose rows match what was published."""
 import json
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from rclpy.action import ActionClient  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
-from agentchemist.sim.scenario import load_scenario  # noqa: E402
-from agentchemist_interfaces.action import RunExperiment  # noqa: E402
 from agentchemist_interfaces.msg import Anomaly, FsmState, FusedRecord  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import FSM, RELIABLE  # noqa: E402
-from agentchemist_ros.graph import Graph, ensure_init  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import run_experiment  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
 
@@ -31,45 +26,14 @@ class Probe(Node):
         self.create_subscription(FusedRecord, topics.RECORDS, self.records.append, RELIABLE)
         self.create_subscription(FsmState, topics.FSM_STATE, self.states.append, FSM)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
-        self.client = ActionClient(self, RunExperiment, topics.RUN_EXPERIMENT)
-        self.result = None
-        self.feedback = []
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    ensure_init()
-    graph = Graph(SCENARIO, runs)
-    probe = Probe()
-    graph.executor.add_node(probe)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.spin_once(0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
-    assert probe.client.wait_for_server(timeout_sec=30)
-    instruction = load_scenario(SCENARIO).instruction
-    sent = probe.client.send_goal_async(RunExperiment.Goal(instruction=instruction),
-                                        feedback_callback=lambda f: probe.feedback.append(f.feedback.fsm_state))
-    end = time.monotonic() + 240
-    while not sent.done() and time.monotonic() < end:
-        time.sleep(0.05)
-    result_future = sent.result().get_result_async()
-    while not result_future.done() and time.monotonic() < end:
-        time.sleep(0.1)
-    time.sleep(0.5)  # let the last records reach the probe
-    stop.set()
-    thread.join(timeout=10)
-    truth = graph.nodes["lab_sim"].twin.truth()
-    graph.shutdown()
-    probe.destroy_node()
-    rclpy.try_shutdown()
-    assert result_future.done(), "the experiment did not finish within 240 s"
-    return {"result": result_future.result().result, "probe": probe, "runs": runs, "truth": truth}
+    graph_run = run_experiment(SCENARIO, runs, probe=Probe)
+    return {"result": graph_run.result, "probe": graph_run.probe, "runs": runs, "truth": graph_run.truth,
+            "feedback": graph_run.feedback}
 
 
 def test_reaches_the_accepting_state(run):
@@ -81,7 +45,7 @@ def test_reaches_the_accepting_state(run):
                   "accepted"):
         assert state in states
     assert run["probe"].states[-1].accepting and run["probe"].states[-1].terminal
-    assert "accepted" in run["probe"].feedback
+    assert "accepted" in run["feedback"]
 
 
 def test_report_with_titration_curve(run):

@@ -1,0 +1,74 @@
+"""Run one experiment through the whole one-process graph on the twin, as a chemist would (a
+RunExperiment goal), and hand back what the tests grade: the action result, the FSM feedback, the twin's
+ground truth and whatever a probe node collected on the way."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from agentchemist.sim.scenario import load_scenario
+from agentchemist_interfaces.action import RunExperiment
+from agentchemist_ros.common import topics
+from agentchemist_ros.graph import Graph, ensure_init
+
+
+@dataclass
+class GraphRun:
+    result: object
+    truth: dict
+    probe: Node | None
+    feedback: list[str] = field(default_factory=list)
+
+
+def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str | None = None,
+                   probe: Callable[[], Node] | None = None, overrides: dict | None = None,
+                   wall_limit_s: float = 240.0, settle_s: float = 0.5) -> GraphRun:
+    """Compose the graph, send the scenario's instruction (or `instruction`), wait for the result.
+    `probe` builds an extra node (after rclpy is initialised) that subscribes to whatever the test needs."""
+    ensure_init()
+    graph = Graph(scenario, runs, overrides=overrides)
+    client_node = Node("graph_test_client")
+    client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
+    extra = probe() if probe else None
+    for node in (client_node, extra):
+        if node is not None:
+            graph.executor.add_node(node)
+    feedback: list[str] = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            graph.spin_once(0.05)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        assert client.wait_for_server(timeout_sec=30), "the planner's RunExperiment server did not come up"
+        goal = RunExperiment.Goal(instruction=instruction or load_scenario(scenario).instruction)
+        sent = client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback.fsm_state))
+        end = time.monotonic() + wall_limit_s
+        while not sent.done() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert sent.done(), "the goal was not accepted"
+        result_future = sent.result().get_result_async()
+        while not result_future.done() and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(settle_s)  # let the last messages reach the probe
+        truth = graph.nodes["lab_sim"].twin.truth() if "lab_sim" in graph.nodes else {}
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        graph.shutdown()
+        for node in (client_node, extra):
+            if node is not None:
+                node.destroy_node()
+        rclpy.try_shutdown()
+    assert result_future.done(), f"the experiment did not finish within {wall_limit_s:.0f} s"
+    return GraphRun(result_future.result().result, truth, extra, feedback)
