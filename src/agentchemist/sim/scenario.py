@@ -326,6 +326,10 @@ class ExpectedSpec(_Model):
     target_ph: float | None = Field(default=None, ge=0, le=14)
     target_mass_g: float | None = Field(default=None, gt=0)
     missing: list[str] = Field(default_factory=list)
+    anomalies: list[str] = Field(
+        default_factory=list,
+        description="anomaly kinds (Anomaly.kind) the system must raise for the injected faults, in fault order; "
+                    "empty = a clean run, where any warn or halt anomaly is a false alarm")
 
 
 class RobotSpec(_Model):
@@ -390,6 +394,9 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _cross_refs(self) -> "Scenario":
+        if self.expected.anomalies and len(self.expected.anomalies) != len(self.faults):
+            raise ValueError(f"expected.anomalies lists {len(self.expected.anomalies)} kind(s) for "
+                             f"{len(self.faults)} fault(s): give one anomaly kind per fault, in fault order")
         items = [*self.layout.items, *self.layout.clutter]
         ids = [it.id for it in items]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
