@@ -6,8 +6,9 @@
     agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
     agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
     agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2 (see bag -h)
+    agentchemist scenario run FILE... [--seeds N] [--json OUT]   score scenarios through the graph in the twin
 
-`run` and `bag` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
+`run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
 package's demo runner so that this core package never imports ROS.
 """
 from __future__ import annotations
@@ -113,19 +114,30 @@ def _run(args, console: Console) -> int:
     return 0  # not reached
 
 
-def _bag(bag_args: list[str], console: Console) -> int:
+def _hand_over(module: str, module_args: list[str], console: Console) -> int:
+    """Replace this process with the ROS package's tool (this core package never imports ROS)."""
     import importlib.util
     if importlib.util.find_spec("agentchemist_ros") is None:
         console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
         return 2
-    os.execv(sys.executable, [sys.executable, "-m", "agentchemist_ros.bag_cli", *bag_args])
+    os.execv(sys.executable, [sys.executable, "-m", module, *module_args])
     return 0  # not reached
+
+
+def _scenario(scenario_args: list[str], console: Console) -> int:
+    if scenario_args[:1] != ["run"]:
+        console.print("usage: agentchemist scenario run FILE... [--seeds N] [--jobs J] [--json OUT] "
+                      "(agentchemist scenario run -h for more)")
+        return 2
+    return _hand_over("agentchemist_ros.scenario_runner", scenario_args[1:], console)
 
 
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
-        return _bag(raw[1:], Console())
+        return _hand_over("agentchemist_ros.bag_cli", raw[1:], Console())
+    if raw[:1] == ["scenario"]:
+        return _scenario(raw[1:], Console())
     parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
@@ -155,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--scenario")
     b = sub.add_parser("bag", help="record, inspect and play rosbag2 bags (agentchemist bag -h)", add_help=False)
     b.add_argument("bag_args", nargs=argparse.REMAINDER, help="record | info | play, and their options")
+    s = sub.add_parser("scenario", help="run and score scenario files (agentchemist scenario run -h)",
+                       add_help=False)
+    s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
     args = parser.parse_args(argv)
     console = Console()
     handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}

@@ -180,3 +180,34 @@ def test_stirrer_and_labware_moves():
         tw.move_labware("flask", 3.0)
     with pytest.raises(SimCommandError):
         tw.move_labware("beaker_main", 3.0, on="shelf")
+
+
+def test_new_sample_sets_the_bench_up_again_and_keeps_the_truth_log():
+    tw = LabTwin(load_scenario(SCENARIOS / "hcl_naoh.yaml"))
+    tw.command_gripper("right", 0.0605, 0.0)
+    tw.draw("naoh", 30.0, 1.0)
+    x, t = 60.0, 1.0
+    while tw.truth_summary()["drops_landed"] < 40:
+        x -= 0.01
+        t = round(t + 0.05, 10)
+        tw.command_gripper("right", x / 1000.0, t)
+    tw.move_labware("beaker_main", t, position=(185.0, 188.0))
+    before = tw.truth()
+    ph_used = before["true_ph"]
+    assert ph_used > 1.15
+    while tw._falling:  # wait for the drop in flight; the bench is not swapped under a falling drop
+        assert not tw.new_sample(t).accepted
+        t = round(t + 0.05, 10)
+    res = tw.new_sample(t)
+    assert res.accepted and res.accepted_value == pytest.approx(25.0)
+    after = tw.truth()
+    assert after["samples"] == 2 and after["t"] == pytest.approx(t)
+    assert after["true_ph"] == pytest.approx(1.107, abs=0.01)  # a fresh 0.1 M HCl sample
+    assert after["drops_landed"] == before["drops_landed"] and len(after["drops"]) == len(before["drops"])
+    assert not tw.pipette_held and tw.pipette.content_ml == 0.0
+    assert tw.gripper_opening_m("right") == pytest.approx(0.07)
+    assert next(i for i in tw.layout if i.id == "beaker_main").position == (160, 188)
+    assert any(e["kind"] == "new_sample" for e in after["events"])
+    # the probe moves into the fresh sample with its own time constant, not at once
+    assert tw.read_ph(t + 0.05).value > (ph_used + 1.107) / 2
+    assert tw.read_ph(t + 30.0).value == pytest.approx(1.107, abs=0.05)

@@ -133,6 +133,7 @@ class LabTwin:
         self._dirty = False
         self._faults = FaultBook(list(sc.faults))
         self._renderer = None
+        self.samples = 1  # samples put on the bench so far (see new_sample)
 
     # ============================================================================================ time
     def step(self, now: float) -> None:
@@ -424,6 +425,42 @@ class LabTwin:
         reason = f"limited to the free capacity ({got:.3f} mL)" if clamped else ""
         return CommandResult(got, clamped, True, reason)
 
+    def new_sample(self, now: float) -> CommandResult:
+        """Set the bench up again for the next experiment, as a technician would between runs: the
+        finished beaker is replaced by a fresh one of the scenario's sample (the probe moves into it and
+        follows with its own time constant), the used pipette by a clean one where the scenario puts it
+        (taken out of the gripper, which is opened), and moved labware goes back to its place. Time, the
+        clock and the whole truth log carry on, so long runs are experiments back to back on one bench.
+
+        (A clean pipette, not the used one: the twin's arm poses do not carry the pipette to the bottle,
+        so squeezing out a used pipette's leftover titrant "over the bottle" would land in the beaker.)"""
+        self.step(now)
+        if self._falling:
+            return CommandResult(0.0, False, False, "drops are still falling into the beaker")
+        sc = self.scenario
+        for item_id, (present, position, on) in self._home.items():
+            item = self._items[item_id]
+            item.present, item.position, item.on = present, position, on
+        self.pipette = RubberBulbPipette(sc.pipette, self._rng_pipette)
+        if sc.pipette.drawn_ml > 0 and sc.pipette.drawn_reagent is not None:
+            self.pipette.composition = self._titrant_composition(sc.pipette.drawn_reagent)
+        self._held = False
+        holder = self.grippers[sc.pipette.held_by]
+        holder.command_m = holder.position_m = sc.robot.initial_gripper_opening_m
+        self._sync_probe(now)
+        self.beaker = Beaker(sc.beaker, sc.probe.temperature_c, activity=sc.probe.activity)
+        ph = self.beaker.ph()
+        self.probe.set_bulk(ph)
+        self._ph_history.append((self.t, ph))
+        self._dirty = False
+        if sc.weighing is not None:  # a fresh bottle and nothing left to dissolve
+            self.bottle = SolidBottle(sc.weighing, self._rng_pour)
+            self.dissolver = Dissolver(sc.weighing, default_library().get(sc.weighing.reagent).molar_mass_g_mol)
+            self.balance.set_load(self._balance_load())
+        self.samples += 1
+        self._event(self.t, "new_sample", sample=self.samples, ph=ph, volume_ml=self.beaker.volume_ml)
+        return CommandResult(self.beaker.volume_ml, False, True, "")
+
     def pour(self, side: str, tilt_rate_deg_s: float, now: float) -> CommandResult:
         """Tilt the solid bottle held by ``side`` at a rate (deg/s, + tilts, - returns; +-90 max)."""
         check_side(side)
@@ -616,6 +653,7 @@ class LabTwin:
             "probe_ph": self.probe.sensed,
             "ph_history": [list(p) for p in self._ph_history],
             "faults": [f.as_dict() for f in self._faults.fired],
+            "samples": self.samples,
             "events": list(self._events),
             "balance_load_g": self.balance.load_g,
             "stirrer_on": self.stirrer_on,

@@ -386,6 +386,8 @@ class Scenario(_Model):
     faults: list[FaultSpec] = Field(default_factory=list)
     expected: ExpectedSpec
     real_time_factor: float = Field(default=50.0, gt=0, le=10000)
+    repeat: int = Field(default=1, ge=1, le=500,
+                        description="experiments run back to back, each on a fresh sample (long runs)")
 
     @field_validator("titrant")
     @classmethod

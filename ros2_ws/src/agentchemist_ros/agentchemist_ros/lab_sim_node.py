@@ -11,6 +11,7 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from agentchemist.policy.primitives import load_poses
@@ -95,6 +96,7 @@ class LabSimNode(Node):
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
+        self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
         self.timer = self.create_timer(self.period / self.rtf, self.tick)
@@ -135,6 +137,15 @@ class LabSimNode(Node):
             return response
         response.success, response.message = True, f"{request.kind} injected at {self.t:.2f} s"
         self.get_logger().warn(response.message)
+        return response
+
+    def on_new_sample(self, request, response):
+        """A fresh beaker of the scenario's sample (long runs: experiments back to back on one bench)."""
+        result = self.twin.new_sample(self.t)
+        response.success = result.accepted
+        response.message = (f"sample {self.twin.samples} on the bench at {self.t:.2f} s" if result.accepted
+                            else f"no new sample: {result.reason}")
+        self.get_logger().info(response.message)
         return response
 
     # ------------------------------------------------------------------ pacing

@@ -1,0 +1,102 @@
+"""Totals over scored runs, per scenario and overall, set beside the paper's Table 4.
+
+Definitions (the paper does not define its own precisely, so these are stated in every output):
+
+- completion: runs that reached ``completed`` / runs whose scenario expects ``complete``;
+- expected behaviour: runs whose outcome (and, for refusals and questions, whose reason) is the scenario's;
+- pH deviation: mean |final recorded pH - target pH| over completed titrations to a target pH;
+- anomaly detection accuracy: (faults detected with the right kind + clean runs without a false alarm)
+  / (faults injected + clean runs); a clean run is one expected to complete with no fault injected;
+- time per task: mean sim time (the robot's time in the twin) and wall time of runs expected to
+  complete; the paper's times are on the real robot.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from typing import Any, Iterable
+
+__all__ = ["PAPER_TABLE4", "summarise"]
+
+PAPER_TABLE4 = {
+    "Qwen3 (paper's best)": {"completion": 0.96, "ph_deviation": 0.11, "anomaly_accuracy": 0.94, "time_s": 238},
+    "Qwen2": {"completion": 0.92, "ph_deviation": 0.15, "anomaly_accuracy": 0.89, "time_s": 251},
+    "non-LLM": {"completion": 0.78, "ph_deviation": 0.26, "anomaly_accuracy": 0.73, "time_s": 298},
+}
+
+
+def _vals(rows: Iterable[dict], key: str) -> list[float]:
+    out = []
+    for r in rows:
+        v = r.get(key)
+        for x in (v if isinstance(v, list) else [v]):
+            if isinstance(x, (int, float)) and math.isfinite(x):
+                out.append(float(x))
+    return out
+
+
+def _stats(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    abs_vals = [abs(v) for v in values]
+    return {"n": len(values), "mean": statistics.fmean(values), "mean_abs": statistics.fmean(abs_vals),
+            "max_abs": max(abs_vals), "sd": statistics.stdev(values) if len(values) > 1 else 0.0}
+
+
+def _block(rows: list[dict]) -> dict[str, Any]:
+    expect_complete = [r for r in rows if r["expected"] == "complete"]
+    clean = [r for r in expect_complete if not r.get("faults_injected")]
+    faults = [d for r in rows for d in r.get("detections", [])]
+    missed_faults = sum(max(0, r.get("faults_injected", 0) - r.get("faults_fired", 0)) for r in rows)
+    detected = sum(1 for d in faults if d["detected"])
+    clean_ok = sum(1 for r in clean if not r.get("false_alarms"))
+    denominator = len(faults) + missed_faults + len(clean)
+    block: dict[str, Any] = {
+        "runs": len(rows),
+        "expected_behaviour": sum(1 for r in rows if r.get("outcome_ok")) / len(rows) if rows else None,
+        "expected_complete": len(expect_complete),
+        "completion": (sum(1 for r in expect_complete if r.get("completed")) / len(expect_complete)
+                       if expect_complete else None),
+        "refusals_and_questions_ok": [r.get("outcome_ok") for r in rows if r["expected"] in ("refuse", "ask")],
+        "faults_injected": len(faults) + missed_faults,
+        "faults_detected": detected,
+        "clean_runs": len(clean),
+        "clean_runs_with_false_alarm": len(clean) - clean_ok,
+        "false_alarms": sorted({a for r in clean for a in r.get("false_alarms", [])}),
+        "anomaly_accuracy": (detected + clean_ok) / denominator if denominator else None,
+        "ph_deviation": _stats(_vals([r for r in rows if r.get("completed")], "ph_deviation")),
+        "equivalence_error_ml": _stats(_vals(rows, "equivalence_error_ml")),
+        "equivalence_error_drops": _stats(_vals(rows, "equivalence_error_drops")),
+        "volume_error_drops": _stats(_vals(rows, "volume_error_drops")),
+        "pka_error": _stats(_vals(rows, "pka_error")),
+        "pka_half_equivalence_error": _stats(_vals(rows, "pka_half_equivalence_error")),
+        "concentration_error_rel": _stats(_vals(rows, "concentration_error_rel")),
+        "weighing_error_g": _stats(_vals(rows, "weighing_error_g")),
+        "wall_s": _stats(_vals(expect_complete, "wall_s")),
+        "sim_s": _stats(_vals(expect_complete, "sim_s")),
+        "records": sum(sum(r.get("records", {}).values()) for r in rows),
+        "records_match_truth": [r["records_match_truth"] for r in rows if "records_match_truth" in r],
+    }
+    block["refusals_and_questions_ok"] = (all(block["refusals_and_questions_ok"])
+                                          if block["refusals_and_questions_ok"] else None)
+    return block
+
+
+def summarise(scored: list[dict]) -> dict[str, Any]:
+    """Per scenario and total blocks; see the module docstring for the definitions."""
+    by_scenario: dict[str, list[dict]] = defaultdict(list)
+    for row in scored:
+        by_scenario[row["scenario"]].append(row)
+    total = _block(scored)
+    return {
+        "definitions": __doc__.split("Definitions", 1)[1].strip(),
+        "scenarios": {name: _block(rows) for name, rows in sorted(by_scenario.items())},
+        "total": total,
+        "paper_table4": PAPER_TABLE4,
+        "ours": {"completion": total["completion"],
+                 "ph_deviation": (total["ph_deviation"] or {}).get("mean_abs"),
+                 "anomaly_accuracy": total["anomaly_accuracy"],
+                 "sim_time_s": (total["sim_s"] or {}).get("mean"),
+                 "wall_time_s": (total["wall_s"] or {}).get("mean")},
+    }
