@@ -328,8 +328,9 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
                     f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent is "
                     f"the {q.text.strip()} for?"
                 )
+    # The verb only ("titrate X with Y"): "the titration curve ... with four charts" names no reagent.
     for m in re.finditer(
-        r"\btitrat\w*\s+(?:the\s+)?([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
+        r"\btitrat(?:e|es|ed|ing)\s+(?:the\s+)?([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
         r"(?:the\s+)?([a-z][\w\s()+-]{1,40}?)(?=\s+(?:until|to|till|and|in|at|so)\b|[,.;]|$)",
         text,
         re.I,

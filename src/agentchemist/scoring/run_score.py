@@ -51,6 +51,7 @@ class RunRecord:
     records: dict[str, int] = field(default_factory=dict)           # fused rows per quantity, plus "raw", "events"
     truth: dict[str, Any] = field(default_factory=dict)             # the twin's truth_summary() + weighing
     memory_mb: list[float] = field(default_factory=list)            # RSS samples (MB) over the run
+    memory_per_experiment_mb: list[float] = field(default_factory=list)  # RSS after each experiment (MB)
     experiments: int = 1                                            # back-to-back experiments in this run
 
     @classmethod
@@ -190,6 +191,10 @@ def score_run(sc: Scenario, rec: RunRecord) -> dict[str, Any]:
         out["records_match_truth"] = volume_rows == landed
     if rec.memory_mb:
         out["memory_mb_start"], out["memory_mb_peak"] = rec.memory_mb[0], max(rec.memory_mb)
+    if len(rec.memory_per_experiment_mb) >= 2:
+        # growth from the end of the first experiment (caches warm) to the end of the last
+        out["memory_growth_mb"] = rec.memory_per_experiment_mb[-1] - rec.memory_per_experiment_mb[0]
+        out["experiments_completed"] = len(rec.memory_per_experiment_mb)
     return out
 
 

@@ -160,6 +160,7 @@ def worker_main(argv: list[str] | None = None) -> int:
                 record.outcome, record.message = "timeout", f"no result within {args.timeout:.0f} s (experiment {i + 1})"
                 break
             results.append(res_future.result().result)
+            record.memory_per_experiment_mb.append(_rss_mb())
             if not results[-1].success:
                 break
         time.sleep(0.3)  # the last anomalies and records reach the probe and the store

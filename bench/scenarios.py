@@ -1,0 +1,49 @@
+"""The scenario library through the whole graph in the twin, 5 seeds each, scored like the paper's Table 4
+(bench/results/scenarios.json), and the 8-hour long run once (bench/results/long_run.json).
+
+Usage: python bench/scenarios.py [--seeds N] [--jobs J] [--skip-long] [--only-long]
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+NOT_EXPERIMENTS = {"calibration_naoh"}  # a calibration bench for `agentchemist calibrate`, not an instruction
+
+
+def library() -> list[Path]:
+    return [p for p in sorted((REPO / "config" / "scenarios").glob("*.yaml")) if p.stem not in NOT_EXPERIMENTS]
+
+
+def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> int:
+    argv = [sys.executable, "-m", "agentchemist_ros.scenario_runner", *map(str, files), "--seeds", str(seeds),
+            "--jobs", str(jobs), "--json", str(out), "--runs", str(runs), "--timeout", str(timeout)]
+    print("[bench] " + " ".join(argv), flush=True)
+    return subprocess.run(argv, cwd=REPO).returncode
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--skip-long", action="store_true")
+    p.add_argument("--only-long", action="store_true")
+    args = p.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    code = 0
+    if not args.only_long:
+        # exit 1 = some run not as expected: the JSON says which; that is a result, not a bench failure
+        code |= runner(library(), RESULTS / "scenarios.json", REPO / "runs" / "bench" / "scenarios", args.seeds,
+                       args.jobs, 1200) > 1
+    if not args.skip_long:
+        code |= runner([REPO / "config" / "scenarios" / "long" / "long_run.yaml"], RESULTS / "long_run.json",
+                       REPO / "runs" / "bench" / "long_run", 1, 1, 3 * 3600) > 1
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
