@@ -132,12 +132,13 @@ def scenario_tables() -> list[str]:
         seeds = max((b["runs"] for b in summary["scenarios"].values()), default=0)
         lines += ["", f"**Scenario library** (`agentchemist scenario run`, {seeds} seeds each, whole graph in the twin; "
                   "definitions in bench/results/scenarios.json):", "",
-                  "| scenario | runs | as expected | completion | pH dev | eq. error (drops, max) | pKa error (max) "
-                  "| faults detected | clean runs with false alarm | sim s | wall s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| scenario | runs | as expected | completion | pH dev | endpoint within one drop | eq. error (drops, max) "
+                  "| pKa error (max) | faults detected | clean runs with false alarm | sim s | wall s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, b in summary["scenarios"].items():
             lines.append(
                 f"| {name} | {b['runs']} | {_f(b['expected_behaviour'], '.0%')} | {_f(b['completion'], '.0%')} "
-                f"| {_f((b['ph_deviation'] or {}).get('mean_abs'), '.3f')} "
+                f"| {_f((b['ph_deviation'] or {}).get('mean_abs'), '.3f')} | {_f(b['endpoint_within_one_drop'], '.0%')} "
                 f"| {_f((b['equivalence_error_drops'] or {}).get('max_abs'), '.2f')} "
                 f"| {_f((b['pka_error'] or {}).get('max_abs'), '.3f')} "
                 f"| {str(b['faults_detected']) + '/' + str(b['faults_injected']) if b['faults_injected'] else '-'} "

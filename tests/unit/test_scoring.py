@@ -129,3 +129,12 @@ def test_weighing_error_is_against_the_target_mass():
     assert row["weighing_error_g"] == pytest.approx(0.09)
     assert row["weighing_truth_error_g"] == pytest.approx(0.1)
     assert math.isfinite(row["wall_s"])
+
+
+def test_endpoint_within_one_drop_is_judged_from_the_last_two_settled_readings():
+    sc = scenario("hcl_naoh")
+    crossed = score_run(sc, record(sc, results={"final_ph": 12.61}, settled_ph_tail=[12.44, 12.61]))
+    early = score_run(sc, record(sc, results={"final_ph": 12.30}, settled_ph_tail=[12.21, 12.30]))
+    assert crossed["endpoint_within_one_drop"] and crossed["last_drop_ph_step"] == pytest.approx(0.17)
+    assert not early["endpoint_within_one_drop"]
+    assert summarise([crossed, early])["total"]["endpoint_within_one_drop"] == 0.5

@@ -53,6 +53,7 @@ class RunRecord:
     memory_mb: list[float] = field(default_factory=list)            # RSS samples (MB) over the run
     memory_per_experiment_mb: list[float] = field(default_factory=list)  # RSS after each experiment (MB)
     experiments: int = 1                                            # back-to-back experiments in this run
+    settled_ph_tail: list[float] = field(default_factory=list)      # settled pH after the last two drops
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunRecord":
@@ -168,6 +169,13 @@ def score_run(sc: Scenario, rec: RunRecord) -> dict[str, Any]:
     final_ph = _finite(res.get("final_ph"))
     out["final_ph"] = final_ph
     out["ph_deviation"] = abs(final_ph - target_ph) if final_ph is not None and target_ph is not None else None
+    # With whole drops the target can only be met to one drop's pH step (near an equivalence that step
+    # is large): the dispenser is right when the target lies between the last two settled readings.
+    tail = [x for x in rec.settled_ph_tail if _finite(x) is not None]
+    if target_ph is not None and len(tail) == 2 and got == "complete":
+        lo, hi = sorted(tail)
+        out["endpoint_within_one_drop"] = lo - 0.02 <= target_ph <= hi + 0.02
+        out["last_drop_ph_step"] = abs(tail[1] - tail[0])
     true_ph = _finite(rec.truth.get("true_ph"))
     out["true_final_ph"] = true_ph
     if expected == "complete" and got == "complete" and sc.weighing is None and sc.titrant:

@@ -4,7 +4,9 @@ Definitions (the paper does not define its own precisely, so these are stated in
 
 - completion: runs that reached ``completed`` / runs whose scenario expects ``complete``;
 - expected behaviour: runs whose outcome (and, for refusals and questions, whose reason) is the scenario's;
-- pH deviation: mean |final recorded pH - target pH| over completed titrations to a target pH;
+- pH deviation: mean |final recorded pH - target pH| over completed titrations to a target pH; with whole
+  drops the target is met only to one drop's pH step, so "endpoint within one drop" also says how often
+  the target lay between the last two settled readings (the dispenser stopped on the first drop past it);
 - anomaly detection accuracy: (faults detected with the right kind + clean runs without a false alarm)
   / (faults injected + clean runs); a clean run is one expected to complete with no fault injected;
 - time per task: mean sim time (the robot's time in the twin) and wall time of runs expected to
@@ -44,6 +46,11 @@ def _stats(values: list[float]) -> dict[str, float] | None:
             "max_abs": max(abs_vals), "sd": statistics.stdev(values) if len(values) > 1 else 0.0}
 
 
+def _rate(flags: list) -> float | None:
+    known = [bool(f) for f in flags if f is not None]
+    return sum(known) / len(known) if known else None
+
+
 def _block(rows: list[dict]) -> dict[str, Any]:
     expect_complete = [r for r in rows if r["expected"] == "complete"]
     clean = [r for r in expect_complete if not r.get("faults_injected")]
@@ -66,6 +73,7 @@ def _block(rows: list[dict]) -> dict[str, Any]:
         "false_alarms": sorted({a for r in clean for a in r.get("false_alarms", [])}),
         "anomaly_accuracy": (detected + clean_ok) / denominator if denominator else None,
         "ph_deviation": _stats(_vals([r for r in rows if r.get("completed")], "ph_deviation")),
+        "endpoint_within_one_drop": _rate([r.get("endpoint_within_one_drop") for r in rows]),
         "equivalence_error_ml": _stats(_vals(rows, "equivalence_error_ml")),
         "equivalence_error_drops": _stats(_vals(rows, "equivalence_error_drops")),
         "volume_error_drops": _stats(_vals(rows, "volume_error_drops")),
