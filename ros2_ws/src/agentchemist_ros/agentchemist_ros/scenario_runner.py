@@ -23,9 +23,27 @@ from pathlib import Path
 
 __all__ = ["main", "run_scenarios", "worker_main"]
 
-# ROS_DOMAIN_ID = base + job slot. DDS allows 0..232; tests use 1..100. The base moves with the process id
-# so two runners on one machine do not share domains; AGENTCHEMIST_DOMAIN_BASE pins it.
-DOMAIN_BASE = int(os.environ.get("AGENTCHEMIST_DOMAIN_BASE", 101 + (os.getpid() % 12) * 10))
+# Each running job holds one ROS_DOMAIN_ID from this range (DDS allows 0..232; the tests use 1..100),
+# claimed with an exclusive lock file, so runners started side by side on one machine never share a
+# domain (a shared domain means one runner's goal reaches the other's planner).
+DOMAIN_RANGE = range(101, 233)
+DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "agentchemist-ros-domains"
+
+
+def claim_domain():
+    """(domain id, open lock file) for the first free domain; the lock lasts until the file is closed."""
+    import fcntl
+
+    DOMAIN_LOCKS.mkdir(parents=True, exist_ok=True)
+    for domain in DOMAIN_RANGE:
+        f = open(DOMAIN_LOCKS / f"{domain}.lock", "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        return domain, f
+    raise OSError(f"no free ROS domain in {DOMAIN_RANGE.start}..{DOMAIN_RANGE.stop - 1} (see {DOMAIN_LOCKS})")
 
 
 # =========================================================================================== worker
@@ -140,10 +158,16 @@ def worker_main(argv: list[str] | None = None) -> int:
     graph.executor.add_node(probe)
     stop = threading.Event()
 
+    crashed: list[str] = []
+
     def spin():
         last_sample = time.monotonic()
         while not stop.is_set():
-            graph.spin_once(0.05)
+            try:
+                graph.spin_once(0.05)
+            except Exception as exc:  # noqa: BLE001 - a node's callback raised: the graph is broken
+                crashed.append(f"{type(exc).__name__} in a node callback: {exc}")
+                return
             if time.monotonic() - last_sample > 5.0:
                 memory.append(_rss_mb())
                 last_sample = time.monotonic()
@@ -169,8 +193,10 @@ def worker_main(argv: list[str] | None = None) -> int:
             if not sent.done() or not sent.result().accepted:
                 raise RuntimeError("the RunExperiment goal was not accepted")
             res_future = sent.result().get_result_async()
-            while not res_future.done() and time.monotonic() < deadline:
+            while not res_future.done() and time.monotonic() < deadline and not crashed:
                 time.sleep(0.1)
+            if crashed:
+                raise RuntimeError(crashed[0])
             if not res_future.done():
                 record.outcome, record.message = "timeout", f"no result within {args.timeout:.0f} s (experiment {i + 1})"
                 break
@@ -244,21 +270,22 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                 job_dir = runs_dir / f"{sc.name}-seed{seed}"
                 out = job_dir / "run_record.json"
                 job_dir.mkdir(parents=True, exist_ok=True)
+                domain, lock = claim_domain()
                 # Twin runs stay on this machine: never on the robot's network.
-                env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_BASE + slot % 10),
-                           ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+                env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
                 log = open(job_dir / "worker.log", "w")
                 proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout), env=env, stdout=log,
                                         stderr=subprocess.STDOUT)
-                running[slot] = (proc, f, sc, seed, out, log, time.monotonic())
+                running[slot] = (proc, f, sc, seed, out, log, time.monotonic(), lock)
         time.sleep(0.2)
-        for slot, (proc, f, sc, seed, out, log, t0) in list(running.items()):
+        for slot, (proc, f, sc, seed, out, log, t0, lock) in list(running.items()):
             if proc.poll() is None and time.monotonic() - t0 < timeout + 120:
                 continue
             if proc.poll() is None:  # the worker's own timeout failed: the process is stuck
                 proc.kill()
                 proc.wait()
             log.close()
+            lock.close()
             del running[slot]
             if out.exists():
                 rec = RunRecord.from_dict(json.loads(out.read_text()))
