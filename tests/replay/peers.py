@@ -1,0 +1,179 @@
+"""Recorded peers: the action servers a supervisor calls (ExecuteSubtask, Dispense), answering as the live
+run's peers did, at the sim times they did, from what the bag shows of that conversation.
+
+Actions are not recorded (rosbag2 records topics), but each of their outcomes left a trace on the recorded
+topics, and the stubs replay those:
+
+- ExecuteSubtask (the action policy): a goal for subtask X succeeds with the symbol of the live run's FSM
+  transition for X, when the replay clock reaches that transition's stamp (the supervisor applied the
+  result's symbol as it arrived).
+- Dispense (the dispenser controller): the live supervisor told the audio supervisor about the dispenser's
+  state on every feedback that changed it (`expect_drops` for MOTION, `stop_expecting` with reason
+  "dispenser <STATE>" otherwise) and `stop_expecting` with an empty payload when the result arrived. The
+  stub sends the same feedback states at the same times and finishes the goal at the recorded result
+  time: canceled if the supervisor asked to cancel, else succeeded. `dispensed_ml` and `drops` come from
+  the dispenser's recorded statistical volume estimates up to then.
+
+The stubs act on /clock messages (what the bag player publishes), never on wall time: an answer due at
+live time t goes out on the first /clock after t (a replay steps the clock to t + 1 us, `due_times`), so
+that sensor data stamped t reach the node before it, as they did live. They never hold a
+coroutine open (a pending task would keep a lock-step executor busy): a goal is accepted and parked, and
+executed only when its due time has come. A goal the live run never saw (the node under test asked for
+something new) fails with a message saying so, which the replayed outputs then show.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
+from rosgraph_msgs.msg import Clock
+
+from agentchemist.bag import BagReader
+from agentchemist_interfaces.action import Dispense, ExecuteSubtask
+from agentchemist_interfaces.msg import AgentMessage, FsmState, QuantityEstimate
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.timeconv import to_sec
+
+SUPERVISOR = "vision_supervisor"
+AFTER_S = 1e-6  #: answers go out this long after their live time: after the bag's messages of that time
+#: (a recorder breaking timestamp ties adds 1 ns per message)
+
+
+@dataclass
+class PeerScript:
+    """What the live peers did, from a bag: policy results per subtask, dispenser feedback and results."""
+
+    policy: dict[str, tuple[float, str]] = field(default_factory=dict)   # subtask -> (stamp, symbol)
+    feedback: list[tuple[float, str]] = field(default_factory=list)       # (stamp, controller state)
+    results: list[float] = field(default_factory=list)                    # dispense result arrivals
+    volumes: list[tuple[float, float]] = field(default_factory=list)      # (stamp, statistical mL)
+
+    @classmethod
+    def from_bag(cls, bag) -> "PeerScript":
+        script = cls()
+        policy_tasks: set[str] = set()
+        with BagReader(bag) as reader:
+            for msg in reader.messages([topics.MESSAGES, topics.FSM_STATE, topics.QUANTITY]):
+                if msg.topic == topics.FSM_STATE:
+                    state = deserialize_message(msg.data, FsmState)
+                    if state.subtask_id in policy_tasks and state.subtask_id not in script.policy and state.symbol:
+                        script.policy[state.subtask_id] = (to_sec(state.stamp), state.symbol)
+                elif msg.topic == topics.QUANTITY:
+                    est = deserialize_message(msg.data, QuantityEstimate)
+                    if est.channel == "statistical" and est.quantity == "titrant_volume":
+                        script.volumes.append((to_sec(est.stamp), est.value))
+                else:
+                    m = deserialize_message(msg.data, AgentMessage)
+                    if m.sender != SUPERVISOR:
+                        continue
+                    if m.symbol == "dispatch" and m.receiver == "action_policy":
+                        policy_tasks.add(m.subtask_id)
+                    elif m.receiver == "audio_supervisor" and m.symbol == "expect_drops":
+                        script.feedback.append((to_sec(m.stamp), "MOTION"))
+                    elif m.receiver == "audio_supervisor" and m.symbol == "stop_expecting":
+                        reason = json.loads(m.payload_json or "{}").get("reason", "")
+                        if reason.startswith("dispenser "):
+                            script.feedback.append((to_sec(m.stamp), reason.split(" ", 1)[1]))
+                        elif not reason:
+                            script.results.append(to_sec(m.stamp))
+        return script
+
+    def due_times(self) -> list[float]:
+        """Every sim time at which a peer answers: AFTER_S after the live time (a replay steps /clock there)."""
+        live = {t for t, _ in self.policy.values()} | {t for t, _ in self.feedback} | set(self.results)
+        return sorted(t + AFTER_S for t in live)
+
+    def dispensed(self, now: float) -> tuple[float, int]:
+        """Statistical volume (mL) and drop count the dispenser had reported by `now`."""
+        done = [v for t, v in self.volumes if t <= now + 1e-9]
+        return (done[-1] if done else 0.0), len(done)
+
+
+class RecordedPeers(Node):
+    """ExecuteSubtask and Dispense servers that replay a PeerScript on the player's /clock."""
+
+    def __init__(self, script: PeerScript):
+        super().__init__("recorded_peers", start_parameter_services=False)
+        self.script = script
+        self.now: float | None = None
+        self.policy_goals: list[tuple[float, object]] = []   # (due, goal handle)
+        self.dispense = None                                  # [goal handle, accepted at, fed-back index]
+        self.log: list[str] = []
+        self.servers = [
+            ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, execute_callback=self.finish_policy,
+                         handle_accepted_callback=self.park_policy),
+            ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.finish_dispense,
+                         handle_accepted_callback=self.park_dispense,
+                         cancel_callback=lambda _handle: CancelResponse.ACCEPT)]
+        self.create_subscription(Clock, "/clock", self.on_clock, QoSProfile(depth=10))
+
+    def destroy_node(self):
+        for server in self.servers:
+            server.destroy()
+        super().destroy_node()
+
+    # ------------------------------------------------------------------ policy
+    def park_policy(self, handle):
+        subtask = handle.request.subtask_id
+        due, _symbol = self.script.policy.get(subtask, (self.now or 0.0, ""))
+        self.log.append(f"policy goal {subtask} at {self.now}: due {due}")
+        self.policy_goals.append((due, handle))
+
+    def finish_policy(self, handle):
+        subtask = handle.request.subtask_id
+        result = ExecuteSubtask.Result()
+        if subtask in self.script.policy:
+            result.success, result.symbol = True, self.script.policy[subtask][1]
+            handle.succeed()
+        else:
+            result.success, result.message = False, f"subtask {subtask!r} was not run in the recorded run"
+            handle.abort()
+        return result
+
+    # ------------------------------------------------------------------ dispenser
+    def park_dispense(self, handle):
+        self.log.append(f"dispense goal {handle.request.subtask_id} at {self.now}")
+        accepted = self.now if self.now is not None else 0.0
+        first = next((i for i, (t, _s) in enumerate(self.script.feedback) if t >= accepted),
+                     len(self.script.feedback))
+        self.dispense = [handle, accepted, first]
+
+    def finish_dispense(self, handle):
+        result = Dispense.Result()
+        result.dispensed_ml, result.drops = self.script.dispensed(self.now or 0.0)
+        result.final_ph = float("nan")
+        if handle.is_cancel_requested:
+            result.stop_reason, result.message = "canceled", "canceled by the supervisor (recorded peer)"
+            handle.canceled()
+        else:
+            goal = handle.request
+            result.success = True
+            result.stop_reason = "target_ph" if goal.use_target_ph else "target_volume"
+            result.message = "finished when the live dispenser did (recorded peer)"
+            handle.succeed()
+        return result
+
+    # ------------------------------------------------------------------ clock
+    def on_clock(self, msg):
+        self.now = to_sec(msg.clock)
+        due_now = [(d, h) for d, h in self.policy_goals if d < self.now]
+        for item in due_now:
+            self.policy_goals.remove(item)
+            item[1].execute()
+        if self.dispense is None:
+            return
+        handle, accepted, index = self.dispense
+        while index < len(self.script.feedback) and self.script.feedback[index][0] < self.now:
+            handle.publish_feedback(Dispense.Feedback(controller_state=self.script.feedback[index][1],
+                                                      ph=float("nan")))
+            index += 1
+        self.dispense[2] = index
+        result_at = next((t for t in self.script.results if t >= accepted), None)
+        # canceled, and the live dispenser never reported a result after this goal: finish now
+        if (result_at is not None and result_at < self.now) or (result_at is None and handle.is_cancel_requested):
+            self.dispense = None  # executed once; finish_dispense runs as the executor's next task
+            handle.execute()
