@@ -47,7 +47,8 @@ def test_registry_loads_with_the_bench_limits():
     assert REG.beakers["beaker_100ml"] == 100.0 and REG.ph_range == (0.0, 14.0)
     assert REG.balance_resolution_g == 0.01 and REG.gripper_travel_mm == (0.0, 70.0)
     assert set(REG.joint_limits_deg) == {f"joint{i}" for i in range(1, 7)}
-    assert REG.beaker_room_ml("beaker_100ml") == pytest.approx(80.0)
+    assert REG.beaker_room_ml("beaker_100ml") == pytest.approx(90.0)
+    assert REG.ph_reads_activity  # a glass electrode: titrant needs are sized as it reads
     assert REG.clamp_gripper_mm(75.0) == (70.0, True) and REG.clamp_gripper_mm(12.5) == (12.5, False)
     assert REG.check_joint_deg("joint3", -90.0) and not REG.check_joint_deg("joint3", 10.0)
     with pytest.raises(RegistryError, match="unknown joint"):
@@ -141,7 +142,7 @@ def test_dispensing_in_a_state_before_the_draw_is_a_halt():
 def test_capacity_and_reachability_checks_use_the_chemistry():
     big = mutated(lambda d: d["parsed_instruction"]["entities"]["reagents"][1].update(volume_ml=60.0))
     halts = {f.code: f.message for f in verify_plan(big, REG) if f.severity == "HALT"}
-    assert "OVERFLOW" in halts and "exceeds the usable 80 mL of the beaker_100ml" in halts["OVERFLOW"]
+    assert "OVERFLOW" in halts and "exceeds the usable 90 mL of the beaker_100ml" in halts["OVERFLOW"]
 
     def dilute(d):
         d["parsed_instruction"]["entities"]["reagents"][0]["concentration_m"] = 0.01
@@ -149,7 +150,7 @@ def test_capacity_and_reachability_checks_use_the_chemistry():
         d["module_instantiation"]["dispenser"]["target_ph"] = 13.5
 
     halts = {f.code: f.message for f in verify_plan(mutated(dilute), REG) if f.severity == "HALT"}
-    assert "only approaches pH 11.99" in halts["UNREACHABLE_TARGET"]
+    assert "only approaches pH 11.99 (11.95 as a glass electrode reads it)" in halts["UNREACHABLE_TARGET"]
 
 
 def test_draw_and_cap_are_corrected_to_what_is_needed():
@@ -159,8 +160,9 @@ def test_draw_and_cap_are_corrected_to_what_is_needed():
 
     fixed, findings = rectify_plan(mutated(change), REG)
     assert {"DRAW_VOLUME", "MAX_VOLUME"} <= codes(findings, "WARN")
-    assert 48.5 < fixed.subtask("draw_titrant").parameters["volume_ml"] <= 60.0
-    assert fixed.module_instantiation.dispenser.max_volume_ml <= 55.0
+    # 58.3 mL reach pH 12.5 as the electrode reads it: a full draw, all of it may be dispensed
+    assert fixed.subtask("draw_titrant").parameters["volume_ml"] == 60.0
+    assert 58.3 < fixed.module_instantiation.dispenser.max_volume_ml <= 60.0
 
 
 def test_no_backend_can_bypass_the_checks():

@@ -187,8 +187,10 @@ def build_messages(text: str, scene: SceneInfo | None, protocol_hint: dict[str, 
     if scene is not None:
         scene_json = json.dumps(
             {
+                # what stands on what is what lets a model tell "the beaker on the stirrer" from clutter
                 "objects": [
-                    {"id": o.id, "kind": o.kind, "contains": o.contains, "capacity_ml": o.capacity_ml}
+                    {"id": o.id, "kind": o.kind, "contains": o.contains, "capacity_ml": o.capacity_ml,
+                     "label": o.label, "on": o.on, "position_px": [o.u, o.v] if o.located else None}
                     for o in scene.objects
                 ],
                 "preconditions": dict(scene.preconditions),

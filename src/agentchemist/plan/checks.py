@@ -8,10 +8,11 @@ with the changes listed in ``plan.warnings``. The planner always runs it; no bac
 Checks: parameter ranges (dispense rate, windows, thresholds, stirrer speed, recorder tau); target pH
 within the pH meter's range; required instruments (no titration without a pH probe, no weighing
 without a balance); causal order (no dispensing before a draw, no draw before the grasp, no dosing
-before taring, dependencies that match the machine's order); capacities (analyte plus the titrant
-needed must fit the beaker, the titrant needed must fit one pipette draw, water fits the beaker and
-the cylinder, the mass is within the balance's range); reachability of the target with the titrant
-(equilibrium solver).
+before taring, no pouring from a bottle not grasped, dependencies that match the machine's order);
+capacities (analyte plus the titrant needed must fit the beaker, the titrant needed must fit one
+pipette draw, water fits the beaker and, when poured in, the cylinder, the mass is within the
+balance's range); reachability of the target with the titrant (equilibrium solver, as the registry's
+pH meter reads: activity for a glass electrode).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ _CAUSAL_RULES = (
     ("grasp", "draw", "the pipette must be grasped before drawing"),
     ("draw", "squeeze", "no dispensing before the titrant is drawn"),
     ("tare", "tap", "no dosing before the balance is tared"),
+    ("tare", "pour_solid", "no dosing before the balance is tared"),
+    ("grasp", "pour_solid", "the solid's bottle must be grasped before pouring from it"),
     ("tap", "pour", "water goes in after the solid is weighed"),
+    ("pour_solid", "pour", "water goes in after the solid is weighed"),
 )
 _REQUIRED_INSTRUMENTS = {
     "acid_base_titration": (
@@ -132,6 +136,7 @@ def _ranges(plan: Plan, reg: HardwareRegistry) -> list[Finding]:
         "wait_on_change_threshold": reg.dispense_ranges["wait_on_change_threshold"],
         "speed_rpm": reg.stirrer_rpm,
         "opening_mm": reg.gripper_travel_mm,
+        "tilt_rate_deg_s": reg.solid_pour_tilt_rate_deg_s,
     }
     for i, task in enumerate(plan.task_decomposition):
         for key, (lo, hi) in param_ranges.items():
@@ -248,8 +253,9 @@ def _order(plan: Plan) -> list[Finding]:
     return out
 
 
-def titrant_needed_ml(plan: Plan, library: ReagentLibrary) -> float:
-    """Titrant (mL) the plan needs to reach its target; InfeasibleTargetError when it cannot."""
+def titrant_needed_ml(plan: Plan, library: ReagentLibrary, activity: bool = False) -> float:
+    """Titrant (mL) the plan needs to reach its target; InfeasibleTargetError when it cannot.
+    ``activity``: a target pH is the reading of a glass electrode (-log10 a(H+), Davies)."""
     pi = plan.parsed_instruction
     analyte, titrant = plan.reagent("analyte"), plan.reagent("titrant")
     if analyte is None or titrant is None or analyte.concentration_m is None or titrant.concentration_m is None:
@@ -262,7 +268,7 @@ def titrant_needed_ml(plan: Plan, library: ReagentLibrary) -> float:
     if pi.family == "complexometric_titration":
         return complexometric_equivalence_ml(analyte.concentration_m, va, titrant.concentration_m)
     if tc.target_ph is not None:
-        return titrant_for_ph(a, va, t, tc.target_ph, library).volume_ml
+        return titrant_for_ph(a, va, t, tc.target_ph, library, activity=activity).volume_ml
     if tc.to_equivalence:
         return equivalence_point(a, va, t, library).volume_ml
     target_v = tc.target_volume_ml or plan.module_instantiation.dispenser.target_volume_ml
@@ -296,7 +302,7 @@ def _titration_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) 
     if va is None:
         return [Finding("HALT", "MISSING_VOLUME", "the plan does not give the analyte volume")]
     try:
-        need = titrant_needed_ml(plan, lib)
+        need = titrant_needed_ml(plan, lib, activity=reg.ph_reads_activity)
     except InfeasibleTargetError as exc:
         return [Finding("HALT", "UNREACHABLE_TARGET", str(exc))]
     cap_note = f" (assumed {kind}: the plan names no beaker)" if assumed else ""
@@ -313,11 +319,16 @@ def _titration_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) 
         )
     limit = min(reg.pipette_capacity_ml, reg.max_titrant_ml)
     if planned > limit:
+        # One draw per experiment: the protocol has no refill step (the machine goes grasp -> draw ->
+        # titrate once, and the twin fills the pipette once at the bottle), so more titrant is refused.
+        by_ph = reg.ph_reads_activity and pi.target_conditions.target_ph is not None
+        read = " (the pH as the glass electrode reads it)" if by_ph else ""
         out.append(
             Finding(
                 "HALT",
                 "PIPETTE_CAPACITY",
-                f"the target needs {planned:.1f} mL of titrant; one pipette draw holds {limit:g} mL",
+                f"the target needs {planned:.1f} mL of titrant{read}; one pipette draw holds {limit:g} mL and "
+                f"the protocol draws once",
             )
         )
     if out:
@@ -360,6 +371,7 @@ def _titration_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) 
             {plan.reagent("titrant").name: plan.reagent("titrant").concentration_m},
             0.0,
             lib,
+            reg.ph_reads_activity,  # the stated initial pH is a meter reading
         )
         if abs(theory - start) > 1.0:
             out.append(
@@ -411,7 +423,9 @@ def _weighing_capacity(plan: Plan, reg: HardwareRegistry, lib: ReagentLibrary) -
                 "HALT", "OVERFLOW", f"{water.volume_ml:g} mL water exceeds the usable {room:g} mL of the {kind}{note}"
             )
         )
-    if water.volume_ml > reg.cylinder_capacity_ml:
+    # The cylinder limits only a plan that pours the water in; water already in the beaker is not measured.
+    pours_water = any(t.primitive == "pour" for t in plan.task_decomposition)
+    if pours_water and water.volume_ml > reg.cylinder_capacity_ml:
         out.append(
             Finding(
                 "HALT",

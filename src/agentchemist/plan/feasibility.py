@@ -1,7 +1,12 @@
 """Chemistry questions the planner and the rule engine ask: how much titrant reaches a target, and can it.
 
-All answers come from the equilibrium solver (``agentchemist.chemistry.equilibrium``), ideal solution
-(no activity coefficients), 25 C unless given. Volumes in mL, concentrations in mol/L.
+All answers come from the equilibrium solver (``agentchemist.chemistry.equilibrium``) at 25 C. By
+default the pH is -log10 [H+] (ideal solution); with ``activity=True`` it is -log10 a(H+) with Davies
+activity coefficients, which is what a glass electrode reads. The two differ by 0.05-0.15 pH at the
+ionic strengths of a titration (0.01-0.1 mol/L), and far from equivalence, where the curve is flat,
+that is many millilitres: 25 mL of 0.1 M HCl needs 48.6 mL of 0.1 M NaOH to pH 12.5 by concentration
+but 58.3 mL to pH 12.5 as the electrode reads it. The planner asks with the pH meter's model
+(``HardwareRegistry.ph_reads_activity``). Volumes in mL, concentrations in mol/L.
 """
 
 from __future__ import annotations
@@ -59,11 +64,14 @@ def ph_after(
     titrant: dict[str, float],
     titrant_volume_ml: float,
     library: ReagentLibrary | None = None,
+    activity: bool = False,
 ) -> float:
-    """pH after ``titrant_volume_ml`` of titrant is added to the analyte."""
+    """pH after ``titrant_volume_ml`` of titrant is added to the analyte (as read by a glass electrode
+    when ``activity``)."""
     lib = _lib(library)
     key = (
         id(lib),
+        bool(activity),
         tuple(sorted(analyte.items())),
         float(analyte_volume_ml),
         tuple(sorted(titrant.items())),
@@ -72,16 +80,22 @@ def ph_after(
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is lib:
         return hit[1]
-    value = float(titration_curve(analyte, analyte_volume_ml, titrant, np.array([titrant_volume_ml]), library=lib)[0])
+    value = float(
+        titration_curve(
+            analyte, analyte_volume_ml, titrant, np.array([titrant_volume_ml]), activity=activity, library=lib
+        )[0]
+    )
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     _CACHE[key] = (lib, value)
     return value
 
 
-def titrant_limit_ph(titrant: dict[str, float], library: ReagentLibrary | None = None) -> float:
+def titrant_limit_ph(
+    titrant: dict[str, float], library: ReagentLibrary | None = None, activity: bool = False
+) -> float:
     """pH of the titrant itself: what the mixture approaches as titrant is added without limit."""
-    return ph_of_mixture(dict(titrant), 1.0, library=_lib(library))
+    return ph_of_mixture(dict(titrant), 1.0, activity=activity, library=_lib(library))
 
 
 def titrant_for_ph(
@@ -90,16 +104,18 @@ def titrant_for_ph(
     titrant: dict[str, float],
     target_ph: float,
     library: ReagentLibrary | None = None,
+    activity: bool = False,
 ) -> TitrantNeed:
-    """Titrant volume at which the pH first reaches ``target_ph``.
+    """Titrant volume at which the pH (as a glass electrode reads it when ``activity``) first reaches
+    ``target_ph``.
 
     InfeasibleTargetError when the target lies on the wrong side of the starting pH or at/after the
     titrant's own pH (which the mixture only approaches).
     """
     if not math.isfinite(target_ph):
         raise InfeasibleTargetError(f"target pH must be finite, got {target_ph!r}")
-    start = ph_after(analyte, analyte_volume_ml, titrant, 0.0, library)
-    limit = titrant_limit_ph(titrant, library)
+    start = ph_after(analyte, analyte_volume_ml, titrant, 0.0, library, activity)
+    limit = titrant_limit_ph(titrant, library, activity)
     lib = _lib(library)
     names = ", ".join(f"{c:g} M {lib.get(n).display_name}" for n, c in titrant.items())
     rising = limit > start
@@ -114,13 +130,19 @@ def titrant_for_ph(
     if (rising and target_ph > limit - _ASYMPTOTE_MARGIN_PH) or (
         not rising and target_ph < limit + _ASYMPTOTE_MARGIN_PH
     ):
+        # Both numbers when the electrode's reading differs from the concentration pH: a chemist checks
+        # the latter against the titrant's concentration, the former is what the run would see.
+        read = ""
+        if activity:
+            read = f" ({limit:.2f} as a glass electrode reads it)"
+            limit = titrant_limit_ph(titrant, library)
         raise InfeasibleTargetError(
             f"target pH {target_ph:g} is unreachable with {names}: adding it without limit only approaches "
-            f"pH {limit:.2f}"
+            f"pH {limit:.2f}{read}"
         )
 
     def f(v: float) -> float:
-        return ph_after(analyte, analyte_volume_ml, titrant, v, library) - target_ph
+        return ph_after(analyte, analyte_volume_ml, titrant, v, library, activity) - target_ph
 
     sign = 1.0 if rising else -1.0
     hi = max(analyte_volume_ml, 1.0)

@@ -16,6 +16,7 @@ __all__ = [
     "find_instruments",
     "output_format",
     "settle_each_drop",
+    "vessel_location",
 ]
 
 # Canonical instrument (registry) name -> pattern in text. Order is the order they are reported in.
@@ -63,6 +64,53 @@ _COLOUR_CANON = {
 def find_instruments(text: str) -> list[str]:
     """Canonical names of the instruments the text mentions, in the table's order."""
     return [name for name, pattern in INSTRUMENT_PATTERNS.items() if pattern.search(text)]
+
+
+# "... the beaker on the magnetic stirrer": where the working vessel stands now (not where it goes).
+_PLATFORMS: dict[str, str] = {
+    "magnetic_stirrer": r"(?:magnetic\s+)?stirrer|stir(?:ring)?\s*plate|hot\s*plate(?:\s+stirrer)?",
+    "balance": r"(?:analytical\s+)?balance|scales?",
+}
+_ON_PLATFORM = re.compile(
+    r"\b(?:on|upon|atop)\s+(?:top\s+of\s+)?(?:the\s+|a\s+|its\s+)?(?:"
+    + "|".join(f"(?P<{name}>{pattern})" for name, pattern in _PLATFORMS.items())
+    + r")\b",
+    re.I,
+)
+# A clause ends at a sentence end or a comma: "..., place the beaker on the stirrer, ..." is its own clause.
+_CLAUSE_END = re.compile(r"[.;!?,](?:\s|$)")
+# "place the beaker on the stirrer" names where it goes; "placed on", "standing on" where it is.
+_PLACING = re.compile(
+    r"\b(?:place|put|move|transfer|set|bring|carry|return|position|lower|placing|putting|moving|"
+    r"transferring|setting|bringing|carrying|returning|positioning)\b",
+    re.I,
+)
+_STANDING = re.compile(
+    r"\b(?:placed|standing|stands|sitting|sits|resting|rests|located|kept|positioned|already|is|are)\b", re.I
+)
+_VESSEL = re.compile(r"\b(?:beakers?|vessels?|flasks?|cups?|containers?)\b", re.I)
+
+
+def vessel_location(text: str) -> list[str]:
+    """Platforms (registry instrument names: magnetic_stirrer, balance) that the text says the working
+    vessel stands on now: "the beaker on the magnetic stirrer", "the acid ... placed on the stirrer",
+    "the beaker containing 50 mL of water on the balance". A placing verb in the clause makes it a
+    destination ("place the beaker on the stirrer"), and a clause without a vessel or a standing verb
+    says where something else happens ("weigh 2 g of NaCl on the balance")."""
+    found: list[str] = []
+    for m in _ON_PLATFORM.finditer(text):
+        ends = [e.end() for e in _CLAUSE_END.finditer(text, 0, m.start())]
+        clause = text[ends[-1] if ends else 0 : m.start()]
+        placing = [p.end() for p in _PLACING.finditer(clause)]
+        standing = [p.end() for p in _STANDING.finditer(clause)]
+        if placing and (not standing or standing[-1] < placing[-1]):
+            continue
+        if not (_VESSEL.search(clause) or re.search(r"\b(?:placed|standing|sitting|resting|located)\s*$", clause)):
+            continue
+        name = next(k for k, v in m.groupdict().items() if v)
+        if name not in found:
+            found.append(name)
+    return found
 
 
 _SETTLE_YES = [

@@ -22,7 +22,8 @@ from agentchemist.fsm.validation import validate_machine
 from agentchemist.plan.backends import BackendError, PlannerBackend, PlanValidationError, propose_validated
 from agentchemist.plan.checks import Finding, rectify_plan
 from agentchemist.plan.guard import InstructionRejected, check_instruction
-from agentchemist.plan.protocols import ProtocolError, ProtocolLibrary
+from agentchemist.plan.alternatives import available
+from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.rules import RulesBackend, experiment_id_for
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo, check_environment, missing_equipment_message
@@ -130,9 +131,19 @@ class Planner:
             warnings.append("no scene description: the equipment was not verified against the bench")
         else:
             preconditions = list(dict.fromkeys([*proto.preconditions, *plan.module_instantiation.vision.preconditions]))
+            alt_missing, alt_notes = self._check_alternatives(proto, plan, scene)
+            # an alternative's instrument is checked with its group (above), not as a required instrument
+            checked = [i for i in instruments if i not in proto.alternative_instruments()]
             missing, notes = check_environment(
-                scene, instruments, reagents, preconditions, self.registry.instrument_kinds, self.library
+                scene,
+                checked,
+                reagents,
+                preconditions,
+                self.registry.instrument_kinds,
+                self.library,
+                alternatives_missing=alt_missing,
             )
+            notes += alt_notes
             if missing:
                 message = missing_equipment_message(
                     pi.experiment_name,
@@ -160,6 +171,30 @@ class Planner:
         if reasons:
             return PlanOutcome("refusal", None, "the rectified plan has an invalid state machine", reasons, findings)
         return PlanOutcome("plan", plan, f"plan ready: {pi.experiment_name}", [], findings)
+
+    def _check_alternatives(self, proto: Protocol, plan: Plan, scene: SceneInfo) -> tuple[list[str], list[str]]:
+        """(missing, notes) for the protocol's groups of interchangeable means, as the plan uses them
+        (read from its subtasks). A means the scene lacks is named alone when the bench offers another
+        of its group (the plan insists on it, e.g. the instruction asked for a spatula), else the whole
+        group is named ("spatula or solid reagent bottle"): neither way is possible on this bench."""
+        primitives = {t.primitive for t in plan.task_decomposition}
+        roles = {r.role: r.name for r in plan.parsed_instruction.entities.reagents}
+        beaker = next((o for o in plan.parsed_instruction.entities.objects if scene.get(o) is not None
+                       and o not in self.registry.beakers), None)
+        missing: list[str] = []
+        notes: list[str] = []
+        for group in proto.alternatives:
+            chosen = group.chosen_by(primitives)
+            if chosen is None:
+                continue
+            state = available(chosen, scene, self.registry, self.library, roles, beaker)
+            if state is False:
+                others = [o for o in group.options if o is not chosen
+                          and available(o, scene, self.registry, self.library, roles, beaker)]
+                missing.append(chosen.display if others else group.missing_text())
+            elif state is None:
+                notes.append(f"{chosen.display}: as the instruction says; the scene cannot show it")
+        return missing, notes
 
     def _reagent_text(self, name: str, conc: float | None) -> str:
         display = self.library.get(name).display_name if name in self.library else name

@@ -49,6 +49,12 @@ def _positive(value: Any, where: str) -> float:
     return v
 
 
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise RegistryError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class HardwareRegistry:
     """Capacities and limits. ``beakers`` maps a registry kind to its capacity (mL)."""
@@ -74,6 +80,10 @@ class HardwareRegistry:
     max_titrant_ml: float
     recorder_tau: Range
     instrument_kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # True: the pH meter reads -log10 a(H+) (a glass electrode), so titrant needs are computed with
+    # activity coefficients. Optional in the file (false: the ideal-solution pH, the older behaviour).
+    ph_reads_activity: bool = False
+    solid_pour_tilt_rate_deg_s: Range = (0.5, 90.0)
 
     def __post_init__(self) -> None:
         if not self.beakers:
@@ -138,6 +148,10 @@ class HardwareRegistry:
                 max_titrant_ml=_positive(disp["max_titrant_ml"], "dispense.max_titrant_ml"),
                 recorder_tau=_range(doc["recorder"]["tau"], "recorder.tau"),
                 instrument_kinds={k: tuple(v) for k, v in (doc.get("instrument_kinds") or {}).items()},
+                ph_reads_activity=_flag(doc["ph_meter"].get("reads_activity", False), "ph_meter.reads_activity"),
+                solid_pour_tilt_rate_deg_s=_range(
+                    (doc.get("solid_pour") or {}).get("tilt_rate_deg_s", (0.5, 90.0)), "solid_pour.tilt_rate_deg_s"
+                ),
             )
         except KeyError as exc:
             raise RegistryError(f"missing key {exc}") from None

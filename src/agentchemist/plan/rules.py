@@ -8,9 +8,11 @@ caller), or ``{"question": ...}`` when something essential is missing or unknown
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
+from agentchemist.plan.alternatives import choose, holder_of
 from agentchemist.plan.feasibility import (
     InfeasibleTargetError,
     complexometric_equivalence_ml,
@@ -21,7 +23,8 @@ from agentchemist.plan.parse import InstructionParse, ReagentParse, parse_instru
 from agentchemist.plan.protocols import ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.roles import assign_roles, detect_family
-from agentchemist.plan.scene import SceneInfo
+from agentchemist.plan.parse_text import vessel_location
+from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo
 
 __all__ = ["RulesBackend", "experiment_id_for"]
 
@@ -125,12 +128,18 @@ class RulesBackend:
         proto = self.protocols.for_family(family)
         ctx["output_format"] = ["report"] + [o for o in parse.output_format if o != "report"]
         filled = proto.fill(ctx)
-        instruments = list(proto.required_instruments) + [
-            i for i in parse.instruments if i not in proto.required_instruments and i in self.registry.instrument_kinds
+        # The protocol's instruments, the alternatives chosen (a spatula or the solid's bottle ...), and
+        # any other registry instrument the instruction names; an unchosen alternative is not required.
+        chosen = list(ctx.get("alternative_instruments", []))
+        instruments = list(dict.fromkeys([*proto.required_instruments, *chosen]))
+        instruments += [
+            i
+            for i in parse.instruments
+            if i not in instruments and i in self.registry.instrument_kinds and i not in proto.alternative_instruments()
         ]
         for inst in parse.instruments:
             if inst not in instruments:
-                warnings.append(f"the instruction mentions a {inst.replace('_', ' ')}, which this bench does not use")
+                warnings.append(f"the instruction mentions a {inst.replace('_', ' ')}, which this plan does not use")
         recording = _FAMILY_RECORDING[family] + [d for d in parse.data_recording if d not in _FAMILY_RECORDING[family]]
         return {
             "experiment_id": experiment_id_for(parse.text),
@@ -144,7 +153,7 @@ class RulesBackend:
                 "operation_intent": ctx["operation_intent"],
                 "data_recording": recording,
                 "output_format": ctx["output_format"],
-                "operation_primitives": list(proto.operation_primitives),
+                "operation_primitives": filled["operation_primitives"],
             },
             "environment_check": {"satisfied": True, "missing_objects": [], "user_feedback": ""},
             "state_machine": filled["state_machine"],
@@ -161,27 +170,26 @@ class RulesBackend:
         warnings: list[str],
         volume_ml: float | None = None,
     ) -> tuple[str, str]:
-        """(scene id or kind of the beaker, registry beaker kind). ``volume_ml``: what must fit in it."""
+        """(scene id or kind of the beaker, registry beaker kind). ``holds``: the reagent the beaker is
+        said to hold; ``volume_ml``: what must fit in it."""
         reg = self.registry
         if scene is not None:
             beakers = [o for o in scene.objects if o.kind in reg.kinds_for("beaker") or o.kind in reg.beakers]
-            if holds is not None:
-                holding = [o for o in scene.holding(holds, self.library) if o in beakers]
-                if len(holding) == 1:
-                    beakers = holding
-            if parse.container_capacity_ml is not None:
-                sized = [o for o in beakers if abs(self._capacity(o) - parse.container_capacity_ml) <= 0.5]
-                beakers = sized or beakers
+            beakers, note = self._resolve_beaker(parse, scene, beakers, holds, volume_ml)
             if len(beakers) == 1:
-                kind = reg.beaker_for_capacity(self._capacity(beakers[0]))
+                # its size: as the scene shows it, else as the instruction states it, else the default
+                cap = self._known_capacity(beakers[0])
+                if cap is None and parse.container_capacity_ml is not None:
+                    cap = parse.container_capacity_ml
+                kind = reg.beaker_for_capacity(cap if cap is not None else self._capacity(beakers[0]))
                 if kind is None:
-                    raise _refuse(
-                        f"beaker {beakers[0].id!r} ({self._capacity(beakers[0]):g} mL) is not in the hardware registry"
-                    )
+                    raise _refuse(f"beaker {beakers[0].id!r} ({cap:g} mL) is not in the hardware registry")
+                if cap is None:
+                    warnings.append(f"the scene does not give the size of {beakers[0].id}: assuming {kind}")
                 return beakers[0].id, kind
             if len(beakers) > 1:
-                options = ", ".join(f"{o.id} ({self._capacity(o):g} mL)" for o in beakers)
-                raise _ask(f"Which beaker should be used: {options}?")
+                options = ", ".join(self._beaker_text(o) for o in beakers)
+                raise _ask(f"Which beaker should be used: {options}?" + note)
         if parse.container_capacity_ml is not None:
             kind = reg.beaker_for_capacity(parse.container_capacity_ml)
             if kind is None:
@@ -199,10 +207,83 @@ class RulesBackend:
         warnings.append(f"beaker size not stated: using {kind} for about {volume_ml:.0f} mL of liquid")
         return kind, kind
 
-    def _capacity(self, obj: Any) -> float:
+    def _resolve_beaker(
+        self,
+        parse: InstructionParse,
+        scene: SceneInfo,
+        beakers: list[Any],
+        holds: str | None,
+        volume_ml: float | None,
+    ) -> tuple[list[Any], str]:
+        """Narrow the scene's beakers to the one the instruction means, from what it says and what the
+        scene shows: its id, what it holds, its size, where it stands, whether the liquid fits. Each cue
+        narrows only when it leaves a candidate (a cue the scene cannot check is skipped, not guessed).
+        Returns the candidates left and, when several are, a sentence for the question saying why."""
+        named = [o for o in beakers if re.search(rf"(?<![\w-]){re.escape(o.id)}(?![\w-])", parse.text, re.I)]
+        if len(named) == 1:
+            return named, ""
+        if holds is not None:
+            holding = [o for o in scene.holding(holds, self.library) if o in beakers]
+            if len(holding) == 1:
+                return holding, ""
+            beakers = holding or beakers
+        if parse.container_capacity_ml is not None:
+            cap = parse.container_capacity_ml
+            known = [o for o in beakers if self._known_capacity(o) is not None]
+            sized = [o for o in known if abs(self._known_capacity(o) - cap) <= 0.5]
+            # a beaker of unknown size may be the one; one of another known size is not
+            beakers = sized or [o for o in beakers if o not in known] or beakers
+        note = ""
+        places = vessel_location(parse.text)
+        if len(beakers) > 1 and len(places) == 1:
+            platform_kinds = {k for inst in ("magnetic_stirrer", "balance") for k in self.registry.kinds_for(inst)}
+            platforms = [o for o in scene.objects if o.kind in platform_kinds]
+            wanted = {o.id for o in platforms if o.kind in self.registry.kinds_for(places[0])}
+            where = INSTRUMENT_DISPLAY.get(places[0], places[0].replace("_", " "))
+            on = [o for o in beakers if scene.knows_support(o) and self._support_id(scene, o, platforms) in wanted]
+            unknown = [o for o in beakers if not scene.knows_support(o)]
+            if on:
+                beakers = on + unknown
+                if len(beakers) > 1:
+                    note = (
+                        f" The scene does not show where {', '.join(o.id for o in unknown)} stand."
+                        if unknown
+                        else f" Several stand on the {where}."
+                    )
+            elif not wanted:
+                note = f" The scene shows no {where}."
+            elif not unknown:
+                note = f" None of them is seen on the {where}."
+            else:
+                note = f" The scene does not show which one stands on the {where}."
+        if len(beakers) > 1 and volume_ml is not None:
+            fit = [
+                o
+                for o in beakers
+                if self._known_capacity(o) is None
+                or self._known_capacity(o) * self.registry.max_fill_fraction >= volume_ml
+            ]
+            beakers = fit or beakers
+        return beakers, note
+
+    @staticmethod
+    def _support_id(scene: SceneInfo, obj: Any, platforms: list[Any]) -> str | None:
+        support = scene.standing_on(obj, platforms)
+        return support.id if support is not None else None
+
+    def _beaker_text(self, obj: Any) -> str:
+        cap = self._known_capacity(obj)
+        return f"{obj.id} ({cap:g} mL)" if cap is not None else f"{obj.id} (size not seen)"
+
+    def _known_capacity(self, obj: Any) -> float | None:
+        """The capacity the scene gives (its own or by a sized kind such as beaker_250ml), else None."""
         if obj.capacity_ml is not None:
             return float(obj.capacity_ml)
-        return self.registry.beakers.get(obj.kind, self.registry.beakers[self.registry.default_beaker])
+        return self.registry.beakers.get(obj.kind)
+
+    def _capacity(self, obj: Any) -> float:
+        known = self._known_capacity(obj)
+        return known if known is not None else self.registry.beakers[self.registry.default_beaker]
 
     def _scene_id(self, scene: SceneInfo | None, instrument: str, default: str) -> str:
         if scene is None:
@@ -276,7 +357,11 @@ class RulesBackend:
             target_conditions["target_ph"] = parse.target_ph
             ctx.update(stop_on="ph", target_ph=parse.target_ph)
             try:
-                need = titrant_for_ph(a, va, t, parse.target_ph, self.library).volume_ml
+                # Sized as the pH meter reads (activity, for a glass electrode): the run stops on the
+                # reading, and far past equivalence the reading lags the concentration pH by many mL.
+                need = titrant_for_ph(
+                    a, va, t, parse.target_ph, self.library, activity=self.registry.ph_reads_activity
+                ).volume_ml
             except InfeasibleTargetError:
                 need = None  # the rule engine refuses it with the reason
         elif parse.to_equivalence:
@@ -400,10 +485,32 @@ class RulesBackend:
                     warnings.append("no solvent named: dissolving in water")
             else:
                 raise _ask(f"In how much water should the {solid.reagent.display_name} be dissolved (e.g. '50 mL')?")
-        beaker_id, beaker_kind = self._beaker(parse, scene, None, warnings, water_ml)
+        proto = self.protocols.for_family("weighing_dissolution")
+        roles = {"solid": solid.reagent.name, "solvent": "water"}
+        # "the beaker containing 50 mL of water": the beaker that holds water, when the scene says which
+        water_cued = [
+            o for g in proto.alternatives for o in g.options if o.condition == "water_in_beaker" and o.cue
+            and re.search(o.cue, parse.text, re.I)
+        ]
+        beaker_id, beaker_kind = self._beaker(parse, scene, "water" if water_cued else None, warnings, water_ml)
+        scene_beaker = beaker_id if scene is not None and scene.get(beaker_id) is not None else None
+        choice: dict[str, Any] = {}
+        for group in proto.alternatives:
+            option, asked = choose(group, parse.text, scene, self.registry, self.library, roles, scene_beaker)
+            choice[group.name] = option
+            if not asked and len(group.options) > 1:
+                how = "the bench has it" if scene is not None and option.instrument else "the default"
+                warnings.append(f"{group.name.replace('_', ' ')}: {option.display} (not stated; {how})")
         balance = self._scene_id(scene, "balance", "balance")
         stirrer = self._scene_id(scene, "magnetic_stirrer", "magnetic_stirrer")
         cylinder = self._scene_id(scene, "graduated_cylinder", "graduated_cylinder")
+        bottle = "solid_bottle"
+        for option in choice.values():
+            if option.instrument == "solid_bottle":
+                holder = holder_of(option, scene, self.registry, self.library, roles)
+                bottle = holder.id if holder is not None else bottle
+        in_beaker = any(o.condition == "water_in_beaker" for o in choice.values())
+        poured = any(o.primitive == "pour_solid" for o in choice.values())
         ctx: dict[str, Any] = {
             "experiment_name": f"{_FAMILY_LABEL['weighing_dissolution']} of {mass:g} g {solid.reagent.display_name} "
             f"in {water_ml:g} mL water",
@@ -415,6 +522,9 @@ class RulesBackend:
             "balance": balance,
             "stirrer": stirrer,
             "water_container": cylinder,
+            "solid_container": bottle,
+            "alternative_instruments": [o.instrument for o in choice.values() if o.instrument],
+            **{name: option.value for name, option in choice.items()},
         }
         if parse.settle_each_drop is not None:
             ctx["settle_each_drop"] = parse.settle_each_drop
@@ -430,13 +540,19 @@ class RulesBackend:
             "target_mass_g": mass,
             "colour_change": None,
         }
-        ctx["operation_intent"] = (
-            f"Weigh {mass:g} g of {solid.reagent.display_name} into the beaker, add "
-            f"{water_ml:g} mL of water and stir until dissolved."
+        how = f"Pour {mass:g} g of {solid.reagent.display_name} from its bottle" if poured else (
+            f"Weigh {mass:g} g of {solid.reagent.display_name} with a spatula"
         )
+        if in_beaker:
+            ctx["operation_intent"] = (
+                f"{how} into the beaker holding {water_ml:g} mL of water on the balance and stir until dissolved."
+            )
+        else:
+            ctx["operation_intent"] = f"{how} into the beaker, add {water_ml:g} mL of water and stir until dissolved."
         reagents = [
             {"name": solid.reagent.name, "role": "solid", "concentration_m": None, "volume_ml": None, "mass_g": mass},
             {"name": "water", "role": "solvent", "concentration_m": None, "volume_ml": water_ml, "mass_g": None},
         ]
-        objects = [beaker_kind] + [o for o in (beaker_id, balance, stirrer, cylinder) if o != beaker_kind]
+        used = [balance, stirrer, bottle if poured else None, None if in_beaker else cylinder]
+        objects = [beaker_kind] + [o for o in (beaker_id, *used) if o is not None and o != beaker_kind]
         return ctx, reagents, objects

@@ -234,7 +234,9 @@ class DispenserParams(_Strict):
     ``max_volume_ml`` is a hard cap (titrant that fits the beaker and the pipette).
     """
 
-    mode: Literal["liquid_drops", "solid_taps"]
+    # liquid_drops: squeezing the pipette bulb; solid_taps: tapping a spatula; solid_pour: tilting the
+    # solid's own bottle in pulses (the robot's weighing method). The solid modes stop on the balance.
+    mode: Literal["liquid_drops", "solid_taps", "solid_pour"]
     stop_on: Literal["ph", "volume", "mass", "colour"]
     rate_mm_s: float = Field(gt=0)
     settle_each_drop: bool
@@ -259,8 +261,8 @@ class DispenserParams(_Strict):
         }[self.stop_on]
         if needed[1] is None:
             raise ValueError(f"dispenser stop_on={self.stop_on!r} needs {needed[0]}")
-        if self.mode == "solid_taps" and self.stop_on != "mass":
-            raise ValueError("dispenser mode 'solid_taps' stops on mass only")
+        if self.mode in ("solid_taps", "solid_pour") and self.stop_on != "mass":
+            raise ValueError(f"dispenser mode {self.mode!r} stops on mass only")
         if self.mode == "liquid_drops" and self.stop_on == "mass":
             raise ValueError("dispenser mode 'liquid_drops' cannot stop on mass")
         return self

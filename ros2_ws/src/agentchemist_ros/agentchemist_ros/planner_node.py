@@ -90,10 +90,14 @@ class PlannerNode(Node):
         if response is None or not response.success:
             self.get_logger().warn("scene unavailable: " + (response.message if response else "no DescribeScene service"))
             return None
-        checks = json.loads(response.checks_json or "{}").get("checks", {})
-        return SceneInfo.from_dict({"objects": [{"id": o.id, "kind": MARKER_KINDS.get(o.kind, o.kind)}
-                                                for o in response.objects],
-                                    "preconditions": {k: bool(v) for k, v in checks.items()}})
+        extra = json.loads(response.checks_json or "{}")
+        checks = extra.get("checks", {})
+        scene = {"objects": [{"id": o.id, "kind": MARKER_KINDS.get(o.kind, o.kind), "u": o.u, "v": o.v}
+                             for o in response.objects],
+                 "preconditions": {k: bool(v) for k, v in checks.items()}}
+        if len(extra.get("image_size") or ()) == 2:  # positions are in this image's pixels
+            scene["image_size"] = extra["image_size"]
+        return SceneInfo.from_dict(scene)
 
     async def execute(self, goal_handle):
         goal = goal_handle.request
