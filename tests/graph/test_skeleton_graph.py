@@ -94,3 +94,12 @@ def test_fused_volume_tracks_the_twin(run):
     records = [m for m in run["probe"].records if m.quantity == "titrant_volume" and m.value == m.value]
     dispensed = run["truth"]["dispensed_ml"]
     assert records[-1].value == pytest.approx(dispensed, abs=0.1)
+
+
+def test_no_alarm_on_a_clean_run(run):
+    """No fault injected: any warn or halt anomaly would be a false alarm (issue 11 scores them)."""
+    con = sqlite3.connect(Path(run["result"].report_path).parent / "records.db")
+    alarms = con.execute("SELECT stamp, source, kind, description FROM anomalies "
+                         "WHERE severity IN ('warn', 'halt')").fetchall()
+    assert alarms == []
+    assert not [a for a in run["probe"].anomalies if a.severity in ("warn", "halt")]

@@ -167,10 +167,12 @@ def test_each_anomaly_ends_in_reset_with_its_kind(kind):
             pass  # no pH at all
         elif goal.target_ph is not None:
             c.on_ph(t, 3.0)
-        if kind not in ("no_drop",) and int(t / 0.04) != int((t - 0.02) / 0.04):
+        # a stalled gripper squeezes nothing out: drops then would be unbidden ones (unexpected_drop)
+        if kind not in ("no_drop", "gripper_stall") and int(t / 0.04) != int((t - 0.02) / 0.04):
             c.on_drop(t)
         out = c.update(t, measured)
-        anomalies += out.anomalies
+        # drops on a clock, not from the squeeze, are also unbidden ones: reported, but no RESET
+        anomalies += [a for a in out.anomalies if a.kind != "unexpected_drop"]
         if kind != "gripper_stall":
             measured = out.command_opening_mm
         if out.state == State.RESET or out.done:

@@ -46,28 +46,12 @@ DISPENSING_STARTED_S = 20.0
 MIN_DROP_CYCLE_S = 1.5
 
 # Scenarios where the system does not (yet) give the expected outcome: a finding each, not a test to weaken.
-_WEIGHING_GAP = ("weighing protocol and twin disagree: config/protocols/weighing_dissolution.yaml requires a "
-                 "spatula and a graduated cylinder (water poured in after weighing); the twin's bench pours the "
-                 "solid from its bottle into a beaker already holding the water, so the planner refuses: "
-                 "'The current experimental scene lacks spatula, graduated cylinder.'")
-_CLUTTER_GAP = ("planner asks which beaker to use when the scene shows several: the camera scene gives no "
-                "capacities (all read as 100 mL) and no 'on the stirrer/balance' relation, so 'the beaker on the "
-                "magnetic stirrer' is not resolved: 'Which beaker should be used: beaker_main (100 mL), "
-                "beaker_small (100 mL), beaker_medium (100 mL), beaker_large (100 mL)?'")
 KNOWN_PLANNER_GAPS = {
     "calibration_naoh": ("a calibration bench for `agentchemist calibrate`, not a planner experiment: the planner "
                          "refuses 'Calibrate the pipette on the balance.' (no calibration protocol), but its "
                          "expected block says complete, so the scenario runner would count a failure"),
-    "nacl_weighing": _WEIGHING_GAP,
-    "nacl_weighing_cluttered": _CLUTTER_GAP + "; then: " + _WEIGHING_GAP,
-    "titration_cluttered": _CLUTTER_GAP,
 }
-# The planner sizes the draw from the ideal-solution titrant need; the twin's glass electrode reads activity.
-KNOWN_VOLUME_GAPS = {
-    "hcl_naoh": ("pH 12.5 as the probe reads it (Davies activity) needs about 58.3 mL of 0.1 M NaOH; the plan "
-                 "allows 54.4 mL (ideal need 48.6 mL x 1.1 + 1), so the run stops short (make demo: final pH "
-                 "12.456 at 52.8 mL, accepted)"),
-}
+KNOWN_VOLUME_GAPS: dict[str, str] = {}
 
 
 def _params(names: dict[str, str], select=lambda sc: True) -> list:

@@ -27,6 +27,26 @@ a gently sloped band, where it is `approach_fraction` of the drops S predicts to
 goal's rate): the distance shrinks geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful
 of holds, not fifty.
 
+Supervisor holds. `hold(reason)` keeps the gripper where it is (MOTION -> WAIT) until every reason is
+released (`release`): the supervisor holds while a labware item is missing or moved and while the
+contact microphone is deafened by noise (no drop can be heard, so none may be squeezed). A hold keeps
+the goal (Q_stat, the high-water mark, priming); a hold that interrupted MOTION goes back to MOTION on
+release, one that came during a settle WAIT leaves that WAIT as usual. While held, the pH-silence and
+frozen-meter checks wait: the hold already stops dispensing, and they apply as soon as it is released.
+
+Frozen meter. The pH readings also feed a FrozenReadingDetector (agentchemist.perception.frozen_reading):
+bit-identical readings the meter's noise makes improbable, or many drops without any change, are a
+"ph_stuck" anomaly and a RESET like a silent meter; it clears once the reading moves again.
+
+Unbidden drops. A drop that left the tip after less than `early_drop_fraction` of a drop's squeeze
+since the previous one, or `still_drop_s` after the command last moved, did not come from the squeeze
+(a drop leaking from the tip): it is counted (it fell) and reported as "unexpected_drop", with no
+RESET. (A leak that takes a nearly full pendant while the bulb is being squeezed looks like the drop
+that was due, and is not told apart: the volume it adds unmetered is then the small remainder.) The squeeze between two drops is read from the command
+history between the moments they left the tip (their heard onsets less the fall time, the jaws'
+lag added), not from when their reports arrive: those come 0.1-0.3 s late by the audio chunking,
+which at 0.2 mm/s alone would blur the squeeze by most of a drop.
+
 Statistical estimates: one each time Q_stat crosses another drop volume, each carrying the increment
 since the previous estimate, and a last one for the remainder when the controller holds for a RESET or
 stops; so the increments always add up to the Q_stat of the result (no estimate is lost).
@@ -34,9 +54,11 @@ stops; so the increments always add up to the Q_stat of the result (no estimate 
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from agentchemist.control.dispenser_types import (ControllerAnomaly, DispenseGoal, DispenserConfig, Estimate,
                                                   GoalError, Output, State, StopResult)
+from agentchemist.perception.frozen_reading import FrozenReadingDetector
 from agentchemist.perception.ph_stability import PhStabilityDetector, StabilityConfig
 
 __all__ = ["TRANSITIONS", "ControllerAnomaly", "DispenseGoal", "DispenserConfig", "DispenserController",
@@ -50,10 +72,12 @@ TRANSITIONS: tuple[tuple[State, str, State, str], ...] = (
     (State.MOTION, "change_rate_high", State.WAIT, "hold position"),
     (State.MOTION, "drop_landed_settle", State.WAIT, "hold position until the pH settles"),
     (State.MOTION, "near_target_drop", State.WAIT, "fine mode: one drop (or a planned increment), then settle"),
+    (State.MOTION, "hold_command", State.WAIT, "hold position until the supervisor releases every hold"),
     (State.WAIT, "goal_reached", State.DONE, "hold; report success"),
     (State.WAIT, "anomaly", State.RESET, "retract to the safe opening; report the anomaly"),
     (State.WAIT, "settled", State.MOTION, "resume closing"),
     (State.WAIT, "resume_command", State.MOTION, "resume closing"),
+    (State.WAIT, "released", State.MOTION, "the hold that interrupted MOTION is released: resume closing"),
     (State.RESET, "retracted_resume", State.MOTION, "squeeze again from the safe opening"),
     (State.RESET, "retracted_give_up", State.DONE, "hold open; report failure"),
     (State.RESET, "retract_timeout", State.DONE, "hold; report that the gripper never reached the safe opening"),
@@ -110,11 +134,23 @@ class DispenserController:
         self._self_settled_at: float | None = None
         self._cancel = False
         self.result: StopResult | None = None
+        self._frozen = FrozenReadingDetector(config.frozen)
+        self.holds: set[str] = set()     #: the supervisor's reasons to hold (see `hold`)
+        self._notes: list[ControllerAnomaly] = []  #: anomalies to report that need no RESET
+        self._early_check = False        #: the next drop's squeeze can be judged (see on_drop)
+        self._release_pending = False    #: the last hold was released since the last update
+        self._released_at = -math.inf
+        self._follow: deque[tuple[float, float, float]] = deque()  #: (t, command, measured) in this MOTION
+        self._commands: deque[tuple[float, float]] = deque([(now, start_opening_mm)])  #: (t, command) history
+        self._last_drop_stamp: float | None = None
+        self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
 
     # ----------------------------------------------------------------- inputs
-    def on_ph(self, stamp: float, ph: float) -> None:
-        """A pH reading. Bad readings raise ReadingError (the node reports it; nothing moves on it)."""
+    def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> None:
+        """A pH reading (`noise_sd`: the meter's stated noise, pH). Bad readings raise ReadingError (the
+        node reports it; nothing moves on it)."""
         self._settle.add(stamp, ph)
+        self._frozen.add(stamp, ph, noise_sd)
         self._last_ph, self._last_ph_stamp = ph, stamp
         self._ph_history.append((stamp, ph))
         if len(self._ph_history) > 64:
@@ -123,7 +159,20 @@ class DispenserController:
     def on_drop(self, stamp: float) -> None:
         """A drop landed (heard by the audio supervisor or seen by the twin's ground truth)."""
         self.drops += 1
+        back = self.config.drop_fall_s + self.config.gripper_lag_s
+        if (self._early_check and self._last_drop_stamp is not None and stamp >= self._last_drop_stamp
+                and self._last_drop_stamp - back >= self.started):
+            # judged once the command history covers the moment it left the tip (see _judge_drops)
+            self._to_judge.append((self._last_drop_stamp, stamp))
+        # The first drop of a goal or after a RESET comes from a pendant formed before: not judged.
+        self._early_check = self.primed
+        # keep the history the judgements still need: from the earliest onset a pending one looks at
+        keep_from = min([b for b, _ in self._to_judge] + [stamp]) - back - 0.5
+        self._last_drop_stamp = stamp
+        while len(self._commands) > 2 and self._commands[1][0] <= keep_from:
+            self._commands.popleft()
         self._disp_since_drop = 0.0
+        self._frozen.on_drop(stamp)
         self._resume_requested = False  # a resume meant the previous drop's pH had settled
         if not self.primed:
             self.primed = True
@@ -136,9 +185,65 @@ class DispenserController:
                 if self._increment_count >= self._planned_increment():
                     self._drop_pending_settle = "near_target_drop"
 
+    def _last_move_before(self, t: float) -> float:
+        """When the command last changed at or before t (the goal's start if it never did)."""
+        last = self.started
+        hist = self._commands
+        for (t0, c0), (t1, c1) in zip(hist, list(hist)[1:]):
+            if t1 > t:
+                break
+            if c1 != c0:
+                last = t1
+        return last
+
+    def _judge_drops(self) -> None:
+        """Was each pending drop squeezed out (see the module docstring, unbidden drops)?"""
+        c = self.config
+        back = c.drop_fall_s + c.gripper_lag_s
+        known = self._commands[-1][0]
+        while self._to_judge and self._to_judge[0][1] - back <= known:
+            before, stamp = self._to_judge.pop(0)
+            share = (self._command_at(before - back) - self._command_at(stamp - back)) / c.drop_displacement_mm
+            still = stamp - c.drop_fall_s - self._last_move_before(stamp - c.drop_fall_s)
+            why = ""
+            if share < c.early_drop_fraction:
+                why = f"after only {share:.2f} of a drop's squeeze since the previous one"
+            elif still >= c.still_drop_s:
+                why = f"{still:.2f} s after the gripper stopped squeezing"
+            if why:
+                self._notes.append(ControllerAnomaly(
+                    stamp, "unexpected_drop", f"a drop fell {why}: it was not squeezed out (a drop leaking "
+                    f"from the tip); counted in the volume", "warn", "adjustment"))
+
+    def _command_at(self, t: float) -> float:
+        """The commanded opening at time t (mm), linear between control updates."""
+        hist = self._commands
+        if t <= hist[0][0]:
+            return hist[0][1]
+        for (t0, c0), (t1, c1) in zip(hist, list(hist)[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+        return hist[-1][1]
+
     def request_resume(self) -> None:
         """The supervisor's command to leave WAIT."""
         self._resume_requested = True
+
+    def hold(self, reason: str) -> None:
+        """The supervisor's hold (a missing labware item, a deafened microphone ...): no squeezing until
+        every reason is released."""
+        self.holds.add(reason)
+
+    def release(self, reason: str) -> None:
+        if reason in self.holds:
+            self.holds.discard(reason)
+            # The meter gets its full timeout again from the release: a held probe that was away comes
+            # back with the release, and its next reading may be a fraction of a second behind it.
+            self._release_pending = not self.holds
+
+    @property
+    def ph_frozen(self) -> bool:
+        return self._frozen.frozen
 
     def cancel(self) -> None:
         self._cancel = True
@@ -151,12 +256,17 @@ class DispenserController:
             return out
         dt = max(0.0, now - self._last_update)
         self._last_update = now
+        if self._release_pending:
+            self._release_pending, self._released_at = False, now
         self._account_displacement(now, measured_opening_mm, out)
 
         if self._cancel:
             return self._finish(out, now, False, "canceled", "canceled by the supervisor")
 
         anomaly = self._detect_anomaly(now, measured_opening_mm)
+        if self._notes:
+            out.anomalies += self._notes
+            self._notes = []
         if self._anchor is None and self._last_ph is not None and self._settle.is_stable():
             self._anchor = (self.q_stat, self._last_ph)  # the pH before (or barely after) the first drops
         if self.state == State.MOTION:
@@ -164,6 +274,8 @@ class DispenserController:
                 return self._finish_goal(out, now)
             if anomaly:
                 self._enter_reset(out, now, anomaly, "anomaly")
+            elif self.holds:
+                self._go(out, State.WAIT, "hold_command", now)
             elif self._change_rate_high():
                 self._go(out, State.WAIT, "change_rate_high", now)
             elif self._drop_pending_settle:
@@ -187,6 +299,12 @@ class DispenserController:
                 return self._finish_goal(out, now)
             if anomaly:
                 self._enter_reset(out, now, anomaly, "anomaly")
+            elif self.holds:
+                # Held: neither settling nor a resume moves the gripper, and the settle timeout counts
+                # from the release (a long hold is not a pH that will not settle).
+                self._wait_since = now
+            elif self._wait_reason == "hold_command":
+                self._go(out, State.MOTION, "released", now)
             elif self._resume_requested:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
@@ -224,12 +342,21 @@ class DispenserController:
                 # Squeeze again from the safe opening: the released bulb has refilled with air.
                 self._go(out, State.MOTION, "retracted_resume", now)
                 self._disp_since_drop = 0.0
+                self._early_check = False  # the pendant formed before the RESET may fall early
                 self._stall_since = None
         out.command_opening_mm = self.command
         out.state = self.state
+        self._record_command(now)
         return out
 
     # ----------------------------------------------------------------- internals
+    def _record_command(self, now: float) -> None:
+        if now > self._commands[-1][0]:
+            self._commands.append((now, self.command))
+            if len(self._commands) > 20000:  # no drop for a long time: nothing to judge that far back
+                self._commands.popleft()
+        if self._to_judge:
+            self._judge_drops()
     def _account_displacement(self, now: float, measured: float, out: Output) -> None:
         if not math.isfinite(measured):
             return
@@ -258,6 +385,8 @@ class DispenserController:
         (resuming into the same silence would only reset again); the others clear by retracting."""
         if self._reset_reason is not None and self._reset_reason.kind == "sensor_timeout":
             return self._last_ph_stamp is not None and self._last_ph_stamp > self._reset_since
+        if self._reset_reason is not None and self._reset_reason.kind == "ph_stuck":
+            return not self._frozen.frozen  # the reading moved again
         return True
 
     def _flush_estimate(self, out: Output, now: float) -> None:
@@ -376,11 +505,14 @@ class DispenserController:
                                      f"dispensing ran longer than {self.timeout:.0f} s", "halt")
         if self.state == State.RESET:
             return None
-        if self.goal.target_ph is not None:
-            last = self._last_ph_stamp if self._last_ph_stamp is not None else self.started
+        if self.goal.target_ph is not None and not self.holds:
+            last = max(self._last_ph_stamp if self._last_ph_stamp is not None else self.started, self._released_at)
             if now - last > c.sensor_timeout_s:
                 return ControllerAnomaly(now, "sensor_timeout",
                                          f"no pH reading for {now - last:.1f} s", "warn")
+        if (self.goal.target_ph is not None or self.goal.settle_each_drop) and not self.holds and self._frozen.frozen:
+            # Dispensing on a frozen reading would titrate blind (and call every drop settled).
+            return ControllerAnomaly(now, "ph_stuck", self._frozen.describe(), "warn")
         if self.state == State.MOTION:
             if (self.command <= c.min_opening_mm + c.resolution_mm
                     and measured <= c.min_opening_mm + c.stall_tolerance_mm):
@@ -402,10 +534,34 @@ class DispenserController:
                     f"{now - self._stall_since:.1f} s", "warn")
         else:
             self._stall_since = None
+        return self._not_following(now, measured) if self.state == State.MOTION else None
+
+    def _not_following(self, now: float, measured: float) -> ControllerAnomaly | None:
+        """A gripper that does not follow a slow squeeze at all: over stall_time_s of MOTION the command
+        moved by stall_min_move_mm or more and the gripper by less than stall_follow_fraction of it."""
+        c = self.config
+        if not math.isfinite(measured):
+            return None
+        follow = self._follow
+        follow.append((now, self.command, measured))
+        while len(follow) > 1 and follow[1][0] <= now - c.stall_time_s:
+            follow.popleft()
+        t0, command0, measured0 = follow[0]
+        if now - t0 < c.stall_time_s:
+            return None
+        commanded, moved = abs(command0 - self.command), abs(measured0 - measured)
+        if commanded >= c.stall_min_move_mm and moved < c.stall_follow_fraction * commanded:
+            return ControllerAnomaly(
+                now, "gripper_stall",
+                f"gripper at {measured:.3f} mm does not follow: commanded {commanded:.3f} mm in "
+                f"{now - t0:.1f} s, moved {moved:.3f} mm", "warn")
         return None
 
     def _enter_reset(self, out: Output, now: float, anomaly: ControllerAnomaly, condition: str) -> None:
         self.resets += 1
+        # Drops around a RESET (a pendant shaken off while the jaws open) are not judged as unbidden.
+        self._early_check = False
+        self._to_judge.clear()
         self._reset_reason = anomaly
         self._flush_estimate(out, now)
         out.anomalies.append(anomaly)
@@ -415,6 +571,7 @@ class DispenserController:
 
     def _go(self, out: Output, target: State, condition: str, now: float) -> None:
         out.transitions.append((self.state, condition, target))
+        self._follow.clear()  # the follow check looks at one MOTION at a time
         self._increment, self._increment_count = None, 0  # every hold ends an increment
         self.state = target
         self._wait_since = now if target == State.WAIT else None

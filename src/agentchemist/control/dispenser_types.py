@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from agentchemist.perception.frozen_reading import FrozenConfig
 from agentchemist.perception.ph_stability import StabilityConfig
 
 
@@ -71,9 +72,25 @@ class DispenserConfig:
     operation_timeout_s: float = 7200.0
     stall_tolerance_mm: float = 0.3     #: commanded vs measured opening beyond this ...
     stall_time_s: float = 1.0           #: ... for this long -> gripper stall
+    stall_min_move_mm: float = 0.04     #: ... or, over stall_time_s of MOTION, a commanded move of at least
+    stall_follow_fraction: float = 0.2  #: this that the gripper followed by less than this fraction: at
+                                        #: 0.2 mm/s the gap takes 1.5 s to pass stall_tolerance_mm, longer
+                                        #: at the fine rate, while a gripper that does not follow at all
+                                        #: shows within stall_time_s (before the missing drops do)
     max_resets: int = 2                 #: RESETs before giving up
     settle_timeout_s: float = 60.0      #: a WAIT that never settles ends in RESET
     drop_pause_s: float = 0.5           #: without pH readings, WAIT this long after a drop (it falls)
+    frozen: FrozenConfig = FrozenConfig()  #: when the pH reading counts as frozen (a "ph_stuck" anomaly)
+    early_drop_fraction: float = 0.7    #: a drop that follows the previous one after less than this
+                                        #: fraction of a drop's squeeze fell unbidden ("unexpected_drop");
+                                        #: in closed loop with the twin (2,200 drops, four titrations) the
+                                        #: smallest share seen is 0.84
+    still_drop_s: float = 0.4           #: ... and so did a drop that left the tip this long after the
+                                        #: command last moved (the jaws settle within about 5 lags; the
+                                        #: latest squeezed drop seen left 0.28 s after the stop)
+    drop_fall_s: float = 0.1            #: a drop is heard this long after it leaves the tip (5 cm fall) ...
+    gripper_lag_s: float = 0.05         #: ... and the jaws trail the command by this (the squeeze that made
+                                        #: a drop is read from the command history this much earlier)
 
     def __post_init__(self):
         for name in ("k_ml_per_mm", "drop_volume_ml", "rate_mm_s", "max_rate_mm_s", "fine_rate_mm_s",
@@ -91,6 +108,13 @@ class DispenserConfig:
         if not (math.isfinite(self.settle_delay_s) and self.settle_delay_s >= 0):
             raise ValueError(f"DispenserConfig.settle_delay_s must be a finite number >= 0, "
                              f"got {self.settle_delay_s!r}")
+        if not (math.isfinite(self.stall_min_move_mm) and self.stall_min_move_mm > 0
+                and 0 < self.stall_follow_fraction < 1):
+            raise ValueError("DispenserConfig: stall_min_move_mm must be > 0 and stall_follow_fraction in (0, 1)")
+        if not all(math.isfinite(v) and v >= 0 for v in (self.drop_fall_s, self.gripper_lag_s, self.still_drop_s)):
+            raise ValueError("DispenserConfig: drop_fall_s, gripper_lag_s and still_drop_s must be finite and >= 0")
+        if not (math.isfinite(self.early_drop_fraction) and 0 <= self.early_drop_fraction < 1):
+            raise ValueError(f"DispenserConfig.early_drop_fraction must be in [0, 1), got {self.early_drop_fraction!r}")
         if not self.min_opening_mm < self.safe_opening_mm <= self.max_opening_mm:
             raise ValueError("DispenserConfig: need min_opening_mm < safe_opening_mm <= max_opening_mm")
 
@@ -147,9 +171,11 @@ class Estimate:
 @dataclass(frozen=True)
 class ControllerAnomaly:
     stamp: float
-    kind: str          #: no_drop | sensor_timeout | operation_timeout | gripper_stall | pipette_empty | settle_timeout
+    kind: str          #: no_drop | sensor_timeout | ph_stuck | operation_timeout | gripper_stall | pipette_empty |
+                       #: settle_timeout (each one RESETs); unexpected_drop (reported only, nothing to undo)
     description: str
     severity: str = "warn"
+    response: str = ""  #: "" = the RESET's (retry, or abort past max_resets)
 
 
 @dataclass(frozen=True)

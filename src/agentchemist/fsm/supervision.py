@@ -18,7 +18,19 @@ from ``colour_from`` to ``colour_to``, see :mod:`agentchemist.perception.colour_
 * no usable front image for ``stale_camera_s`` while the colour is watched: an anomaly and a hold.
 
 Bad evidence never advances the machine: readings that are not finite or out of range raise
-:class:`ReadingError` / :class:`HueReadingError` before any detector sees them.
+:class:`ReadingError` / :class:`HueReadingError` before any detector sees them. A frozen pH meter
+(:mod:`agentchemist.perception.frozen_reading`) is bad evidence too: while its readings repeat
+themselves suspiciously no pH is called settled, no endpoint reached and nothing verified (the dispenser
+RESETs on it while it dispenses; outside dispensing this supervisor reports ``ph_stuck``).
+
+Pauses (``pause_dispensing`` / ``unpause_dispensing`` with a reason, each one idempotent, carried out by
+holding the dispenser controller without ending its goal):
+
+* the bench (:class:`agentchemist.perception.scene.LabwareWatch`): the first front frame in which an item
+  of the scene check is missing or moved pauses at once; the change confirmed over the next frame(s)
+  is a ``labware_missing`` / ``labware_moved`` anomaly; the item back in place resumes (and resolves the
+  anomaly); not back within ``return_timeout_s`` aborts with what is missing;
+* the audio supervisor's ``audio_noise`` (no drop can be heard): `pause` / `unpause` from the node.
 """
 from __future__ import annotations
 
@@ -28,20 +40,25 @@ from dataclasses import dataclass, field
 from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
 from agentchemist.fsm.scheduler import SubtaskScheduler
+from agentchemist.perception.frozen_reading import FrozenConfig, FrozenReadingDetector
+from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
                                                    HueStabilityConfig, HueStabilityDetector)
 from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
                                                   ReadingError, StabilityConfig)
 
-__all__ = ["COLOUR_WATCH_STATES", "Command", "Supervision", "SupervisionConfig"]
+__all__ = ["COLOUR_WATCH_STATES", "DISPENSING_STATES", "Command", "Supervision", "SupervisionConfig"]
 
 #: Machine states in which the colour endpoint is watched (the complexometric protocol's names).
 COLOUR_WATCH_STATES = ("titrating", "waiting_mix")
+#: States in which the dispenser is at work (it reports meter faults there itself).
+DISPENSING_STATES = ("titrating", "waiting_ph", "waiting_mix")
 
 
 @dataclass(frozen=True)
 class Command:
-    #: dispatch | apply | stop_dispensing | hold_dispensing | resume_dispensing | anomaly | abort
+    #: dispatch | apply | stop_dispensing | hold_dispensing | resume_dispensing | pause_dispensing |
+    #: unpause_dispensing | anomaly | abort
     kind: str
     subtask: object = None
     symbol: str = ""
@@ -59,6 +76,8 @@ class SupervisionConfig:
     colour_confirm_frames: int = 3               #: frames a candidate colour change must hold for
     colour_max_gap_s: float = 2.0                #: longer gaps between frames restart confirmation
     colour_min_confidence: float = 0.5           #: frames below this are ignored
+    frozen: FrozenConfig = FrozenConfig()        #: when the pH meter counts as frozen
+    labware: LabwareWatchConfig = LabwareWatchConfig()  #: when a change of the bench counts
 
     def __post_init__(self):
         lo, hi = self.temperature_range_c
@@ -131,6 +150,12 @@ class Supervision:
         self._early_colour_reported = False
         self._verify_last: float | None = None
 
+        # ---- faults of the meter and of the bench
+        self.frozen = FrozenReadingDetector(config.frozen)
+        self._frozen_reported = False
+        self.watch: LabwareWatch | None = None
+        self.pauses: set[str] = set()  #: why dispensing is paused: labware, audio_noise
+
     # ------------------------------------------------------------------ dispatch
     def dispatchable(self) -> list:
         """Subtasks whose dependencies are done and whose FSM state is current; marked dispatched."""
@@ -153,6 +178,8 @@ class Supervision:
             self.rejected.append(f"{symbol} from {source or '?'} in {self.machine.state}: {exc}")
             return None
         self._last_stamp = now
+        if symbol == "drop":
+            self.frozen.on_drop(now)
         if transition.to_state == "waiting_ph":
             self.settle.reset()
         if transition.to_state == "waiting_mix" and self.colour_settle is not None:
@@ -189,14 +216,32 @@ class Supervision:
                                                             hold_s=self.endpoint_hold_s))
 
     # ------------------------------------------------------------------ pH
-    def on_ph(self, stamp: float, ph: float) -> list[Command]:
-        """A pH reading -> the symbols it justifies. Bad readings raise ReadingError (never advance)."""
+    def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> list[Command]:
+        """A pH reading (`noise_sd`: the meter's stated noise) -> the symbols it justifies. Bad readings
+        raise ReadingError (never advance)."""
         if not (math.isfinite(ph) and math.isfinite(stamp)):
             raise ReadingError(f"pH reading {ph!r} at {stamp!r} s is not a number")
         self.settle.add(stamp, ph)  # range and time order checked here, before any decision
         self.last_ph = ph
         out: list[Command] = []
         state = self.machine.state
+        self.frozen.add(stamp, ph, noise_sd)
+        if self.frozen.frozen:
+            if self.endpoint is not None:
+                self.endpoint = EndpointDetector(self.endpoint.config)  # frozen time is no hold time
+            if not self._frozen_reported and not self.machine.terminal and state not in DISPENSING_STATES:
+                # While dispensing the dispenser reports it (and RESETs); here nothing else would.
+                self._frozen_reported = True
+                out.append(Command("anomaly", detail={
+                    "kind": "ph_stuck", "severity": "warn", "response": "hold",
+                    "description": self.frozen.describe() + f"; no pH decision is taken on it ({state})"}))
+            return out
+        if self._frozen_reported:
+            self._frozen_reported = False
+            out.append(Command("anomaly", detail={"kind": "ph_stuck", "severity": "info",
+                                                  "description": "the pH meter reading moves again"}))
+        if self.frozen.suspicious:
+            return out  # a settled value made of repeated readings is not trusted yet
         if self.endpoint is not None and state in ("titrating", "waiting_ph"):
             if self.endpoint.update(stamp, ph):
                 out.append(Command("stop_dispensing", detail={"ph": ph}))
@@ -337,6 +382,55 @@ class Supervision:
         if self.machine.state in COLOUR_WATCH_STATES:
             out += self._hold("camera_stale", {})
         return out
+
+    # ------------------------------------------------------------------ bench and pauses
+    def start_watch(self, reference: dict[int, tuple[float, float]], image_width: int) -> None:
+        """The scene check's tags (tag id -> centre px in an image `image_width` px wide) become the
+        bench to keep."""
+        self.watch = LabwareWatch(reference, self.config.labware, image_width)
+
+    def on_scene(self, stamp: float, seen: dict[int, tuple[float, float]]) -> list[Command]:
+        """One front frame's tags -> pauses, anomalies, an abort (see the module docstring)."""
+        if self.watch is None or self.machine.terminal:
+            return []
+        out: list[Command] = []
+        for event in self.watch.update(stamp, seen):
+            kind, what = event.anomaly_kind, event.describe()
+            if event.kind == "suspect":
+                out += self.pause("labware", {"changes": what})
+            elif event.kind == "cleared":
+                out += self.unpause("labware")
+            elif event.kind == "confirmed":
+                out.append(Command("anomaly", detail={
+                    "kind": kind, "severity": "warn", "response": "hold",
+                    "description": f"{what} (front camera, since {event.since:.1f} s): dispensing is held until "
+                                   f"it is back in place; the run stops if it is not back within "
+                                   f"{self.config.labware.return_timeout_s:.0f} s"}))
+            elif event.kind == "restored":
+                out.append(Command("anomaly", detail={
+                    "kind": kind, "severity": "info",
+                    "description": f"back in place after {stamp - event.since:.1f} s ({what} before): "
+                                   f"dispensing resumes"}))
+                out += self.unpause("labware")
+            elif event.kind == "timeout":
+                out.append(Command("abort", detail={
+                    "kind": kind, "reason": f"{what}: not back in place {stamp - event.since:.0f} s after it "
+                                            f"was first seen changed ({event.since:.1f} s); the experiment "
+                                            f"cannot go on safely without it"}))
+        return out
+
+    def pause(self, reason: str, detail: dict | None = None) -> list[Command]:
+        """Pause dispensing for `reason` (idempotent)."""
+        if reason in self.pauses:
+            return []
+        self.pauses.add(reason)
+        return [Command("pause_dispensing", detail={"reason": reason, **(detail or {})})]
+
+    def unpause(self, reason: str) -> list[Command]:
+        if reason not in self.pauses:
+            return []
+        self.pauses.discard(reason)
+        return [Command("unpause_dispensing", detail={"reason": reason})]
 
     def check_timeout(self, now: float) -> str | None:
         return None if self.machine.terminal else self.machine.check_timeout(now)

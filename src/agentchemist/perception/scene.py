@@ -2,6 +2,10 @@
 (beaker on the stirrer, probe immersed, pipette in the beaker) from their relative image positions.
 
 The marker table (tag id -> labware id and kind) is the one printed on the bench; see sim/markers.py.
+
+During the run, `LabwareWatch` compares every front frame's tags with the scene at the scene check: an
+item whose tag disappears (missing) or whose tag moved beyond a tolerance (moved), frame after frame,
+is an anomaly; the supervisor holds dispensing from the first such frame until the item is back.
 """
 from __future__ import annotations
 
@@ -31,14 +35,20 @@ class SceneDescription:
     objects: list[SceneObjectSeen] = field(default_factory=list)
     checks: dict[str, bool] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
+    image_size: tuple[int, int] | None = None  # (width, height) px of the image the positions refer to
 
     def find(self, kind: str) -> SceneObjectSeen | None:
         return next((o for o in self.objects if o.kind == kind), None)
 
     def as_scene_dict(self) -> dict:
         """The planner's SceneInfo.from_dict shape."""
-        return {"objects": [{"id": o.id, "kind": PLANNER_KINDS.get(o.kind, o.kind)} for o in self.objects],
-                "preconditions": dict(self.checks)}
+        # Image positions go along: with clutter, which beaker stands on the stirrer is read from them.
+        out = {"objects": [{"id": o.id, "kind": PLANNER_KINDS.get(o.kind, o.kind), "u": o.u, "v": o.v}
+                           for o in self.objects],
+               "preconditions": dict(self.checks)}
+        if self.image_size is not None:
+            out["image_size"] = list(self.image_size)
+        return out
 
 
 def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12) -> SceneDescription:
@@ -52,7 +62,7 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12)
         if info is None:
             continue
         seen.append(SceneObjectSeen(info.labware_id, info.kind, u, v, marker_id))
-    desc = SceneDescription(objects=seen)
+    desc = SceneDescription(objects=seen, image_size=(int(image_rgb.shape[1]), int(image_rgb.shape[0])))
     tol = horizontal_tolerance * image_rgb.shape[1]
     beaker = desc.find("beaker")
 
@@ -72,3 +82,161 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12)
     aligned("probe_immersed", "ph_probe", below=None)
     aligned("pipette_in_beaker", "pipette", below=None)
     return desc
+
+
+# ---------------------------------------------------------------------------------------------------
+# Watching the bench during the run
+
+@dataclass(frozen=True)
+class LabwareWatchConfig:
+    """When a change of the bench counts, in front-image pixels and frames.
+
+    move_tolerance_px: an item whose tag centre is this far from where it was at the scene check has
+        moved (the twin's tags sit still to a fraction of a pixel; a real camera jitters by about one).
+    confirm_frames: consecutive frames showing the same item missing or moved before it is an anomaly
+        (one frame can lose a tag to an occluding arm; the first such frame already holds dispensing).
+    return_timeout_s: an item not back in place this long after it was first missed ends the run.
+    movable_kinds: items the robot itself moves (the held pipette): watched for disappearing only.
+    host_tolerance: items within this fraction of the image width of a beaker (probe, pipette) or above
+        a platform (a beaker on the stirrer) stand in or on it: they move and hide with it, so their
+        changes are consequences of their host's, not another fault (as describe_scene's alignment).
+    """
+
+    move_tolerance_px: float = 8.0
+    confirm_frames: int = 2
+    return_timeout_s: float = 30.0
+    movable_kinds: tuple[str, ...] = ("pipette",)
+    host_tolerance: float = 0.12
+
+    def __post_init__(self):
+        if not (self.move_tolerance_px > 0 and self.return_timeout_s > 0):
+            raise ValueError("LabwareWatchConfig: move_tolerance_px and return_timeout_s must be > 0")
+        if self.confirm_frames < 1:
+            raise ValueError("LabwareWatchConfig: confirm_frames must be >= 1")
+
+
+@dataclass(frozen=True)
+class LabwareChange:
+    id: str
+    kind: str
+    change: str                                   #: "missing" | "moved"
+    offset: tuple[float, float] | None = None     #: (du, dv) px for a moved item
+    host: str = ""                                #: the changed item this one stands in or on (a consequence)
+
+    def describe(self) -> str:
+        if self.change == "missing":
+            text = f"{self.id} is missing" if not self.host else f"{self.id} is not seen"
+        else:
+            du, dv = self.offset or (0.0, 0.0)
+            text = f"{self.id} moved by ({du:+.0f}, {dv:+.0f}) px"
+        return text + (f" (with {self.host})" if self.host else "")
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """What `LabwareWatch.update` noticed.
+
+    kind: "suspect" (a first frame shows a change: hold, say nothing yet), "cleared" (the next frame is
+    fine again: release), "confirmed" (confirm_frames in a row: an anomaly), "restored" (a confirmed
+    change is gone: release, resolved), "timeout" (confirmed and not back within return_timeout_s).
+    """
+
+    kind: str
+    stamp: float
+    changes: tuple[LabwareChange, ...] = ()
+    since: float | None = None
+
+    @property
+    def primary(self) -> tuple[LabwareChange, ...]:
+        """The changes that are not consequences of a change of their host."""
+        return tuple(c for c in self.changes if not c.host)
+
+    @property
+    def anomaly_kind(self) -> str:
+        """labware_moved when an item moved (by itself), else labware_missing. A moved item can hide
+        another one's tag (a stand moved in front of the stirrer); a missing one cannot move another
+        item, except one that stood in it, and those are not primary."""
+        return "labware_moved" if any(c.change == "moved" for c in self.primary) else "labware_missing"
+
+    def describe(self) -> str:
+        return "; ".join(c.describe() for c in (*self.primary, *(c for c in self.changes if c.host)))
+
+
+class LabwareWatch:
+    """Compares every front frame's tags with the scene at the scene check (`reference`: tag id -> (u, v)
+    px). Only tags of the marker table count; an item first seen later is not watched."""
+
+    def __init__(self, reference: dict[int, tuple[float, float]], config: LabwareWatchConfig = LabwareWatchConfig(),
+                 image_width: int = 320):
+        self.config = config
+        self.reference = {m: (float(u), float(v)) for m, (u, v) in reference.items() if m in MARKER_TABLE}
+        self.hosts = self._hosts(config.host_tolerance * image_width)
+        self.state = "ok"
+        self.bad_frames = 0
+        self.since: float | None = None
+        self.changes: tuple[LabwareChange, ...] = ()
+        self.timed_out = False
+
+    def _hosts(self, tol: float) -> dict[int, int]:
+        """Tag id -> the tag of what it stands in (probe, pipette: the nearest aligned beaker) or on (a
+        beaker or bottle: an aligned platform below it)."""
+        hosts: dict[int, int] = {}
+        for m, (u, v) in self.reference.items():
+            kind = MARKER_TABLE[m].kind
+            if kind in ("ph_probe", "pipette"):
+                wanted, below = ("beaker",), False
+            elif kind in ("beaker", "reagent_bottle", "solid_bottle"):
+                wanted, below = ("stirrer", "balance"), True
+            else:
+                continue
+            near = [(abs(hu - u), h) for h, (hu, hv) in self.reference.items()
+                    if h != m and MARKER_TABLE[h].kind in wanted and abs(hu - u) <= tol and (not below or hv > v)]
+            if near:
+                hosts[m] = min(near)[1]
+        return hosts
+
+    def compare(self, seen: dict[int, tuple[float, float]]) -> tuple[LabwareChange, ...]:
+        tol = self.config.move_tolerance_px
+        found: dict[int, LabwareChange] = {}
+        for marker_id, (u0, v0) in sorted(self.reference.items()):
+            info = MARKER_TABLE[marker_id]
+            now = seen.get(marker_id)
+            if now is None:
+                found[marker_id] = LabwareChange(info.labware_id, info.kind, "missing")
+            elif info.kind not in self.config.movable_kinds:
+                du, dv = now[0] - u0, now[1] - v0
+                if (du * du + dv * dv) ** 0.5 > tol:
+                    found[marker_id] = LabwareChange(info.labware_id, info.kind, "moved", (du, dv))
+        out = []
+        for marker_id, change in found.items():
+            host = self.hosts.get(marker_id)
+            if host in found:  # it stands in or on a changed item: a consequence of that change
+                change = LabwareChange(change.id, change.kind, change.change, change.offset,
+                                       MARKER_TABLE[host].labware_id)
+            out.append(change)
+        return tuple(out)
+
+    def update(self, stamp: float, seen: dict[int, tuple[float, float]]) -> list[WatchEvent]:
+        """One frame's tags (tag id -> centre px) -> what changed in the watch (see WatchEvent)."""
+        changes = self.compare(seen)
+        if not changes:
+            state, self.state, self.bad_frames = self.state, "ok", 0
+            if state == "suspect":
+                return [WatchEvent("cleared", stamp, self.changes, self.since)]
+            if state == "confirmed":
+                self.timed_out = False
+                return [WatchEvent("restored", stamp, self.changes, self.since)]
+            return []
+        self.bad_frames += 1
+        self.changes = changes
+        events = []
+        if self.state == "ok":
+            self.state, self.since = "suspect", stamp
+            events.append(WatchEvent("suspect", stamp, changes, stamp))
+        if self.state == "suspect" and self.bad_frames >= self.config.confirm_frames:
+            self.state = "confirmed"
+            events.append(WatchEvent("confirmed", stamp, changes, self.since))
+        if self.state == "confirmed" and not self.timed_out and stamp - self.since >= self.config.return_timeout_s:
+            self.timed_out = True
+            events.append(WatchEvent("timeout", stamp, changes, self.since))
+        return events

@@ -8,7 +8,9 @@ then passes three gates, in the paper's order:
 1. **FSM gate.** If the experiment FSM says the operation has not happened (waiting for the pH to settle,
    dispenser idle) but a channel reports a non-zero change, that channel's confidence becomes 0.
 2. **Failure gate.** A failure (failed drop, sensor timeout ...) stamped within ``failure_window_s`` of a
-   channel's estimate multiplies that channel's confidence by a severity factor (halt -> 0).
+   channel's estimate multiplies that channel's confidence by a severity factor (halt -> 0). A failure
+   with a measured window (``end``: a deafened microphone from its onset to its end) covers exactly
+   the estimates stamped inside it.
 3. **Normalisation.** Channels with c_i < tau are dropped; the rest get w_i = c_i / sum_j c_j; the fused
    value is V = sum_i w_i V_i and the fused confidence is the mean of the surviving c_i.
 
@@ -68,12 +70,14 @@ class Failure:
         kind: short name, e.g. "failed_drop", "sensor_timeout".
         severity: "info" | "warn" | "halt".
         channel: the channel it affects, or None for every channel.
+        end: when it ended (inf while it lasts) for a failure that spans a window; None for a moment.
     """
 
     stamp: float
     kind: str
     severity: str
     channel: str | None = None
+    end: float | None = None
 
 
 def _default_severity() -> Mapping[str, float]:
@@ -193,7 +197,10 @@ def _failure_factor(
     for failure in failures:
         if failure.channel is not None and failure.channel != estimate.channel:
             continue
-        if abs(failure.stamp - estimate.stamp) > config.failure_window_s:
+        if failure.end is not None:
+            if not failure.stamp <= estimate.stamp <= failure.end:
+                continue
+        elif abs(failure.stamp - estimate.stamp) > config.failure_window_s:
             continue
         # Validated in fuse(): severity is known here.
         factor *= config.severity_factor[failure.severity]
@@ -208,7 +215,8 @@ def _split_failures(
     a halt on the channel(s) it names (an unknown severity must not leave confidence untouched)."""
     usable: list[Failure] = []
     for failure in failures:
-        if not isinstance(failure, Failure) or not _finite(failure.stamp):
+        if not isinstance(failure, Failure) or not _finite(failure.stamp) or (
+                failure.end is not None and not (isinstance(failure.end, (int, float)) and failure.end >= failure.stamp)):
             flags.append(f"{FLAG_INVALID_FAILURE}:{getattr(failure, 'kind', '?')}")
             continue
         if failure.channel is not None and failure.channel not in config.known_channels:
@@ -216,7 +224,7 @@ def _split_failures(
             continue
         if failure.severity not in config.severity_factor:
             flags.append(f"{FLAG_INVALID_FAILURE}:{failure.kind}")
-            usable.append(Failure(failure.stamp, failure.kind, "halt", failure.channel))
+            usable.append(Failure(failure.stamp, failure.kind, "halt", failure.channel, failure.end))
             continue
         usable.append(failure)
     return usable

@@ -166,6 +166,11 @@ class BenchRenderer:
                     for frac_left in st["falling"]:
                         y = tip_v + (surface - tip_v) * (1.0 - min(max(frac_left, 0.0), 1.0))
                         dr.cv2.ellipse(c.img, c.p(pu, y), (c.n(1.3), c.n(2.0)), 0, 0, 360, liquid, -1, dr.AA)
+                    beaker = items[pip.on]
+                    if st["falling"] and beaker.marker_id is not None:
+                        # Drops fall inside the beaker, behind the tag on its front wall (draw_beaker's
+                        # placement): drawn over it they broke the tag's border and the scene watch lost it.
+                        dr.draw_marker(c, beaker.marker_id, bu + 5, bv - (bv - btop) * 0.45)
                 else:
                     dr.draw_pipette(c, bu + 19.0, bv - 4.0, 12.0, st["pipette_fill"], liquid, 0.0, pip.marker_id)
             elif st["pipette_held"]:

@@ -3,6 +3,12 @@
 Chunks -> agentchemist.perception.audio.StreamingDetector -> events; DropContext decides expected /
 anomalous / timeout from what the vision supervisor says is being dispensed. Publishes AudioEvent,
 audio-channel QuantityEstimate, the `drop` symbol and anomalies.
+
+Noise that deafens a microphone (agentchemist.perception.audio.NoiseMonitor) is an `audio_noise`
+anomaly (warn, response adjustment) stamped when it began, and a resolved one (info) stamped when it
+ended: the vision supervisor holds dispensing in between and the recorder gates the audio channel over
+that window. Droplets heard inside it count nothing and raise nothing (the statistical channel carries
+the volume), and no drop timeout runs while no drop can be heard.
 """
 import json
 import threading
@@ -10,7 +16,7 @@ import threading
 import numpy as np
 from rclpy.node import Node
 
-from agentchemist.perception.audio import DetectorConfig, StreamingDetector
+from agentchemist.perception.audio import DetectorConfig, NoiseConfig, NoiseMonitor, StreamingDetector
 from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioChunk, AudioEvent, FsmState, QuantityEstimate
 from agentchemist_ros.common import topics
@@ -30,10 +36,23 @@ class AudioSupervisorNode(Node):
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)
         self.detectors = {s: StreamingDetector(DetectorConfig(sample_rate=self.sample_rate)) for s in self.sides}
         self.drop_context = DropContext(ContextConfig(drop_volume_ml=drop_ml, drop_volume_sd_ml=drop_sd))
+        self.noise_config = NoiseConfig(
+            min_duration_s=declare(self, "noise_min_duration_s", 0.3,
+                                   "A broadband sound lasting this long deafens the microphone (s; drops ring "
+                                   "for tens of ms)", low=0.05, high=10.0),
+            min_flatness=declare(self, "noise_min_flatness", 0.3,
+                                 "Spectral flatness from which a sound is broadband noise (0 tonal .. 1 white; "
+                                 "the gripper's motor whine is about 0)", low=0.0, high=1.0),
+            recover_db=declare(self, "noise_recover_db", 6.0,
+                               "The microphone hears again once its noise floor is back within this of the floor "
+                               "before the noise (dB)", low=0.5, high=40.0))
+        self.noise = {s: NoiseMonitor(self.noise_config) for s in self.sides}
         self.lock = threading.Lock()
         self.experiment_id = ""
+        self.context_experiment = ""  # the experiment the drop context counts for
         self.fsm_state = ""
         self.subtask_id = ""
+        self.dispensing_subtask = ""  # a dispensing subtask is under way (the pipette hangs over the vessel)
         self.event_pub = self.create_publisher(AudioEvent, topics.AUDIO_EVENTS, RELIABLE)
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
@@ -55,11 +74,25 @@ class AudioSupervisorNode(Node):
         payload = json.loads(msg.payload_json or "{}")
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id
+            if msg.experiment_id and msg.experiment_id != self.context_experiment:
+                # A new experiment counts its own drops from zero, and its first drop primes a fresh
+                # pipette, even when its subtask ids repeat the last experiment's (runs back to back).
+                old = self.drop_context
+                self.drop_context = DropContext(old.config)
+                self.drop_context.drop_volume_ml, self.drop_context.drop_volume_sd_ml = (
+                    old.drop_volume_ml, old.drop_volume_sd_ml)
+                self.context_experiment = msg.experiment_id
             self.subtask_id = msg.subtask_id
+            # The vision supervisor's stop_expecting says why: "dispenser WAIT" / "dispenser RESET" while its
+            # goal runs (the pipette hangs over the vessel), anything else when dispensing has ended.
+            if msg.symbol == "expect_drops":
+                self.dispensing_subtask = msg.subtask_id
+            elif not str(payload.get("reason", "")).startswith("dispenser "):
+                self.dispensing_subtask = ""
             self.drop_context.set_expectation(active=msg.symbol == "expect_drops", subtask_id=msg.subtask_id,
-                                         fsm_state=self.fsm_state,
-                                         expected_interval_s=payload.get("expected_interval_s"),
-                                         now=node_now(self))
+                                              fsm_state=self.fsm_state,
+                                              expected_interval_s=payload.get("expected_interval_s"),
+                                              now=node_now(self), priming=bool(payload.get("priming", False)))
 
     def on_chunk(self, side, msg):
         t0 = to_sec(msg.header.stamp)
@@ -71,45 +104,88 @@ class AudioSupervisorNode(Node):
         if msg.sample_rate != self.sample_rate or msg.channels != 1:
             return  # never detect on audio we cannot interpret: no phantom drops
         events = detector.process(samples, t0, sample_rate=msg.sample_rate, channels=msg.channels)
+        monitor = self.noise[side]
+        changes = []
+        for event in events:
+            changes += monitor.on_event(event)
+        changes += monitor.update(t0 + len(samples) / msg.sample_rate,
+                                  detector.ongoing(self.noise_config.min_duration_s), detector.noise_floor_db)
+        for change, episode in changes:
+            self.on_noise(side, change, episode)
         for event in events:
             self.publish_event(side, event)
 
+    def on_noise(self, side, change, episode):
+        if change == "start":
+            self.report("audio_noise", "warn",
+                        f"broadband noise on the {side} contact microphone from {episode.start:.2f} s "
+                        f"({episode.level_db:.0f} dB over the floor, spectral flatness {episode.flatness:.2f}): "
+                        f"drops cannot be heard; the audio channel is gated and dispensing held until it ends",
+                        response="adjustment", stamp=episode.start)
+        else:
+            with self.lock:
+                self.drop_context.restart_timeout(node_now(self))
+            self.report("audio_noise", "info",
+                        f"the {side} contact microphone hears again at {episode.end:.2f} s (noise for "
+                        f"{episode.duration_s:.1f} s)", response="adjustment", stamp=episode.end, resolved=True)
+
     def publish_event(self, side, event):
+        if event.kind == "droplet" and self.noise[side].covers(event.onset):
+            # Heard through the noise: maybe a drop, maybe a fragment of the noise. The audio channel is
+            # gated over this window; the statistical channel counts what was squeezed.
+            with self.lock:
+                exp = self.experiment_id
+            self.event_pub.publish(AudioEvent(
+                stamp=to_msg(event.end), experiment_id=exp, event_id=event.event_id, kind=event.kind,
+                classification="anomalous", start=to_msg(event.start), end=to_msg(event.end),
+                snr_db=float(event.snr_db), peak_frequency_hz=float(event.peak_frequency_hz), quantity=0.0,
+                confidence=float(event.confidence), symbol="", source=f"{side}_gripper"))
+            return
         with self.lock:
             classified = self.drop_context.classify(event)
             exp, state, subtask = self.experiment_id, self.fsm_state, self.subtask_id
+            counted = (classified.classification == "anomalous" and event.kind == "droplet"
+                       and bool(self.dispensing_subtask))
+            if counted:
+                classified = self.drop_context.count_unbidden(classified)
         self.event_pub.publish(AudioEvent(
             stamp=to_msg(event.end), experiment_id=exp, event_id=event.event_id, kind=event.kind,
             classification=classified.classification, start=to_msg(event.start), end=to_msg(event.end),
             snr_db=float(event.snr_db), peak_frequency_hz=float(event.peak_frequency_hz),
             quantity=float(classified.quantity_ml), confidence=float(classified.confidence),
             symbol=classified.symbol, source=f"{side}_gripper"))
-        if classified.classification == "expected" and classified.symbol == "drop":
+        if classified.quantity_ml > 0.0:
             self.qty_pub.publish(QuantityEstimate(
                 stamp=to_msg(event.onset), experiment_id=exp, quantity="titrant_volume", unit="mL", channel="audio",
                 value=float(classified.total_ml), delta=float(classified.quantity_ml),
                 confidence=float(classified.confidence), fsm_state=state, subtask_id=subtask,
                 event_id=event.event_id))
+        if classified.classification == "expected" and classified.symbol == "drop":
             self.msg_pub.publish(AgentMessage(stamp=to_msg(event.onset), experiment_id=exp, sender=self.get_name(),
                                               receiver="vision_supervisor", subtask_id=subtask, symbol="drop",
                                               payload_json=f'{{"event_id": "{event.event_id}", '
                                                            f'"total_ml": {classified.total_ml}}}'))
         elif classified.classification == "anomalous" and event.kind == "droplet":
-            # A drop nobody dispensed is an anomaly. Other unexpected sounds (the arm's own motors, a bump)
-            # stay in the audio event log as anomalous but raise no alarm: they change no quantity.
-            self.report("unexpected_drop", "warn", f"droplet heard at {event.onset:.3f} s: {classified.reason}")
+            # A drop nobody dispensed is an anomaly (counted in the volume while the pipette hangs over
+            # the vessel: it is titrant all the same). Other unexpected sounds (the arm's own motors, a
+            # bump) stay in the audio event log as anomalous but raise no alarm: they change no quantity.
+            self.report("unexpected_drop", "warn", f"droplet heard at {event.onset:.3f} s: {classified.reason}",
+                        response="adjustment" if counted else "")
 
     def check_timeout(self):
+        if any(m.noisy for m in self.noise.values()):
+            return  # deaf: silence says nothing (the window starts again when the noise ends)
         with self.lock:
             timeout = self.drop_context.check_timeout(node_now(self))
         if timeout is not None:
             self.report("drop_timeout", "warn", timeout.reason)
 
-    def report(self, kind, severity, description):
-        self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
+    def report(self, kind, severity, description, response="", stamp=None, resolved=False):
+        self.anomaly_pub.publish(make_anomaly(now=node_now(self) if stamp is None else stamp,
+                                              experiment_id=self.experiment_id,
                                               source=self.get_name(), kind=kind, severity=severity,
                                               description=description, fsm_state=self.fsm_state,
-                                              subtask_id=self.subtask_id))
+                                              subtask_id=self.subtask_id, response=response, resolved=resolved))
 
 
 def main(args=None):

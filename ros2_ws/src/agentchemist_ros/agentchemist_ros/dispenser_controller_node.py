@@ -5,6 +5,10 @@ Steps the controller on a ROS-clock timer (sim time in the twin), sends gripper 
 statistical channel's QuantityEstimates and anomalies. A bad goal is refused with its reason and
 nothing moves.
 
+The vision supervisor holds and releases dispensing with `hold` / `release` messages (a payload
+reason: a missing labware item, a deafened microphone); holds outlive a goal, so a goal sent while
+one is in force starts held. pH readings carry the meter's noise to the controller's frozen-meter check.
+
 Calibrate squeezes drop by drop onto the balance (/lab/balance/reading, quantity "mass"), counting the
 droplets the audio supervisor hears, fits k and the drop volume, optionally saves them and from then on
 dispenses with them. The same control timer drives it; the service callback is a coroutine awaiting a
@@ -57,6 +61,10 @@ class DispenserControllerNode(Node):
             sensor_timeout_s=declare(self, "sensor_timeout_s", d.sensor_timeout_s, "pH silence that is an anomaly (s)", low=0.1, high=600.0),
             no_drop_factor=declare(self, "no_drop_factor", d.no_drop_factor, "Drop displacements without a drop before an anomaly", low=1.0, high=100.0),
             safe_opening_mm=declare(self, "safe_opening_mm", d.safe_opening_mm, "RESET retracts to this opening (mm)", low=1.0, high=70.0),
+            frozen=replace(d.frozen, resolution=declare(self, "ph_resolution", 0.001,
+                                                        "Display step of the pH meter (pH): identical readings "
+                                                        "its noise makes improbable are a frozen meter (ph_stuck)",
+                                                        low=1e-6, high=1.0)),
         )
         self.side = declare(self, "side", "right", "Gripper holding the pipette (left|right)")
         self.feedback_period = declare(self, "feedback_period", 0.5, "Action feedback period (s)", low=0.0, high=10.0)
@@ -67,6 +75,8 @@ class DispenserControllerNode(Node):
         self.goal_meta = None
         self.measured_mm: float | None = None
         self.last_ph: float | None = None
+        self.holds: set[str] = set()  # the supervisor's holds in force (see the module docstring)
+        self.holds_experiment = ""    # ... for this experiment (a new one starts with none)
         self.done_future = None
         self.procedure: CalibrationProcedure | None = None
         self.calibration_future = None
@@ -100,7 +110,8 @@ class DispenserControllerNode(Node):
             if self.controller is None:
                 return
             try:
-                self.controller.on_ph(to_sec(msg.header.stamp), msg.value)
+                noise = msg.noise if math.isfinite(msg.noise) and msg.noise >= 0.0 else None
+                self.controller.on_ph(to_sec(msg.header.stamp), msg.value, noise)
             except ReadingError as exc:
                 self.report("bad_reading", "warn", f"pH reading refused: {exc}")
 
@@ -133,10 +144,27 @@ class DispenserControllerNode(Node):
                 self.report("bad_reading", "warn", f"balance reading refused: {exc}")
 
     def on_message(self, msg):
-        if msg.receiver == self.get_name() and msg.symbol == "resume":
+        if msg.receiver != self.get_name():
+            return
+        if msg.symbol == "resume":
             with self.lock:
                 if self.controller is not None:
                     self.controller.request_resume()
+        elif msg.symbol in ("hold", "release"):
+            try:
+                reason = str(json.loads(msg.payload_json or "{}").get("reason", "")) or "supervisor"
+            except (json.JSONDecodeError, AttributeError):
+                reason = "supervisor"
+            with self.lock:
+                if msg.experiment_id != self.holds_experiment:
+                    self.holds, self.holds_experiment = set(), msg.experiment_id
+                if msg.symbol == "hold":
+                    self.holds.add(reason)
+                else:
+                    self.holds.discard(reason)
+                if self.controller is not None:
+                    (self.controller.hold if msg.symbol == "hold" else self.controller.release)(reason)
+            self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {sorted(self.holds) or 'none'}")
 
     # ------------------------------------------------------------------ control loop
     def step(self):
@@ -159,7 +187,8 @@ class DispenserControllerNode(Node):
                 channel="statistical", value=est.value_ml, delta=est.delta_ml, confidence=est.confidence,
                 fsm_state=meta.get("fsm_state", ""), subtask_id=meta["subtask_id"], event_id=""))
         for a in out.anomalies:
-            self.report(a.kind, a.severity, a.description, response="retry" if c.resets <= c.config.max_resets else "abort")
+            self.report(a.kind, a.severity, a.description,
+                        response=a.response or ("retry" if c.resets <= c.config.max_resets else "abort"))
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
         if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
@@ -273,6 +302,10 @@ class DispenserControllerNode(Node):
             busy = "another dispensing goal is running" if self.controller is not None else (
                 "a pipette calibration is running" if self.procedure is not None else "")
             if not busy:
+                if g.experiment_id != self.holds_experiment:
+                    self.holds, self.holds_experiment = set(), g.experiment_id
+                for reason in self.holds:
+                    controller.hold(reason)
                 self.done_future = Future()
                 self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
                 self._goal_handle = goal_handle

@@ -4,6 +4,10 @@ Keeps every raw observation, fuses the dispensed volume per drop (agentchemist.r
 filters single-source readings, and publishes each FusedRecord only after it is durable in the store
 (SQLite in runs/<experiment_id>/records.db by default, or PostgreSQL): the publication is the
 acknowledgement. Writes the stop record when the FSM reaches a terminal state, even on abort.
+
+The audio supervisor's audio_noise anomaly (and its resolution) bound a window in which the audio
+channel is gated to confidence 0 and the statistical channel carries the per-drop records (see
+agentchemist.record.volume_fusion); other anomalies reduce every channel around their stamp.
 """
 import json
 import math
@@ -125,7 +129,9 @@ class RecorderNode(Node):
             if flags or msg.quantity != "titrant_volume":
                 return
             if msg.channel == "statistical":
-                self.fuser.add_statistical(msg.value, msg.confidence, stamp, msg.delta)
+                for at, result in self.fuser.add_statistical(msg.value, msg.confidence, stamp, msg.delta,
+                                                             self.fsm_state):
+                    self.write_carried(at, result, msg.subtask_id)
                 return
             if msg.channel != "audio":
                 return
@@ -188,7 +194,15 @@ class RecorderNode(Node):
             self.store.add_anomaly(self.experiment_id, stamp=stamp, source=msg.source, kind=msg.kind,
                                    severity=msg.severity, description=msg.description, fsm_state=msg.fsm_state,
                                    subtask_id=msg.subtask_id, response=msg.response, resolved=msg.resolved)
-            self.fuser.add_failure(stamp, msg.kind, msg.severity)
+            if msg.kind == "audio_noise":
+                # The microphone was deaf from the noise's onset (this stamp) to its end (the resolution).
+                if msg.resolved:
+                    self.fuser.close_gate("audio", stamp)
+                else:
+                    for at, result in self.fuser.open_gate("audio", stamp, msg.kind, self.fsm_state):
+                        self.write_carried(at, result, self.subtask_id)
+            else:
+                self.fuser.add_failure(stamp, msg.kind, msg.severity)
             self.store.flush()
 
     def on_audio_event(self, msg):
@@ -202,6 +216,12 @@ class RecorderNode(Node):
                                        confidence=msg.confidence)
 
     # ------------------------------------------------------------------ outputs
+    def write_carried(self, stamp, result, subtask):
+        """A per-drop record the statistical channel carries while the audio channel is gated."""
+        self.write_fused(stamp, "titrant_volume", "mL", result.value, result.confidence, list(result.channels),
+                         list(result.channel_values), list(result.channel_confidences),
+                         list(result.quality_flags), subtask)
+
     def write_fused(self, stamp, quantity, unit, value, confidence, channels, values, confidences, flags, subtask):
         seq = self.store.add_fused(self.experiment_id, stamp=stamp, quantity=quantity, unit=unit, value=value,
                                    confidence=confidence, channels=channels, channel_values=values,

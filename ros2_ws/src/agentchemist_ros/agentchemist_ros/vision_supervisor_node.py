@@ -8,8 +8,14 @@ recorder as a vision-channel QuantityEstimate (quantity colour_hue, unit deg). T
 cancelling its goal (a candidate change, a stale camera) and resumed with a new goal for the rest of
 the volume cap. Bad images, unreadable colour and out-of-range readings are anomalies, once per
 episode, and never advance the machine.
+
+Faults of the bench and the sensors (agentchemist.fsm.supervision): every front frame's ArUco tags are
+compared with the scene check's (labware missing or moved: pause, anomaly, resume or abort); the audio
+supervisor's audio_noise pauses dispensing until the microphone hears again; a frozen pH meter takes no
+decision. Pauses go to the dispenser as `hold` / `release` messages (its goal goes on afterwards).
 """
 import json
+import math
 import threading
 from pathlib import Path
 
@@ -23,8 +29,10 @@ from agentchemist.fsm.errors import InvalidMachineError
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
+from agentchemist.perception.frozen_reading import FrozenConfig
 from agentchemist.perception.ph_stability import ReadingError
-from agentchemist.perception.scene import describe_scene
+from agentchemist.perception.scene import LabwareWatchConfig, describe_scene
+from agentchemist.sim.markers import detect_markers
 from agentchemist.perception.vlm import VlmError, make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
@@ -59,6 +67,20 @@ class VisionSupervisorNode(Node):
                                      low=0.1, high=60.0),
             colour_confirm_frames=declare(self, "colour_confirm_frames", 3,
                                           "Frames a colour change must hold before the endpoint", low=1, high=100),
+            frozen=FrozenConfig(resolution=declare(self, "ph_resolution", 0.001,
+                                                   "Display step of the pH meter (pH): identical readings "
+                                                   "its noise makes improbable are a frozen meter",
+                                                   low=1e-6, high=1.0)),
+            labware=LabwareWatchConfig(
+                move_tolerance_px=declare(self, "labware_move_tolerance_px", 8.0,
+                                          "A tag this far (front image px) from where the scene check saw it: "
+                                          "the item moved", low=0.5, high=500.0),
+                confirm_frames=declare(self, "labware_confirm_frames", 2,
+                                       "Consecutive front frames an item must be missing or moved before it is "
+                                       "an anomaly (the first one already holds dispensing)", low=1, high=100),
+                return_timeout_s=declare(self, "labware_return_timeout_s", 30.0,
+                                         "An item not back in place this long after it was first missed: abort",
+                                         low=1.0, high=3600.0)),
         )
         self.region = LiquidRegionConfig(marker_id=declare(self, "beaker_marker_id", 1,
                                                            "ArUco id of the titration beaker (sim/markers.py)",
@@ -124,8 +146,19 @@ class VisionSupervisorNode(Node):
         self.get_logger().info(f"running experiment {msg.experiment_id}")
         if self.require_scene and not self.scene_ok(now):
             return
+        self.start_watch()
         self.snapshot("start")
         self.dispatch()
+
+    def start_watch(self):
+        """The bench as the scene check saw it is the one to keep during the run."""
+        frame = self.front
+        if frame is None:
+            self.get_logger().warn("no front image at the start: the bench is not watched during this run")
+            return
+        with self.lock:
+            if self.sup is not None:
+                self.sup.start_watch(detect_markers(frame), frame.shape[1])
 
     def scene_ok(self, now):
         frame = self.front
@@ -243,9 +276,11 @@ class VisionSupervisorNode(Node):
         state = feedback_msg.feedback.controller_state
         if state == self.dispenser_state:
             return
-        self.dispenser_state = state
+        previous, self.dispenser_state = self.dispenser_state, state
         if state == "MOTION":
-            self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
+            # After a RESET the gripper closes back on a bulb full of air: the next drop needs priming.
+            self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s,
+                                                                    "priming": previous == "RESET"})
         else:
             self.tell("audio_supervisor", "stop_expecting", task.id, {"reason": f"dispenser {state}"})
 
@@ -305,8 +340,9 @@ class VisionSupervisorNode(Node):
                 return
             if msg.quantity != "pH":
                 return
+            noise = msg.noise if math.isfinite(msg.noise) and msg.noise >= 0.0 else None
             try:
-                commands = sup.on_ph(to_sec(msg.header.stamp), msg.value)
+                commands = sup.on_ph(to_sec(msg.header.stamp), msg.value, noise)
             except ReadingError as exc:
                 self.report("bad_reading", "warn", f"pH reading refused: {exc}")
                 return
@@ -322,12 +358,20 @@ class VisionSupervisorNode(Node):
                 self.hold_dispensing(cmd.detail.get("reason", ""))
             elif cmd.kind == "resume_dispensing":
                 self.resume_dispensing(cmd.detail.get("reason", ""))
+            elif cmd.kind in ("pause_dispensing", "unpause_dispensing"):
+                # The dispenser holds its goal (position, volume, high-water mark) and goes on afterwards.
+                symbol = "hold" if cmd.kind == "pause_dispensing" else "release"
+                self.get_logger().info(f"{symbol} the dispenser: {cmd.detail}")
+                task_id = self.dispense_task.id if self.dispense_task is not None else ""
+                self.tell("dispenser_controller", symbol, task_id, {"reason": cmd.detail.get("reason", "")})
             elif cmd.kind == "apply":
                 self.apply(cmd.symbol, stamp, self.get_name(), "", cmd.detail)
             elif cmd.kind == "anomaly":
                 self.report(cmd.detail.get("kind", "vision"), cmd.detail.get("severity", "warn"),
                             cmd.detail.get("description", ""), response=cmd.detail.get("response", ""),
                             resolved=cmd.detail.get("severity") == "info")
+                if cmd.detail.get("kind", "").startswith("labware_") and cmd.detail.get("severity") == "warn":
+                    self.snapshot("anomaly")
             elif cmd.kind == "abort":
                 self.abort(cmd.detail.get("reason", "supervisor abort"), cmd.detail.get("kind", "abort"))
 
@@ -356,6 +400,13 @@ class VisionSupervisorNode(Node):
             return
         if msg.severity == "halt":
             self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind)
+        elif msg.kind == "audio_noise":
+            # No drop can be heard: none may be squeezed (the dispenser relies on hearing each one).
+            with self.lock:
+                if self.sup is None:
+                    return
+                commands = self.sup.unpause("audio_noise") if msg.resolved else self.sup.pause("audio_noise")
+            self.run_commands(commands, to_sec(msg.stamp))
 
     def on_front(self, msg):
         stamp = to_sec(msg.header.stamp)
@@ -371,6 +422,13 @@ class VisionSupervisorNode(Node):
         self.front = frame
         with self.lock:
             sup = self.sup
+            watching = sup is not None and sup.watch is not None and not sup.machine.terminal
+        if watching:
+            seen = detect_markers(frame)
+            with self.lock:
+                commands = sup.on_scene(stamp, seen)
+            self.run_commands(commands, stamp)
+        with self.lock:
             track = sup is not None and sup.track_colour and not sup.machine.terminal
         if not track:
             return
@@ -508,7 +566,8 @@ class VisionSupervisorNode(Node):
         desc = describe_scene(frame)
         response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence)
                             for o in desc.objects]
-        response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons})
+        response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
+                                           "image_size": list(desc.image_size or ())})
         response.success, response.message = True, f"{len(desc.objects)} objects"
         if self.vision_backend.name != "opencv":
             # The VLM adds its description; the objects and checks stay the marker-based ones.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import ContextError
 from .events import DETECTED_KINDS, DetectedEvent
@@ -122,9 +122,11 @@ class DropContext:
 
     # ------------------------------------------------------------------ inputs
     def set_expectation(self, *, active: bool, subtask_id: str, fsm_state: str, expected_interval_s: float | None,
-                        now: float, expected_kinds: tuple[str, ...] = ("droplet",)) -> None:
+                        now: float, expected_kinds: tuple[str, ...] = ("droplet",), priming: bool = False) -> None:
         """From ``now`` on, the current subtask is (``active``) or is not supposed to produce events of
-        ``expected_kinds`` (droplets when dispensing), about one per ``expected_interval_s`` s."""
+        ``expected_kinds`` (droplets when dispensing), about one per ``expected_interval_s`` s.
+        ``priming``: the pipette must prime again before its next drop (the gripper let go of the bulb in
+        a RESET and closes back on it): the first drop gets the priming window, as a new run's does."""
         now = _time(now, "now")
         if not isinstance(active, bool):
             raise ContextError(f"set_expectation: active must be a bool, got {active!r}")
@@ -142,8 +144,8 @@ class DropContext:
             raise ContextError(f"set_expectation: now={now} s is before the previous expectation ({last.since} s)")
         if active and not last.active:
             self._timeout_from = now  # the clock starts when dispensing starts
-        if active and subtask_id != last.subtask_id:
-            self._primed = False      # a new dispensing run: its first drop needs the pipette primed
+        if active and (subtask_id != last.subtask_id or priming):
+            self._primed = False      # a new dispensing run (or a re-grip): its first drop needs priming
         self._history.append(_Expectation(now, active, subtask_id, fsm_state,
                                           None if interval is None else float(interval), tuple(expected_kinds)))
         horizon = now - self.config.history_s
@@ -210,6 +212,17 @@ class DropContext:
             confidence=float(min(1.0, max(0.0, event.confidence * consistency))), subtask_id=exp.subtask_id,
             fsm_state=exp.fsm_state, reason=reason, event=event)
 
+    def count_unbidden(self, judged: ClassifiedEvent) -> ClassifiedEvent:
+        """An anomalous droplet that fell into the vessel all the same (heard on the pipette's microphone
+        while its dispensing subtask runs, between two squeezes): it stays anomalous and carries no
+        symbol, but it is titrant in the beaker, so it adds one drop volume to the running total."""
+        if judged.classification != "anomalous" or judged.kind != "droplet":
+            raise ContextError(f"count_unbidden takes an anomalous droplet, got a {judged.classification} {judged.kind}")
+        self.drops += 1
+        self.total_ml += self.drop_volume_ml
+        return replace(judged, quantity_ml=self.drop_volume_ml, total_ml=self.total_ml, drops=self.drops,
+                       total_sd_ml=self._total_sd(), reason=judged.reason + "; counted: it fell into the vessel")
+
     def check_timeout(self, now: float) -> ClassifiedEvent | None:
         """A timeout record when dispensing and no expected droplet arrived for the timeout window;
         the window then restarts, so a silent dispenser yields one timeout per window."""
@@ -227,6 +240,10 @@ class DropContext:
             drops=self.drops, total_sd_ml=self._total_sd(), confidence=float(min(1.0, waited / (2.0 * window))),
             subtask_id=exp.subtask_id, fsm_state=exp.fsm_state,
             reason=f"no drop heard for {waited:.1f} s while dispensing (window {window:.1f} s)")
+
+    def restart_timeout(self, now: float) -> None:
+        """Start the timeout window again at ``now`` (the microphone could not hear until then)."""
+        self._timeout_from = max(self._timeout_from, _time(now, "now"))
 
     def timeout_window(self) -> float:
         """Current timeout window, s: max(min_timeout_s, timeout_factor x expected interval)."""

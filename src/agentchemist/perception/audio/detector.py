@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import ndimage, signal
@@ -29,7 +30,7 @@ from .chunks import INT16_FULL_SCALE, chunk_duration, chunk_problems, to_mono
 from .classifier import RuleClassifierConfig, class_probabilities, decide
 from .config import DetectorConfig
 from .errors import AudioInputError, DetectorConfigError
-from .events import DETECTED_KINDS, DetectedEvent
+from .events import DETECTED_KINDS, DetectedEvent, OngoingSound
 from .features import extract_features, frame_energy_db
 from .segmenter import MIN_FLOOR_DB, Segment, Segmenter
 
@@ -96,6 +97,7 @@ class StreamingDetector:
                                   fs=config.sample_rate, output="sos")
         self._zi0 = signal.sosfilt_zi(self._sos)
         self._pre_roll = config.samples(config.pre_roll_s)
+        self._ongoing: tuple[int, OngoingSound] | None = None  # (open event start, its judgement)
         self._count = 0
         self._validated_end: float | None = None
         self.reset()
@@ -116,6 +118,33 @@ class StreamingDetector:
         self._next_frame = 0
         self._pending: list[np.ndarray] = []  # received, not yet filtered (see DetectorConfig.min_block)
         self._pending_n = 0
+
+    def ongoing(self, min_duration_s: float) -> OngoingSound | None:
+        """The sound still going on, once it has lasted `min_duration_s` (else None): a droplet's energy
+        is over within tens of ms, so a long open event is something else, and the audio supervisor need
+        not wait for it to end (or to be cut at max_event_s) to know. Judged once per open event, on the
+        audio up to the first call that finds it long enough."""
+        start = self._seg.active_start
+        if start is None:
+            return None
+        c = self.config
+        end = self._tape.end
+        duration = (end - start) / c.sample_rate
+        if duration < min_duration_s:
+            return None
+        if self._ongoing is not None and self._ongoing[0] == start:
+            return replace(self._ongoing[1], duration_s=duration)
+        raw, filt, first = self._tape.get(start - self._pre_roll, end)
+        floor = self._seg.floor_db if self._seg.floor_db is not None else MIN_FLOOR_DB
+        peak = self._seg.active_peak_db if self._seg.active_peak_db is not None else floor
+        feats = extract_features(raw, filt, start - first, end - first, c.sample_rate, floor, peak, c.band_hz,
+                                 c.clip_level / INT16_FULL_SCALE)
+        continued = self._seg.active_continued
+        kind, _ = decide(class_probabilities(feats, continued=continued, config=self.classifier))
+        sound = OngoingSound(start=start / c.sample_rate, duration_s=duration, kind=kind, flatness=feats.flatness,
+                             level_db=peak - floor, continued=continued)
+        self._ongoing = (start, sound)
+        return sound
 
     def validate_chunk(self, samples: object, sample_rate: int, channels: int, t0: float) -> list[str]:
         """Problems with a chunk as "code: detail" strings (empty list = clean); see chunks.chunk_problems.

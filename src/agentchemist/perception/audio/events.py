@@ -66,3 +66,22 @@ class DetectedEvent:
     confidence: float
     flags: tuple[str, ...] = ()
     features: EventFeatures | None = None
+
+
+@dataclass(frozen=True)
+class OngoingSound:
+    """A sound still going on (the detector's open event), judged on what has been heard of it so far.
+
+    start: when it began, s (stream time). duration_s: how long it has lasted so far, s. kind: the rule
+    classifier's verdict on it so far (one of DETECTED_KINDS). flatness: spectral flatness of its excess
+    over the background just before it, in the detection band (0 tonal .. 1 white). level_db: its peak
+    frame energy over the noise floor, dB. continued: it continues a sound cut at max_event_s (kind and
+    flatness then describe only its continuation).
+    """
+
+    start: float
+    duration_s: float
+    kind: str
+    flatness: float
+    level_db: float
+    continued: bool = False

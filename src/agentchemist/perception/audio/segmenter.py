@@ -65,6 +65,16 @@ class Segmenter:
         """Start sample of the open event, if any."""
         return None if self._open is None else self._open.start
 
+    @property
+    def active_peak_db(self) -> float | None:
+        """Peak frame energy (dB) of the open event so far, if any."""
+        return None if self._open is None else self._open.peak_db
+
+    @property
+    def active_continued(self) -> bool:
+        """The open event continues one cut at max_event_s (it has no onset of its own)."""
+        return self._open is not None and self._open.continued
+
     def restart(self, at: int) -> None:
         """The signal restarts at sample ``at`` (stream start or after a gap): ignore frames while the
         band-pass settles; keep the floor (the room did not change because packets were lost)."""
