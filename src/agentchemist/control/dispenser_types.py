@@ -54,8 +54,8 @@ class DispenserConfig:
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
     resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here
-    target_tolerance_ph: float = 0.03   #: a settled pH this close to the target counts as reached; kept
-                                        #: inside the supervisor's endpoint tolerance (0.05) so that where
+    target_tolerance_ph: float = 0.005  #: a settled pH this close to the target counts as reached; kept
+                                        #: inside the supervisor's endpoint tolerance (0.01) so that where
                                         #: the dispenser stops, the supervisor confirms the endpoint
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)

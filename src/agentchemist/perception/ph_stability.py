@@ -104,7 +104,10 @@ class PhStabilityDetector:
 class EndpointConfig:
     target_ph: float
     direction: int = +1            #: +1: pH rises towards the target (base titrant); -1: falls
-    tolerance: float = 0.05        #: reached when within this of the target, or beyond it
+    tolerance: float = 0.01        #: reached when within this of the target, or beyond it. "Reaches
+                                   #: pH 12.5" means crossing it: the tolerance only absorbs the window
+                                   #: mean's noise (sd about 0.002 for a 0.005 sd meter), not a short
+                                   #: stop (0.05 stopped the worked example at 12.45 with drops of 0.005 pH)
     hold_s: float = 5.0            #: reached and stable for longer than this (the paper: > 5 s)
     stability: StabilityConfig = StabilityConfig(window_s=2.0, max_slope=0.01, max_spread=0.05)
 
