@@ -25,7 +25,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 
-from agentchemist.fsm.errors import InvalidMachineError
+from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
@@ -520,11 +520,17 @@ class VisionSupervisorNode(Node):
 
     def check_timeouts(self):
         now = node_now(self)
-        with self.lock:
-            reason = self.sup.check_timeout(now) if self.sup else None
-            commands = self.sup.check_camera(now) if self.sup and not reason else []
+        kind = "state_timeout"
+        try:
+            with self.lock:
+                reason = self.sup.check_timeout(now) if self.sup else None
+                commands = self.sup.check_camera(now) if self.sup and not reason else []
+        except FsmTimeError as exc:
+            # The clock went back under a running experiment (the twin or a bag restarted, or another
+            # graph on this ROS domain): no timing can be trusted, so stop the run and say why.
+            reason, kind, commands = f"the ROS clock went back during the experiment: {exc}", "clock_jump", []
         if reason:
-            self.abort(reason, "state_timeout")
+            self.abort(reason, kind)
             return
         self.run_commands(commands, now)
 
