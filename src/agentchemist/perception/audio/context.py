@@ -49,7 +49,9 @@ class ContextConfig:
     timeout_factor: float = 4.0
     min_timeout_s: float = 3.0
     late_grace_s: float = 0.5
-    priming_timeout_s: float = 20.0
+    # A full 60 mL bulb (the Ca/EDTA run) gives its first drop 22-23 s after dispensing starts in the
+    # twin, a partly filled one 5-8 s; a dead start is caught sooner by the dispenser's own no-drop check.
+    priming_timeout_s: float = 40.0
     fast_ratio: float = 0.25
     suspicious_factor: float = 0.6
     history_s: float = 60.0
