@@ -54,9 +54,11 @@ class DispenserConfig:
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
     resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here
-    target_tolerance_ph: float = 0.005  #: a settled pH this close to the target counts as reached; kept
-                                        #: inside the supervisor's endpoint tolerance (0.01) so that where
-                                        #: the dispenser stops, the supervisor confirms the endpoint
+    target_tolerance_ph: float = 0.01   #: a settled pH this close to the target counts as reached: the
+                                        #: supervisor's endpoint tolerance, so the dispenser stops itself
+                                        #: at the settled reading the supervisor will confirm. Tighter, it
+                                        #: squeezes on while the supervisor's hold runs, and the endpoint
+                                        #: cancels it mid-drop: that drop falls after the stop, unexpected
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
                                         #: at or above this: one drop at a time (steep part of the curve)
