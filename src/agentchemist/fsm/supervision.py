@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
 from agentchemist.fsm.scheduler import SubtaskScheduler
+from agentchemist.fsm.weighing import MassConfig, MassSupervision
 from agentchemist.perception.frozen_reading import FrozenConfig, FrozenReadingDetector
 from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
@@ -156,6 +157,14 @@ class Supervision:
         self.watch: LabwareWatch | None = None
         self.pauses: set[str] = set()  #: why dispensing is paused: labware, audio_noise
 
+        # ---- mass endpoint (weighing and dissolution, agentchemist.fsm.weighing)
+        self.mass: MassSupervision | None = None
+        if vision.endpoint == "mass":
+            self.mass = MassSupervision(MassConfig.from_plan(plan))
+        self.stir_started: float | None = None
+        self.dissolved_at: float | None = None
+        self.clear_since: float | None = None
+
     # ------------------------------------------------------------------ dispatch
     def dispatchable(self) -> list:
         """Subtasks whose dependencies are done and whose FSM state is current; marked dispatched."""
@@ -186,6 +195,8 @@ class Supervision:
             self.colour_settle.reset()
         if transition.to_state in COLOUR_WATCH_STATES and self.watch_since is None:
             self.watch_since = now
+        if symbol == "stir_ok":
+            self.stir_started = now
         if transition.to_state == "done":
             self.verify_since = now
             self._verify_last = None
@@ -382,6 +393,47 @@ class Supervision:
         if self.machine.state in COLOUR_WATCH_STATES:
             out += self._hold("camera_stale", {})
         return out
+
+    # ------------------------------------------------------------------ mass and dissolution
+    def on_mass(self, stamp: float, grams: float) -> list[Command]:
+        """A balance reading (g) -> tare_ok / mass_stable / target_mass, or an abort (weighing plans only).
+        ReadingError on bad readings (never advance)."""
+        if self.mass is None or self.machine.terminal:
+            return []
+        out: list[Command] = []
+        for symbol, detail in self.mass.on_mass(stamp, grams, self.machine.state):
+            if symbol == "abort":
+                out.append(Command("abort", detail=detail))
+            else:
+                out.append(Command("apply", symbol=symbol, detail=detail))
+        return out
+
+    def on_dissolution(self, stamp: float, solid_visible: bool, dissolved: bool) -> list[Command]:
+        """One front frame's view of the beaker (agentchemist.perception.dissolution) -> dissolved /
+        verified, or an abort when crystals are seen again during verification."""
+        if self.mass is None or self.machine.terminal or self.machine.paused:
+            return []
+        state = self.machine.state
+        if state == "dissolving" and dissolved:
+            self.dissolved_at = stamp
+            self.clear_since = stamp
+            took = None if self.stir_started is None else stamp - self.stir_started
+            return [Command("apply", symbol="dissolved", detail={"dissolution_time_s": took})]
+        if state != "solution_ready":
+            return []
+        if solid_visible:
+            return [Command("abort", detail={
+                "kind": "endpoint_not_verified",
+                "reason": "undissolved solid is seen again in the beaker during verification"})]
+        if self.clear_since is None:
+            self.clear_since = stamp
+        if stamp - self.clear_since < self.verify_hold_s:
+            return []
+        problem = self.mass.verify()
+        if problem:
+            return [Command("abort", detail={"kind": "mass_out_of_tolerance",
+                                             "reason": f"solution not verified: {problem}"})]
+        return [Command("apply", symbol="verified", detail={"mass_g": self.mass.weighed_g})]
 
     # ------------------------------------------------------------------ bench and pauses
     def start_watch(self, reference: dict[int, tuple[float, float]], image_width: int) -> None:

@@ -347,7 +347,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
                               f"{fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with {_text(setup.get('titrant'))} "
                               f"({fmt_sig(setup.get('titrant_m'))} mol/L) at {fmt(setup.get('temperature_c'), 1)} °C"))
     for key, label in (("endpoint_volume_ml", "Endpoint volume (mL)"), ("calcium_m", "Ca2+ (mol/L)"),
-                       ("final_mass_g", "Final mass (g)"), ("target_mass_g", "Target mass (g)")):
+                       ("final_mass_g", "Final mass (g)"), ("target_mass_g", "Target mass (g)"),
+                       ("dissolution_time_s", "Dissolution time (s, stirrer on to no solid seen)")):
         if key in s:
             kv.append((label, fmt_sig(s[key], 5)))
     if s.get("weighing_error"):

@@ -293,9 +293,23 @@ def _weighing(run: RunData, setup: TitrationSetup, out: dict, ctx: ResultsContex
         target = _num(plan["parsed_instruction"]["target_conditions"]["target_mass_g"])
     except (KeyError, TypeError):
         target = _num((exp.get("conditions") or {}).get("target_mass_g"))
-    mass, _ = _last(run, "mass")
+    # The weighed mass is the balance settled at the end of the pour (the supervisor's target_mass,
+    # flagged "final"); the last periodic reading is taken only when there is none, since after the
+    # beaker leaves the balance the display shows minus the beaker.
+    final = [r for r in run.fused("mass_settled") if "final" in (r.get("quality_flags") or ())]
+    if final:
+        mass = float(final[-1]["value"])
+    else:
+        mass, _ = _last(run, "mass")
+        if mass is not None:
+            ctx.not_concluded.append("no settled final mass was recorded: the last balance reading is used")
     out["final_mass_g"] = mass
     out["target_mass_g"] = target
+    dissolution = [r for r in run.raw_observations if r.get("quantity") == "dissolution_time_s"]
+    if dissolution:
+        out["dissolution_time_s"] = float(dissolution[-1]["value"])
+        ctx.concluded.append(f"dissolved in {out['dissolution_time_s']:.0f} s after the stirrer started "
+                             "(no solid seen by the front camera)")
     if mass is None or target is None:
         ctx.not_concluded.append("no weighing error: " + ("no mass was recorded" if mass is None else "no target mass"))
         return

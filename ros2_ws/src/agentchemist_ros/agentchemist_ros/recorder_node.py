@@ -158,6 +158,14 @@ class RecorderNode(Node):
                                quantity=msg.quantity, value=msg.value, unit=msg.unit,
                                confidence=filtered.confidence if filtered else (1.0 if msg.self_check_ok else 0.3),
                                fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=flags)
+            if msg.quantity == "mass" and not flags and msg.self_check_ok:
+                # One balance is the only source of mass: its reading is the record (the supervisor's
+                # settled values are recorded as mass_settled); the periodic trace is for the chart.
+                if stamp - self.last_fused_stamp.get("mass", -1e9) >= self.ph_period:
+                    self.last_fused_stamp["mass"] = stamp
+                    self.write_fused(stamp, "mass", msg.unit, msg.value, 1.0, ["sensor"], [msg.value], [1.0],
+                                     [], self.subtask_id)
+                return
             if filtered is None or filtered.outlier or not math.isfinite(filtered.value):
                 return
             name = {"pH": "ph", "temperature": "temperature"}[msg.quantity]
@@ -175,6 +183,16 @@ class RecorderNode(Node):
             if msg.symbol == "ph_stable" and payload.get("ph") is not None:
                 ph = float(payload["ph"])
                 self.write_fused(stamp, "ph_settled", "pH", ph, 1.0, ["sensor"], [ph], [1.0], [], msg.subtask_id)
+            elif msg.symbol == "mass_settled" and payload.get("mass_g") is not None:
+                mass = float(payload["mass_g"])
+                flags = ["final"] if payload.get("final") else []
+                self.write_fused(stamp, "mass_settled", "g", mass, 1.0, ["sensor"], [mass], [1.0], flags,
+                                 msg.subtask_id)
+            elif msg.symbol == "dissolved" and payload.get("dissolution_time_s") is not None:
+                self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
+                                   quantity="dissolution_time_s", value=float(payload["dissolution_time_s"]),
+                                   unit="s", confidence=1.0, fsm_state=self.fsm_state, subtask_id=msg.subtask_id)
+                self.store.flush()
             elif msg.symbol in ("endpoint", "verified"):
                 for key, unit in (("ph", "pH"), ("temperature_c", "degC")):
                     if payload.get(key) is not None:
