@@ -70,11 +70,86 @@ def _arm(side: str, poses: Poses, name: str, duration: float = 2.0) -> Step:
 ALIASES = {"grasp": "grasp_pipette", "draw": "draw_titrant", "move_to": "position_over_beaker",
            "release": "return_pipette"}
 
+#: The arm that holds the solid bottle (the right one carries the pipette in titrations and the beaker).
+BOTTLE_SIDE = "left"
+#: Left-arm poses of the weighing: the bottle where it stands, and held upright above the beaker.
+BOTTLE_POSE = "solid_bottle"
+POUR_POSE = "pour_over_beaker"
+#: Right-arm pose prefix of the carry stations: `beaker_at_balance`, `beaker_at_stirrer`, ...
+STATION_PREFIX = "beaker_at_"
+BUTTON_SUFFIX = "_button"
+#: Names the planner gives a station or device -> the pose's station name.
+STATION_ALIASES = {"magnetic_stirrer": "stirrer", "stir_plate": "stirrer", "scale": "balance"}
+#: Grasp objects: the plan's object id, without a numeric suffix ("pipette_1"), -> the primitive.
+GRASP_OBJECTS = {"pipette": "grasp_pipette", "solid_bottle": "grasp_bottle"}
+#: Piper SDK upper limit of joint6 (rad; sim/robot.py ARM_JOINT_LIMITS_RAD, not imported: that would load
+#: the whole twin package into the policy); the bottle's tilt turns the left wrist toward it.
+JOINT6_MAX_RAD = 2.0944
 
-def plan_primitive(name: str, poses: Poses, side: str = "right") -> list[Step]:
-    """The steps of a named primitive. Names match the plan's `primitive` field (or its alias)."""
+
+def station_name(name: str) -> str:
+    """The pose name of a station or device as the plan names it ("magnetic_stirrer" -> "stirrer")."""
+    return STATION_ALIASES.get(name, name)
+
+
+def stations(poses: Poses, side: str = "right") -> list[str]:
+    """Stations the beaker can be carried between: every `beaker_at_<station>` pose of ``side``."""
+    return sorted(n[len(STATION_PREFIX):] for n in poses.arms.get(side, {}) if n.startswith(STATION_PREFIX))
+
+
+def devices(poses: Poses, side: str = "right") -> list[str]:
+    """Devices the press primitive can switch on: every `<device>_button` pose of ``side``."""
+    return sorted(n[:-len(BUTTON_SUFFIX)] for n in poses.arms.get(side, {}) if n.endswith(BUTTON_SUFFIX))
+
+
+def is_beaker(object_id: str) -> bool:
+    return isinstance(object_id, str) and (object_id == "beaker" or object_id.startswith("beaker_"))
+
+
+def needs_beaker_station(name: str, parameters: dict | None) -> bool:
+    """True when the primitive carries a beaker, so the executor must first find where it stands."""
+    p = parameters or {}
+    return name in ("place", "move_to") and is_beaker(p.get("object", ""))
+
+
+def _grasp_object(object_id: str) -> str | None:
+    base = object_id.rstrip("0123456789").rstrip("_") if object_id[-1:].isdigit() else object_id
+    return GRASP_OBJECTS.get(base)
+
+
+def plan_primitive(name: str, poses: Poses, side: str | None = None, parameters: dict | None = None,
+                   beaker_at: str | None = None) -> list[Step]:
+    """The steps of a named primitive. Names match the plan's `primitive` field (or its alias); the
+    plan's parameters choose between primitives of one name (grasp the pipette or the solid bottle;
+    move_to over the beaker with the pipette, or carry a beaker to a station).
+
+    ``beaker_at``: the station the beaker stands on now (from the scene), for place / move_to of a
+    beaker; a beaker already on the target gives no steps (nothing to do). ``side`` defaults to the
+    plan's `side` parameter, else the arm the primitive uses (left for the bottle, right otherwise).
+    An unknown primitive, object, station or device raises PrimitiveError naming the known ones.
+    """
+    p = dict(parameters or {})
+    side = p.get("side") or side
+    obj = p.get("object")
+    if name in ("place", "move_to") and obj is not None:
+        return _carry(name, poses, side or "right", p, beaker_at)
+    if name == "place":
+        raise PrimitiveError(f"place needs the object to carry (a beaker_*), got parameters {p}")
+    if name == "grasp" and obj:
+        which = _grasp_object(str(obj))
+        if which is None:
+            raise PrimitiveError(f"grasp: unknown object '{obj}' (known: {', '.join(sorted(GRASP_OBJECTS))})")
+        name = which
+    if name == "press":
+        return _press(poses, side or "right", p)
     name = ALIASES.get(name, name)
     g = poses.gripper_mm
+    if name == "grasp_bottle":
+        side = side or BOTTLE_SIDE
+        return [_gripper(side, g["open_mm"], "open"), _arm(side, poses, BOTTLE_POSE),
+                _gripper(side, g["bottle_grasp_mm"], "close on the bottle"),
+                _arm(side, poses, POUR_POSE, 2.5)]
+    side = side or "right"
     if name == "grasp_pipette":
         return [_gripper(side, g["open_mm"], "open"), _arm(side, poses, "pipette"),
                 _gripper(side, g["grasp_mm"], "close on the bulb")]
@@ -90,8 +165,89 @@ def plan_primitive(name: str, poses: Poses, side: str = "right") -> list[Step]:
                 _arm(side, poses, "home")]
     if name == "home":
         return [_arm(side, poses, "home")]
-    raise PrimitiveError(f"unknown primitive '{name}' (known: grasp_pipette, draw_titrant, "
-                         "position_over_beaker, return_pipette, home)")
+    raise PrimitiveError(f"unknown primitive '{name}' (known: grasp_pipette, grasp_bottle, draw_titrant, "
+                         "position_over_beaker, return_pipette, home, place, move_to, press)")
+
+
+def _carry(name: str, poses: Poses, side: str, p: dict, beaker_at: str | None) -> list[Step]:
+    """Pick the beaker up at its station and set it down on the target (nothing if already there)."""
+    obj, target = p.get("object"), p.get("target")
+    known = stations(poses, side)
+    if not is_beaker(str(obj)):
+        raise PrimitiveError(f"{name}: unknown object '{obj}' (known: beaker_* carried between "
+                             f"{', '.join(known) or 'no stations'})")
+    to = station_name(str(target)) if target else ""
+    if to not in known:
+        raise PrimitiveError(f"{name} {obj}: unknown target '{target}' (known: {', '.join(known)})")
+    if beaker_at is None:
+        raise PrimitiveError(f"{name} {obj}: where the beaker stands is not known (the scene is needed)")
+    frm = station_name(beaker_at)
+    if frm == to:
+        return []  # already in place
+    if frm not in known:
+        raise PrimitiveError(f"{name} {obj}: the beaker stands on '{beaker_at}', which has no pose to pick it "
+                             f"up from (known: {', '.join(known)})")
+    g = poses.gripper_mm
+    return [_gripper(side, g["open_mm"], "open"),
+            _arm(side, poses, STATION_PREFIX + frm),
+            _gripper(side, g["beaker_grasp_mm"], "close on the beaker"),
+            _arm(side, poses, STATION_PREFIX + to, 3.0),
+            _gripper(side, g["open_mm"], "release the beaker"),
+            _arm(side, poses, "home")]
+
+
+def _press(poses: Poses, side: str, p: dict) -> list[Step]:
+    device = station_name(str(p.get("device", "")))
+    known = devices(poses, side)
+    if device not in known:
+        raise PrimitiveError(f"press: unknown device '{p.get('device', '')}' (known: {', '.join(known)})")
+    return [_arm(side, poses, device + BUTTON_SUFFIX, 2.0), _arm(side, poses, "home")]
+
+
+def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
+                   horizontal_tolerance: float = 0.12) -> str | None:
+    """Where the scene shows the beaker: the kind of the station it stands on, or None (on none of them).
+
+    ``objects``: the scene's labware as (id, kind, u, v) in front-image pixels. The rule is the scene
+    check's (perception/scene.py describe_scene): an item within ``horizontal_tolerance`` of the image
+    width of the beaker, and below it, is what the beaker stands on. Raises PrimitiveError when the
+    beaker is not in the scene (the robot does not move blind).
+    """
+    objs = [(str(i), str(k), float(u), float(v)) for i, k, u, v in objects]
+    beaker = next((o for o in objs if o[0] == beaker_id), None)
+    if beaker is None:
+        seen = ", ".join(sorted(o[0] for o in objs)) or "nothing"
+        raise PrimitiveError(f"{beaker_id} is not seen by the front camera (seen: {seen})")
+    tol = horizontal_tolerance * float(image_width)
+    kinds = {station_name(k) for k in station_kinds}
+    under = [(abs(u - beaker[2]), station_name(k)) for i, k, u, v in objs
+             if station_name(k) in kinds and abs(u - beaker[2]) <= tol and v > beaker[3]]
+    return min(under)[1] if under else None
+
+
+def bottle_tilt_joints(poses: Poses, tilt_deg: float) -> tuple[float, ...]:
+    """The left arm's target holding the bottle at ``tilt_deg`` over the beaker (0 = upright): the pour
+    pose with joint6 turned by the tilt. Negative tilts are upright; beyond the wrist's limit raises."""
+    tilt = float(tilt_deg)
+    if not math.isfinite(tilt):
+        raise PrimitiveError(f"bottle tilt must be finite, got {tilt_deg!r}")
+    base = poses.pose(BOTTLE_SIDE, POUR_POSE)
+    j6 = base[5] + math.radians(max(tilt, 0.0))
+    if j6 > JOINT6_MAX_RAD + 1e-9:
+        raise PrimitiveError(f"a tilt of {tilt:.1f} deg is beyond the wrist's limit "
+                             f"({math.degrees(JOINT6_MAX_RAD - base[5]):.1f} deg from {POUR_POSE})")
+    return (*base[:5], j6)
+
+
+def bottle_tilt_deg(poses: Poses, left_arm_positions) -> float | None:
+    """The bottle's tilt (deg, >= 0) for measured left-arm joints, or None when joints 1..5 are not at
+    the pour pose (within tolerance_rad): anywhere else the held bottle is upright."""
+    if left_arm_positions is None or len(left_arm_positions) != JOINTS_PER_ARM:
+        return None
+    base = poses.pose(BOTTLE_SIDE, POUR_POSE)
+    if max(abs(float(a) - b) for a, b in zip(left_arm_positions[:5], base[:5])) > poses.tolerance_rad:
+        return None
+    return max(0.0, math.degrees(float(left_arm_positions[5]) - base[5]))
 
 
 def step_reached(step: Step, arm_positions: tuple[float, ...] | None, gripper_opening_m: float | None,

@@ -17,6 +17,12 @@ within half a beaker width in the front image), go back into a reagent bottle wh
 (``move_labware("pipette", now, on="titrant_bottle")`` before squeezing it out to refill), and
 otherwise spill on the bench.
 
+The solid bottle. ``grasp_bottle`` / ``release_bottle`` say whether the weighing gripper holds it (the
+ROS node decides from the arm's poses: sim/bench_effects.py); ``tilt_bottle`` turns it toward a tilt
+at up to 90 deg/s and stops exactly there (an event in ``step``), and refuses while it is not held, so
+powder pours only from a held bottle. ``pour`` sets a tilt rate directly (tests, scripted use) and does
+not ask about the grasp. A tilted bottle is not released.
+
 Determinism: one numpy Generator per subsystem, spawned from the scenario seed in a fixed order; the
 same seed and the same call sequence give bit-identical readings, audio and images.
 """
@@ -41,7 +47,7 @@ from agentchemist.sim.pipette import Drop, RubberBulbPipette
 from agentchemist.sim.robot import JOINT_NAMES, SIDES, Arm, Gripper, check_side
 from agentchemist.sim.scenario import FaultSpec, Scenario, ScenarioError, _format_errors
 from agentchemist.sim.types import CommandResult, LabwareItem, Reading
-from agentchemist.sim.weighing import Dissolver, SolidBottle
+from agentchemist.sim.weighing import MAX_TILT_RATE_DEG_S, Dissolver, SolidBottle
 
 __all__ = ["LabTwin", "PIPETTE_SUBSTEP_S", "SLOW_SUBSTEP_S", "WHINE_MIN_SPEED_M_S"]
 
@@ -51,6 +57,8 @@ SLOW_SUBSTEP_S = 0.05
 WHINE_MIN_SPEED_M_S = 0.005
 POUR_AUDIO_SEGMENT_S = 0.25
 BEAKER_HALF_WIDTH_FRACTION = 0.09  # of the image width: the drop misses a beaker displaced further
+#: Below this tilt (deg) the bottle is upright: it may be let go.
+BOTTLE_UPRIGHT_DEG = 0.5
 
 
 def _finite(value: Any, what: str) -> float:
@@ -112,6 +120,9 @@ class LabTwin:
         self.probe = PhProbe(sc.probe, self.beaker.ph(), self._rng_probe)
         self.balance = Balance(sc.balance, 0.0, self._rng_balance)
         self.bottle = SolidBottle(sc.weighing, self._rng_pour) if sc.weighing else None
+        self._bottle_held = False
+        self._tilt_target = 0.0
+        self._tilt_arrival = math.inf  # when the tilt reaches _tilt_target (inf: not turning toward one)
         self.dissolver = None
         if sc.weighing is not None:
             self.dissolver = Dissolver(sc.weighing, default_library().get(sc.weighing.reagent).molar_mass_g_mol)
@@ -150,6 +161,8 @@ class LabTwin:
             ft = faults.next_time()
             if ft < t1:
                 t1 = ft
+            if self._tilt_arrival < t1:
+                t1 = max(self._tilt_arrival, t0)
             if self._falling and self._falling[0].land_time < t1:
                 t1 = self._falling[0].land_time
             nd = pipette.next_detach_time()
@@ -167,6 +180,8 @@ class LabTwin:
                 t1 = min(t1, _next_grid(t0, SLOW_SUBSTEP_S))
             self._advance_segment(t0, t1, pouring, dissolving)
             self.t = t1
+            if t1 >= self._tilt_arrival:
+                self._tilt_reached()
             self._handle_events(t1)
             stalls = stalls + 1 if t1 == t0 else 0
             if stalls > 1000:  # every event at t0 is consumed when handled; this cannot happen
@@ -453,8 +468,9 @@ class LabTwin:
         self.probe.set_bulk(ph)
         self._ph_history.append((self.t, ph))
         self._dirty = False
-        if sc.weighing is not None:  # a fresh bottle and nothing left to dissolve
+        if sc.weighing is not None:  # a fresh bottle (back on the bench) and nothing left to dissolve
             self.bottle = SolidBottle(sc.weighing, self._rng_pour)
+            self._bottle_held, self._tilt_target, self._tilt_arrival = False, 0.0, math.inf
             self.dissolver = Dissolver(sc.weighing, default_library().get(sc.weighing.reagent).molar_mass_g_mol)
             self.balance.set_load(self._balance_load())
         self.samples += 1
@@ -473,8 +489,96 @@ class LabTwin:
             return CommandResult(0.0, False, False, f"the bottle is held by the {w.held_by} gripper")
         if not self._present(w.bottle_id):
             return CommandResult(0.0, False, False, f"{w.bottle_id} is not on the bench")
+        self._tilt_arrival = math.inf  # a rate command replaces any tilt target
         applied, clamped = self.bottle.set_tilt_rate(rate)
         return CommandResult(applied, clamped, True, "tilt rate clamped to +-90 deg/s" if clamped else "")
+
+    def _bottle_check(self, side: str) -> str:
+        """Why ``side`` cannot handle the solid bottle ("" when it can)."""
+        w = self.scenario.weighing
+        if w is None or self.bottle is None:
+            return "this scenario has no solid bottle"
+        if side != w.held_by:
+            return f"the bottle is handled by the {w.held_by} gripper"
+        if not self._present(w.bottle_id):
+            return f"{w.bottle_id} is not on the bench"
+        return ""
+
+    def grasp_bottle(self, side: str, now: float) -> CommandResult:
+        """The ``side`` gripper has closed on the solid bottle (accepted_value: held afterwards)."""
+        check_side(side)
+        self.step(now)
+        why = self._bottle_check(side)
+        if why:
+            return CommandResult(False, False, False, why)
+        if not self._bottle_held:
+            self._bottle_held = True
+            self._event(self.t, "bottle_grasped", side=side)
+        return CommandResult(True)
+
+    def release_bottle(self, side: str, now: float) -> CommandResult:
+        """The ``side`` gripper lets the bottle go; refused while it is tilted (it would fall and spill).
+        accepted_value: whether the bottle is still held afterwards."""
+        check_side(side)
+        self.step(now)
+        why = self._bottle_check(side)
+        if why:
+            return CommandResult(False, False, False, why)
+        assert self.bottle is not None
+        if not self._bottle_held:
+            return CommandResult(False, False, True, "the bottle was not held")
+        if self.bottle.tilt_deg > BOTTLE_UPRIGHT_DEG:
+            return CommandResult(True, False, False,
+                                 f"the bottle is tilted by {self.bottle.tilt_deg:.1f} deg: return it upright first")
+        self._bottle_held = False
+        self._tilt_target, self._tilt_arrival = 0.0, math.inf
+        self.bottle.set_tilt_rate(0.0)
+        self.bottle.tilt_deg = 0.0
+        self._event(self.t, "bottle_released", side=side)
+        return CommandResult(False)
+
+    def tilt_bottle(self, side: str, tilt_deg: float, now: float,
+                    max_rate_deg_s: float = MAX_TILT_RATE_DEG_S) -> CommandResult:
+        """Turn the held bottle toward ``tilt_deg`` (0 = upright) at up to ``max_rate_deg_s`` and stop
+        there: the wrist's tilt, which the bottle follows as fast as the gripper can turn it. The target
+        is clamped to 0..max_tilt_deg. Refused (nothing changes) while the bottle is not held, unless
+        the target is upright."""
+        check_side(side)
+        target = _finite(tilt_deg, "tilt_deg")
+        rate = abs(_finite(max_rate_deg_s, "max_rate_deg_s"))
+        self.step(now)
+        why = self._bottle_check(side)
+        if why:
+            return CommandResult(0.0, False, False, why)
+        w, bottle = self.scenario.weighing, self.bottle
+        assert w is not None and bottle is not None
+        clamped_target = min(max(target, 0.0), w.max_tilt_deg)
+        if not self._bottle_held and clamped_target > 0.0:
+            return CommandResult(bottle.tilt_deg, False, False, "the bottle is not held: it cannot be tilted")
+        rate = min(rate, MAX_TILT_RATE_DEG_S)
+        self._tilt_target = clamped_target
+        distance = clamped_target - bottle.tilt_deg
+        if abs(distance) <= 1e-9 or rate == 0.0:
+            bottle.set_tilt_rate(0.0)
+            self._tilt_arrival = math.inf
+            if abs(distance) <= 1e-9:
+                bottle.tilt_deg = clamped_target
+        else:
+            bottle.set_tilt_rate(math.copysign(rate, distance))
+            self._tilt_arrival = self.t + abs(distance) / rate
+        return CommandResult(clamped_target, clamped_target != target, True,
+                             f"tilt clamped to 0..{w.max_tilt_deg:g} deg" if clamped_target != target else "")
+
+    def _tilt_reached(self) -> None:
+        """The bottle has turned to its tilt target: stop there (exactly, not a round-off past it)."""
+        self._tilt_arrival = math.inf
+        if self.bottle is not None:
+            self.bottle.set_tilt_rate(0.0)
+            self.bottle.tilt_deg = self._tilt_target
+
+    @property
+    def bottle_held(self) -> bool:
+        return self._bottle_held
 
     def set_stirrer(self, on: bool, now: float) -> CommandResult:
         self.step(now)
@@ -485,6 +589,8 @@ class LabTwin:
 
     def tare_balance(self, now: float) -> CommandResult:
         self.step(now)
+        if not self._present(self.scenario.balance.id):
+            return CommandResult(0.0, False, False, "the balance is not on the bench")
         return CommandResult(self.balance.tare())
 
     def move_labware(self, item_id: str, now: float, position: tuple[float, float] | None = None,
@@ -606,6 +712,7 @@ class LabTwin:
             "bottle_flowing": bool(self.bottle and self.bottle.flow_g_s() > 0.0),
             "bottle_id": self.scenario.weighing.bottle_id if self.scenario.weighing else None,
             "bottle_side": self.scenario.weighing.held_by if self.scenario.weighing else None,
+            "bottle_held": self._bottle_held,
             "solid_in_vessel_g": self.dissolver.solid_g if self.dissolver else 0.0,
             "probe_id": self.scenario.probe.id,
             "stirrer_id": self.scenario.stirrer.id,
@@ -632,6 +739,8 @@ class LabTwin:
             "faults": [f.as_dict() for f in self._faults.fired],
             "stirrer_on": self.stirrer_on,
             "balance_load_g": self.balance.load_g,
+            "bottle_held": self._bottle_held,
+            "bottle_tilt_deg": self.bottle.tilt_deg if self.bottle is not None else 0.0,
         }
 
     def truth(self) -> dict[str, Any]:
@@ -664,6 +773,7 @@ class LabTwin:
                 "poured_g": self.bottle.poured_g,
                 "bottle_content_g": self.bottle.content_g,
                 "tilt_deg": self.bottle.tilt_deg,
+                "bottle_held": self._bottle_held,
                 "solid_in_vessel_g": self.dissolver.solid_g,
                 "dissolved_g": self.dissolver.dissolved_g,
                 "dissolved_fraction": self.dissolver.dissolved_fraction,

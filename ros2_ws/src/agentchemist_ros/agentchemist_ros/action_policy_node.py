@@ -3,6 +3,11 @@
 Backend "scripted" (default here): the motion primitives of agentchemist.policy.primitives, executed
 against the measured joint states. A VLA backend plugs in behind the same action. Every subtask ends
 with a completion report: the result's symbol (e.g. grasp_ok) which the vision supervisor applies.
+
+The plan's primitive name and parameters choose the motion (grasp the pipette or the solid bottle;
+move_to over the beaker, or carry a beaker to a station). Before carrying a beaker (place / move_to of
+a beaker_*) the node asks the vision supervisor's scene service where the beaker stands; without an
+answer, or with the beaker not in view, the subtask fails: the robot does not move blind.
 """
 import json
 import threading
@@ -16,15 +21,22 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from agentchemist.policy.primitives import PrimitiveError, load_poses, plan_primitive, step_reached
+from agentchemist.policy.primitives import (PrimitiveError, beaker_station, load_poses, needs_beaker_station,
+                                            plan_primitive, station_name, stations, step_reached)
 from agentchemist_interfaces.action import ExecuteSubtask
 from agentchemist_interfaces.msg import Anomaly
+from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now
+from agentchemist_ros.common.waiting import first_of, resolved_after
+
+
+class SceneUnavailable(Exception):
+    """The scene service did not say where things stand."""
 
 
 class ActionPolicyNode(Node):
@@ -32,6 +44,12 @@ class ActionPolicyNode(Node):
         super().__init__("action_policy", **kwargs)
         self.backend = declare(self, "backend", "scripted", "Policy backend: scripted | vla")
         self.poses = load_poses(declare(self, "poses_file", "", "Named poses YAML (default config/poses.yaml)") or None)
+        self.scene_timeout = declare(self, "scene_timeout_s", 10.0,
+                                     "Wait this long (wall s) for the scene service before carrying a beaker",
+                                     low=0.0, high=120.0)
+        self.scene_tolerance = declare(self, "scene_horizontal_tolerance", 0.12,
+                                       "Fraction of the image width within which a beaker stands on a station "
+                                       "(as the scene check)", low=0.01, high=0.5)
         self.joints: dict[str, float] = {}
         self.lock = threading.Lock()
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
@@ -42,6 +60,8 @@ class ActionPolicyNode(Node):
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self._waiting = None
         self.create_timer(0.1, self.check_step)
+        self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE,
+                                               callback_group=ReentrantCallbackGroup())
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
                                    callback_group=ReentrantCallbackGroup())
 
@@ -65,12 +85,27 @@ class ActionPolicyNode(Node):
         try:
             payload = json.loads(g.payload_json or "{}")
             primitive = payload["primitive"]
-            side = payload.get("side", "right")
-            steps = plan_primitive(primitive, self.poses, side)
+            parameters = payload.get("parameters") or {}
+            if not isinstance(parameters, dict):
+                raise PrimitiveError(f"parameters must be a JSON object, got {parameters!r}")
+            side = parameters.get("side") or payload.get("side") or None
+            beaker_at = None
+            if needs_beaker_station(primitive, parameters):
+                beaker_at, parameters = await self.locate_beaker(parameters)
+            steps = plan_primitive(primitive, self.poses, side, parameters, beaker_at)
         except (json.JSONDecodeError, KeyError, PrimitiveError) as exc:
             return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc!r}")
+        except SceneUnavailable as exc:
+            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}")
         if self.backend != "scripted":
             return self._fail(goal_handle, result, g, f"policy backend '{self.backend}' is not available here")
+        if not steps:  # e.g. the beaker already stands where the plan wants it
+            result.success = True
+            result.symbol = payload.get("symbol", "")
+            result.message = f"{primitive}: {parameters.get('object', '')} already on the {beaker_at}"
+            self.get_logger().info(result.message)
+            goal_handle.succeed()
+            return result
         for i, step in enumerate(steps):
             if goal_handle.is_cancel_requested:
                 goal_handle.canceled()
@@ -87,6 +122,48 @@ class ActionPolicyNode(Node):
         result.message = f"{primitive} done"
         goal_handle.succeed()
         return result
+
+    async def locate_beaker(self, parameters):
+        """(station the beaker stands on per the front camera, parameters with the target as a station
+        name). The target may be a scene id ("hot_plate_2"): its kind in the scene names the station."""
+        response = await self.describe_scene()
+        extra = json.loads(response.checks_json or "{}")
+        size = extra.get("image_size") or ()
+        if len(size) != 2:
+            raise SceneUnavailable("the scene service gave no image size")
+        objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
+        known = stations(self.poses)
+        at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
+        if at is None:  # seen, but not above any station the arm can pick it up from
+            raise PrimitiveError(f"{parameters.get('object')} stands on none of the stations "
+                                 f"({', '.join(known)}) per the front camera")
+        target = parameters.get("target")
+        kind = next((k for i, k, _, _ in objects if i == target), None)
+        if kind is not None and station_name(kind) in known:
+            parameters = {**parameters, "target": station_name(kind)}
+        self.get_logger().info(f"{parameters.get('object')} stands on the {at} per the front camera")
+        return at, parameters
+
+    async def describe_scene(self):
+        """The vision supervisor's scene, asked until it answers or the wall timeout passes (the camera
+        may not have delivered a frame yet)."""
+        deadline = resolved_after(self, self.scene_timeout, steady=True)
+        why = "no DescribeScene service"
+        while not deadline.done():
+            if self.scene_client.service_is_ready():
+                call = self.scene_client.call_async(DescribeScene.Request(camera="front"))
+                await first_of(call, deadline)
+                if call.done():
+                    response = call.result()
+                    if response is not None and response.success:
+                        return response
+                    why = response.message if response is not None else "no answer"
+                else:
+                    why = "the scene service did not answer"
+            if not deadline.done():
+                await first_of(resolved_after(self, 0.2, steady=True), deadline)
+        raise SceneUnavailable(f"where the beaker stands is unknown: {why} (within {self.scene_timeout:.0f} s); "
+                               "the robot does not move blind")
 
     def _wait_for(self, step):
         """A Future: True when the measured state reaches the step (after a short settle), False on timeout."""

@@ -3,6 +3,12 @@
 Publishes /clock (sim time, faster than real time), instrument readings, contact audio, camera images,
 joint states and ground truth; follows gripper and arm commands. The twin itself is
 agentchemist.sim.LabTwin; this node only paces it and translates messages.
+
+Bench effects of the arms (agentchemist.sim.bench_effects, fed every tick with the measured joints):
+the right gripper closing on the beaker at `beaker_at_<X>` and opening at `beaker_at_<Y>` moves it onto
+station Y; the left gripper closing at `solid_bottle` grasps the bottle, whose tilt then follows the
+left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switches the stirrer on.
+Service /lab/balance/tare (std_srvs/Trigger) tares the balance.
 """
 import json
 import time
@@ -15,6 +21,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from agentchemist.policy.primitives import load_poses
+from agentchemist.sim.bench_effects import TwinBench
 from agentchemist.sim.draw_trigger import DrawTrigger, DrawTriggerConfig
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
@@ -39,7 +46,9 @@ class LabSimNode(Node):
         self.max_rtf = declare(self, "max_real_time_factor", 50.0, "Upper bound of the pace", low=0.1, high=1000.0)
         self.period = declare(self, "clock_period", 0.05, "Sim seconds per /clock tick", low=0.001, high=0.5)
         self.ph_period = 1.0 / declare(self, "ph_rate_hz", 5.0, "pH meter publish rate", low=0.1, high=100.0)
-        self.balance_period = 1.0 / declare(self, "balance_rate_hz", 2.0, "Balance publish rate", low=0.1, high=50.0)
+        self.balance_period = 1.0 / declare(self, "balance_rate_hz", 5.0,
+                                              "Balance publish rate (the solid pour reads it between pulses)",
+                                              low=0.1, high=50.0)
         self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 10.0, "Joint state rate", low=1.0, high=500.0)
         self.audio_chunk = declare(self, "audio_chunk_s", 0.1, "Audio chunk length (s)", low=0.01, high=1.0)
         camera_rate = declare(self, "camera_rate_hz", 0.5, "Camera rate (Hz); 0 = the scenario's", low=0.0, high=30.0)
@@ -77,6 +86,7 @@ class LabSimNode(Node):
         side = self.scenario.pipette.held_by
         self.pipette_side = side
         self.draw_trigger = DrawTrigger(DrawTriggerConfig(poses.pose(side, "titrant_bottle"), poses.tolerance_rad))
+        self.bench = TwinBench(self.twin, poses)
 
         self.t = self.start_time
         self.twin.step(self.t)
@@ -97,6 +107,7 @@ class LabSimNode(Node):
                                      lambda m, s=s: self.on_arm(s, m), 10)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
+        self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
         self.timer = self.create_timer(self.period / self.rtf, self.tick)
@@ -142,9 +153,19 @@ class LabSimNode(Node):
     def on_new_sample(self, request, response):
         """A fresh beaker of the scenario's sample (long runs: experiments back to back on one bench)."""
         result = self.twin.new_sample(self.t)
+        if result.accepted:  # the bench is set up again: nothing is carried or held any more
+            self.bench.reset()
         response.success = result.accepted
         response.message = (f"sample {self.twin.samples} on the bench at {self.t:.2f} s" if result.accepted
                             else f"no new sample: {result.reason}")
+        self.get_logger().info(response.message)
+        return response
+
+    def on_tare(self, request, response):
+        result = self.twin.tare_balance(self.t)
+        response.success = result.accepted
+        response.message = (f"balance tared on {result.accepted_value:.3f} g at {self.t:.2f} s" if result.accepted
+                            else f"tare refused: {result.reason}")
         self.get_logger().info(response.message)
         return response
 
@@ -183,6 +204,7 @@ class LabSimNode(Node):
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
         self._check_draw()
+        self._check_bench()
         if self.t >= self.next["ph"]:
             self.next["ph"] += self.ph_period
             self._publish_ph()
@@ -227,6 +249,11 @@ class LabSimNode(Node):
             result = self.twin.draw(titrant, self.scenario.pipette.capacity_ml, self.t)
             level = "info" if result.accepted else "warn"
             getattr(self.get_logger(), level)(f"draw {titrant}: {result.accepted_value} mL {result.reason}")
+
+    def _check_bench(self):
+        """Turn this tick's arm and gripper state into bench effects (see the module docstring)."""
+        for level, message in self.bench.tick(self.t):
+            getattr(self.get_logger(), level)(message)
 
     def _publish_ph(self):
         reading = self.twin.read_ph(self.t)

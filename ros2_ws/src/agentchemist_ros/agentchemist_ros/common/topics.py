@@ -8,6 +8,7 @@ RECORDS = "/agentchemist/records"
 AUDIO_EVENTS = "/agentchemist/audio_events"
 PH_READING = "/lab/ph_meter/reading"
 BALANCE_READING = "/lab/balance/reading"
+BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim
 JOINT_STATES = "/joint_states"
 GROUND_TRUTH = "/lab_sim/ground_truth"
 CAMERAS = ("front", "left_wrist", "right_wrist")
