@@ -9,6 +9,7 @@ item's ArUco tag on a white quiet zone (see :mod:`agentchemist.sim.markers`).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -31,6 +32,8 @@ __all__ = [
     "draw_solid_bottle",
     "draw_stand",
     "draw_stirrer",
+    "draw_undissolved",
+    "solid_appearance",
     "draw_wash_bottle",
     "draw_weighing_boat",
 ]
@@ -128,11 +131,10 @@ def draw_beaker(c: Canvas, u: float, v: float, capacity_ml: float, volume_ml: fl
         pts = [(left + 1.5, surface), (u - 6, surface + 0.5), (u, surface + dip), (u + 6, surface + 0.5), (right - 1.5, surface)]
         hi = tuple(int(min(255, x + 30)) for x in rgb)
         cv2.polylines(c.img, [np.array([c.p(a, b) for a, b in pts], np.int32)], False, hi, c.n(1), AA)
-    if solid_g > 0.005:  # undissolved crystals on the bottom
-        r = min(bw / 2 - 4, 3 + 4 * solid_g ** 0.5)
-        cv2.ellipse(c.img, c.p(u, v - 3), (c.n(r), c.n(2)), 0, 0, 360, (245, 245, 240), -1, AA)
     # stir bar
     cv2.ellipse(c.img, c.p(u, v - 2.5), (c.n(6), c.n(1.5)), 0, 0, 360, (250, 250, 250), -1, AA)
+    if solid_g > 0.0:  # undissolved crystals; without solid nothing changes (titration images stay as they were)
+        draw_undissolved(c, u, v, bw, surface, solid_g, volume_ml, stirring)
     # glass walls, rim, spout and graduations
     for x in (left, right):
         cv2.line(c.img, c.p(x, top), c.p(x, v), GLASS, c.n(1.2), AA)
@@ -146,6 +148,170 @@ def draw_beaker(c: Canvas, u: float, v: float, capacity_ml: float, volume_ml: fl
     if marker_id is not None:
         draw_marker(c, marker_id, u + 5, v - bh * 0.45)
     return surface
+
+
+# ---------------------------------------------------------------------------------------- undissolved solid
+# What a chemist sees of undissolved crystals, drawn from a few physical numbers instead of a fixed icon.
+#
+# Crystals: table-salt grains of about CRYSTAL_MM (0.4 mm) edge, NaCl density 2.165 g/cm3, so a 2.5 g portion
+# is about 18,000 grains whose cross-sections add up to REF_AREA_MM2 (about 29 cm2). The twin's Dissolver
+# shrinks a fixed population of grains (m^(1/3) falls linearly), so their total cross-section goes as
+# m^(2/3): A(m) = REF_AREA_MM2 * (m / REF_MASS_G)^(2/3). (The drawing does not know how much was added; it
+# takes the population of a 2.5 g portion, the weighing experiment's amount.)
+#
+# Stirred: a running stir bar lifts most of the grains into suspension (SUSPENDED_FRACTION of the
+# cross-section); the rest, the coarse ones, swirl on the floor round the bar. The suspension makes the
+# liquid cloudy: optical depth tau = (suspended cross-section / liquid volume) * path through the beaker
+# (its width), opacity of a milky white layer MAX_TURBIDITY * (1 - exp(-tau)). 2.5 g in 50 mL: tau 2.4,
+# the liquid is nearly white; 0.1 g: tau 0.29 (opacity 0.21); 0.02 g: tau 0.10 (opacity 0.08, a faint haze).
+# The floor grains are drawn one design pixel each (a grain of 0.1-0.4 mm glints, brighter than its size:
+# the camera sees a sparkle) in a fixed order of places, so as the solid dissolves the sparkles go out one
+# by one: floor cross-section / (1 design px)^2 of them, at most as many as the floor has places for (24 in
+# a 100 mL beaker, reached at about 0.04 g; more solid than that shows as turbidity). 0.02 g: 15 sparkles,
+# 0.005 g: 6, 0.002 g: 3, 0.001 g: 2, 0.0005 g: 1, below about 0.00013 g none. The cloud is drawn over the
+# bar and the grains (they are inside the liquid): a dense suspension veils them (the bar's contrast is what
+# perception.dissolution reads as haze).
+#
+# Unstirred: the grains lie in a pile where the bottle poured them (POUR_DU left of the beaker's centre, the
+# camera draws the pouring bottle's mouth there), partly over the stir bar: a loose cone (bulk density
+# 1.2 g/cm3, angle of repose 32 deg) seen from the side as a dome of wet, translucent grey-white crystals with
+# isolated glints (see _grain_texture).
+# 2.5 g: 27 x 8 design px; 0.02 g: 5 x 2 px.
+CRYSTAL_MM = 0.4
+REF_MASS_G = 2.5
+REF_AREA_MM2 = REF_MASS_G / (2.165e-3 * CRYSTAL_MM**3) * CRYSTAL_MM**2  # about 2890 mm2
+SUSPENDED_FRACTION = 0.85
+MAX_TURBIDITY = 0.85
+MM_PER_PX = 50.0 / 46.0  # a 100 mL low-form beaker is about 50 mm wide and 46 design px
+BULK_DENSITY_G_CM3 = 1.2
+REPOSE_DEG = 32.0
+POUR_DU = -8.0
+MILKY = (236, 238, 240)
+_FLOOR_DV = 4.0  # grain rows: v - 6 .. v - 2, the lowest liquid rows (the liquid ends at v - 1.5)
+_BAR_U, _BAR_V = 6.0, 1.5  # stir bar half-axes (drawn at v - 2.5)
+
+
+def solid_appearance(solid_g: float, volume_ml: float, stirring: bool, width_px: float) -> dict[str, float]:
+    """What undissolved solid looks like (see the block comment above): ``turbidity`` (opacity of the milky
+    layer), ``sparkles`` (floor grains to draw, before the cap on places), ``pile_r`` / ``pile_h`` (design px
+    half-width and height of the unstirred pile). ``width_px``: the beaker's design width."""
+    m = max(float(solid_g), 0.0)
+    area_mm2 = REF_AREA_MM2 * (m / REF_MASS_G) ** (2.0 / 3.0)
+    out = {"turbidity": 0.0, "sparkles": 0.0, "pile_r": 0.0, "pile_h": 0.0}
+    if m <= 0.0:
+        return out
+    if stirring:
+        if volume_ml > 0.0:
+            path_cm = width_px * MM_PER_PX / 10.0
+            tau = SUSPENDED_FRACTION * area_mm2 / 100.0 / volume_ml * path_cm
+            out["turbidity"] = MAX_TURBIDITY * (1.0 - math.exp(-tau))
+            out["sparkles"] = (1.0 - SUSPENDED_FRACTION) * area_mm2 / MM_PER_PX**2
+        else:  # nothing to suspend the grains in: they all stay on the floor
+            out["sparkles"] = area_mm2 / MM_PER_PX**2
+    else:
+        vol_mm3 = m / BULK_DENSITY_G_CM3 * 1000.0
+        tan = math.tan(math.radians(REPOSE_DEG))
+        r_mm = (3.0 * vol_mm3 / (math.pi * tan)) ** (1.0 / 3.0)
+        out["pile_r"], out["pile_h"] = r_mm / MM_PER_PX, r_mm * tan / MM_PER_PX
+    return out
+
+
+@lru_cache(maxsize=16)
+def _floor_places(width_px: float) -> np.ndarray:
+    """Fixed, well-spaced places (du, dv) in design px for floor grains of a beaker ``width_px`` wide, as
+    offsets of a grain's top-left corner from (u, v - 4): the five pixel rows v - 6 .. v - 2 of the inner
+    floor, 5 px clear of the walls, off the stir bar and 1.5 px round it (a white grain on the white bar
+    could not be seen), at least 1.6 px apart so each grain stays a separate sparkle; integer offsets so a
+    grain fills whole pixels."""
+    rng = np.random.default_rng(20240611)
+    rx = math.floor(width_px / 2.0 - 5.0)
+    places: list[tuple[float, float]] = []
+    for _ in range(4000):
+        du = float(rng.integers(-rx, rx + 1))
+        dv = float(rng.integers(-2, 3))
+        if (du / (rx + 0.5)) ** 2 + (dv / 2.5) ** 2 > 1.0:  # the floor ellipse, seen from about 6 deg above
+            continue
+        # the bar is centred 1.5 px below the floor's centre row; grain centres are +0.5 from the corner
+        if ((du + 0.5) / (_BAR_U + 1.5)) ** 2 + ((dv + 0.5 - 1.5) / (_BAR_V + 1.5)) ** 2 <= 1.0:
+            continue
+        if any((du - a) ** 2 + (dv - b) ** 2 < 1.6**2 for a, b in places):
+            continue
+        places.append((du, dv))
+    arr = np.array(places, np.float64).reshape(-1, 2)
+    arr.setflags(write=False)
+    return arr
+
+
+@lru_cache(maxsize=1)
+def _grain_texture() -> np.ndarray:
+    """64 x 64 grey levels of a submerged pile of crystals: wet salt is translucent, a diffuse grey-white
+    (205-225) with glints (244-253) where a crystal face catches the light. At 1 mm per pixel a glint is one
+    pixel; glints never touch (a pixel's eight neighbours hold no other glint), one on about every sixth pixel."""
+    rng = np.random.default_rng(77)
+    tex = rng.integers(205, 226, (64, 64))
+    glint = np.zeros((64, 64), bool)
+    for i, j in zip(*np.nonzero(rng.random((64, 64)) < 0.3)):
+        if not glint[max(i - 1, 0):i + 2, max(j - 1, 0):j + 2].any():
+            glint[i, j] = True
+    tex[glint] = rng.integers(244, 254, int(glint.sum()))
+    tex = tex.astype(np.uint8)
+    tex.setflags(write=False)
+    return tex
+
+
+def _bluish_white(levels: np.ndarray) -> np.ndarray:
+    """RGB (N x 3, uint8) of crystal greys, a touch bluer (salt under bench light through water)."""
+    g = np.asarray(levels, np.int16)
+    return np.stack([g, g, np.minimum(g + 2, 255)], axis=1).astype(np.uint8)
+
+
+def _fill_design_px(c: Canvas, du: np.ndarray, dv: np.ndarray, u: float, v: float, grey: np.ndarray) -> None:
+    """Paint design pixels at (u + du, v + dv) (top-left corners) with RGB levels ``grey`` (N x 3)."""
+    k = max(1, int(round(c.s)))
+    h, w = c.img.shape[:2]
+    xs = np.floor((u + du) * c.s + 0.5).astype(int)  # round half up: rows do not depend on v's parity
+    ys = np.floor((v + dv) * c.s + 0.5).astype(int)
+    for ox in range(k):
+        for oy in range(k):
+            x, y = xs + ox, ys + oy
+            ok = (x >= 0) & (x < w) & (y >= 0) & (y < h)
+            c.img[y[ok], x[ok]] = grey[ok]
+
+
+def draw_undissolved(c: Canvas, u: float, v: float, width_px: float, surface: float, solid_g: float,
+                     volume_ml: float, stirring: bool) -> None:
+    """Undissolved crystals in a beaker of design width ``width_px`` standing at (u, v) whose liquid surface
+    is at design v ``surface``: floor sparkles and a cloudy suspension when stirred, a grainy pile when not."""
+    look = solid_appearance(solid_g, volume_ml, stirring, width_px)
+    if look["pile_r"] > 0.0:
+        r, hgt = look["pile_r"], look["pile_h"]
+        left, right = max(u + POUR_DU - r, u - width_px / 2 + 2.0), min(u + POUR_DU + r, u + width_px / 2 - 2.0)
+        dus = np.arange(math.floor(left - u), math.ceil(right - u), dtype=np.float64)
+        cols, rows = [], []
+        for du in dus:  # a dome, height h (1 - x^2) over the pile's half-width, on the lowest liquid row v - 2
+            x = (du + 0.5 - POUR_DU) / r
+            top = hgt * (1.0 - x * x)
+            if top < 0.5 and abs(x) > 0.35:
+                continue
+            n = max(1, int(round(top)))
+            cols.extend([du] * n)
+            rows.extend(-2.0 - np.arange(n))
+        if cols:
+            du_a, dv_a = np.array(cols), np.array(rows, np.float64)
+            tex = _grain_texture()[dv_a.astype(int) % 64, du_a.astype(int) % 64]
+            _fill_design_px(c, du_a, dv_a, u, v, _bluish_white(tex))
+    n = int(math.floor(look["sparkles"] + 0.5))
+    if n > 0:
+        places = _floor_places(float(width_px))[:n]
+        du_a = places[:, 0]
+        dv_a = places[:, 1] - _FLOOR_DV
+        # glints differ from grain to grain (faces catch the light at different angles)
+        levels = 240 + (np.arange(len(places)) * 7) % 13
+        _fill_design_px(c, du_a, dv_a, u, v, _bluish_white(levels))
+    if look["turbidity"] > 0.0:
+        bw = width_px
+        c.blend_poly([(u - bw / 2 + 1.5, surface), (u + bw / 2 - 1.5, surface), (u + bw / 2 - 1.5, v - 1.5),
+                      (u - bw / 2 + 1.5, v - 1.5)], MILKY, look["turbidity"])
 
 
 def draw_stirrer(c: Canvas, u: float, v: float, on: bool, marker_id: int | None) -> float:
