@@ -21,6 +21,10 @@ class PrimitiveError(ValueError):
     """Unknown primitive, unknown pose, or a target outside the arm's range."""
 
 
+class NotSeenError(PrimitiveError):
+    """The object is not in the front camera's view (the robot's own arm may hide it for a frame)."""
+
+
 @dataclass(frozen=True)
 class Step:
     kind: str                   #: "arm" | "gripper" | "wait"
@@ -217,7 +221,7 @@ def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
     beaker = next((o for o in objs if o[0] == beaker_id), None)
     if beaker is None:
         seen = ", ".join(sorted(o[0] for o in objs)) or "nothing"
-        raise PrimitiveError(f"{beaker_id} is not seen by the front camera (seen: {seen})")
+        raise NotSeenError(f"{beaker_id} is not seen by the front camera (seen: {seen})")
     tol = horizontal_tolerance * float(image_width)
     kinds = {station_name(k) for k in station_kinds}
     under = [(abs(u - beaker[2]), station_name(k)) for i, k, u, v in objs

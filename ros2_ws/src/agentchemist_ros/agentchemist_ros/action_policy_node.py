@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from agentchemist.policy.primitives import (PrimitiveError, beaker_station, load_poses, needs_beaker_station,
+from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker_station, load_poses, needs_beaker_station,
                                             plan_primitive, station_name, stations, step_reached)
 from agentchemist_interfaces.action import ExecuteSubtask
 from agentchemist_interfaces.msg import Anomaly
@@ -47,6 +47,9 @@ class ActionPolicyNode(Node):
         self.scene_timeout = declare(self, "scene_timeout_s", 10.0,
                                      "Wait this long (wall s) for the scene service before carrying a beaker",
                                      low=0.0, high=120.0)
+        self.occlusion_wait = declare(self, "scene_occlusion_wait_s", 5.0,
+                                      "A beaker not seen is looked for on newer frames this long (sim s) before "
+                                      "the carry fails", low=0.0, high=120.0)
         self.scene_tolerance = declare(self, "scene_horizontal_tolerance", 0.12,
                                        "Fraction of the image width within which a beaker stands on a station "
                                        "(as the scene check)", low=0.01, high=0.5)
@@ -126,14 +129,24 @@ class ActionPolicyNode(Node):
     async def locate_beaker(self, parameters):
         """(station the beaker stands on per the front camera, parameters with the target as a station
         name). The target may be a scene id ("hot_plate_2"): its kind in the scene names the station."""
-        response = await self.describe_scene()
-        extra = json.loads(response.checks_json or "{}")
-        size = extra.get("image_size") or ()
-        if len(size) != 2:
-            raise SceneUnavailable("the scene service gave no image size")
-        objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
         known = stations(self.poses)
-        at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
+        # The robot's own arm or a held bottle can hide the beaker in the last frame: look again on newer
+        # frames for a while (sim time) before saying it is not there.
+        deadline = resolved_after(self, self.occlusion_wait, steady=False)
+        while True:
+            response = await self.describe_scene()
+            extra = json.loads(response.checks_json or "{}")
+            size = extra.get("image_size") or ()
+            if len(size) != 2:
+                raise SceneUnavailable("the scene service gave no image size")
+            objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
+            try:
+                at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
+                break
+            except NotSeenError:
+                if deadline.done():
+                    raise
+                await first_of(resolved_after(self, 0.5), deadline)
         if at is None:  # seen, but not above any station the arm can pick it up from
             raise PrimitiveError(f"{parameters.get('object')} stands on none of the stations "
                                  f"({', '.join(known)}) per the front camera")

@@ -14,6 +14,12 @@ droplets the audio supervisor hears, fits k and the drop volume, optionally save
 dispenses with them. The same control timer drives it; the service callback is a coroutine awaiting a
 Future that the timer completes, so no executor thread is blocked (see common/waiting.py). Calibrate is
 refused while a Dispense goal runs, and Dispense while a calibration runs.
+
+Mode "solid_pour" (Dispense.mode) pours a mass of solid instead: agentchemist.control.solid_pour tilts
+the bottle held by the goal's side (left by default) in pulses, reading the balance between them. The
+bottle's tilt is the wrist joint6 at the `pour_over_beaker` pose (the contract's convention; the arm is
+commanded there upright first if it is elsewhere); every pour pulse is told to the vision supervisor as
+a "tap" stamped when the bottle came back under the flow. Holds and cancel put the bottle upright.
 """
 import inspect
 import json
@@ -21,16 +27,20 @@ import math
 import threading
 from dataclasses import replace
 
+from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from agentchemist.control.calibration import CalibrationError, default_calibration_path, save_calibration
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
+from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
+from agentchemist.policy.primitives import PrimitiveError, load_poses
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.srv import Calibrate
@@ -67,6 +77,26 @@ class DispenserControllerNode(Node):
                                                         low=1e-6, high=1.0)),
         )
         self.side = declare(self, "side", "right", "Gripper holding the pipette (left|right)")
+        p = SolidPourConfig()
+        self.pour_config = replace(
+            p, control_period_s=self.period,
+            balance_resolution_g=declare(self, "balance_resolution_g", p.balance_resolution_g,
+                                         "Readability of the balance (g)", low=1e-5, high=1.0),
+            balance_tau_s=declare(self, "balance_tau_s", p.balance_tau_s,
+                                  "Settling time constant of the balance display (s)", low=0.01, high=30.0),
+            arm_tau_s=declare(self, "pour_arm_tau_s", p.arm_tau_s,
+                              "Lag with which the wrist follows its command (s)", low=0.01, high=5.0),
+            stale_reading_s=declare(self, "pour_stale_reading_s", p.stale_reading_s,
+                                    "No balance reading this long: no tilting on old news (s)", low=0.05, high=60.0),
+            sensor_timeout_s=declare(self, "pour_sensor_timeout_s", p.sensor_timeout_s,
+                                     "No balance reading this long: bottle upright, goal aborted (s)",
+                                     low=0.1, high=600.0),
+            max_tilt_deg=declare(self, "max_tilt_deg", p.max_tilt_deg,
+                                 "The flow search gives up at this tilt (deg)", low=10.0, high=180.0))
+        self.pour_side = declare(self, "pour_side", "left", "Gripper holding the solid bottle by default (left|right)")
+        self.approach_time = declare(self, "pour_approach_time_s", 2.0,
+                                     "Trajectory time to bring the arm to the pour pose from elsewhere (s)",
+                                     low=0.1, high=30.0)
         self.feedback_period = declare(self, "feedback_period", 0.5, "Action feedback period (s)", low=0.0, high=10.0)
         self._last_feedback = -1e9
         self.rgroup = ReentrantCallbackGroup()
@@ -74,6 +104,9 @@ class DispenserControllerNode(Node):
         self.controller: DispenserController | None = None
         self.goal_meta = None
         self.measured_mm: float | None = None
+        self.arm_positions: dict[str, tuple[float, ...]] = {}  # measured joints 1..6 per arm (rad)
+        self.pour: SolidPourController | None = None
+        self.pour_arm = None  # (side, joints(tilt), tilt(positions)) of the running solid pour
         self.last_ph: float | None = None
         self.holds: set[str] = set()  # the supervisor's holds in force (see the module docstring)
         self.holds_experiment = ""    # ... for this experiment (a new one starts with none)
@@ -82,6 +115,8 @@ class DispenserControllerNode(Node):
         self.calibration_future = None
         self.calibration_path = self.get_parameter("calibration_file").value
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.side), 10)
+        self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
+                         for s in topics.SIDES}
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
@@ -116,11 +151,18 @@ class DispenserControllerNode(Node):
                 self.report("bad_reading", "warn", f"pH reading refused: {exc}")
 
     def on_joints(self, msg):
+        names = list(msg.name)
         name = f"{self.side}_gripper"
-        if name in msg.name:
-            value = msg.position[list(msg.name).index(name)] * 1000.0
+        if name in names:
+            value = msg.position[names.index(name)] * 1000.0
             if math.isfinite(value):
                 self.measured_mm = value
+        for side in topics.SIDES:
+            joints = [f"{side}_joint{i}" for i in range(1, 7)]
+            if all(j in names for j in joints):
+                values = tuple(float(msg.position[names.index(j)]) for j in joints)
+                if all(math.isfinite(v) for v in values):
+                    self.arm_positions[side] = values
 
     def on_audio_event(self, msg):
         if msg.kind != "droplet":
@@ -136,6 +178,15 @@ class DispenserControllerNode(Node):
         if msg.quantity != "mass" or msg.unit != "g":
             return
         with self.lock:
+            if self.pour is not None:
+                try:
+                    if not msg.self_check_ok:
+                        raise ReadingError(f"balance reading {msg.value:.3f} g failed the balance's self-check "
+                                           f"(overloaded or unsettled pan)")
+                    self.pour.on_mass(to_sec(msg.header.stamp), msg.value)
+                except ReadingError as exc:
+                    self.report("bad_reading", "warn", f"balance reading refused: {exc}")
+                return
             if self.procedure is None:
                 return
             try:
@@ -164,12 +215,17 @@ class DispenserControllerNode(Node):
                     self.holds.discard(reason)
                 if self.controller is not None:
                     (self.controller.hold if msg.symbol == "hold" else self.controller.release)(reason)
+                if self.pour is not None:
+                    (self.pour.hold if msg.symbol == "hold" else self.pour.release)(reason)
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {sorted(self.holds) or 'none'}")
 
     # ------------------------------------------------------------------ control loop
     def step(self):
         if self.procedure is not None:
             self.step_calibration()
+            return
+        if self.pour is not None:
+            self.step_pour()
             return
         with self.lock:
             c = self.controller
@@ -200,6 +256,53 @@ class DispenserControllerNode(Node):
         if out.done is not None and self.done_future is not None and not self.done_future.done():
             self.done_future.set_result(out.done)
 
+    def step_pour(self):
+        with self.lock:
+            c = self.pour
+            if c is None:
+                return
+            side, joints, tilt_of = self.pour_arm
+            now = node_now(self)
+            if self._goal_handle is not None and self._goal_handle.is_cancel_requested:
+                c.cancel()
+            positions = self.arm_positions.get(side)
+            measured = tilt_of(positions) if positions is not None else None
+            out = c.update(now, measured)
+        # Far from the pour pose (APPROACH) the arm is given time to get there; at it, each command is a
+        # small step the wrist follows within the control period.
+        self.send_arm(side, joints(out.command_tilt_deg), self.period if measured is not None else self.approach_time)
+        meta = self.goal_meta
+        for pulse in out.pulses:
+            payload = {"index": pulse.index, "kind": pulse.kind, "duration_s": round(pulse.duration_s, 3),
+                       "planned_g": None if math.isnan(pulse.planned_g) else round(pulse.planned_g, 4),
+                       "tilt_deg": round(pulse.tilt_deg, 2)}
+            self.msg_pub.publish(AgentMessage(
+                stamp=to_msg(pulse.stamp), experiment_id=meta["experiment_id"], sender=self.get_name(),
+                receiver="vision_supervisor", subtask_id=meta["subtask_id"], symbol="tap",
+                payload_json=json.dumps(payload)))
+        for a in out.anomalies:
+            self.report(a.kind, a.severity, a.description, response=a.response or "abort")
+        phase_changed = out.phase.value != self._last_phase
+        self._last_phase = out.phase.value
+        if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
+                                              or phase_changed):
+            self._last_feedback = now
+            mass = c.latest_mass
+            self._goal_handle.publish_feedback(Dispense.Feedback(
+                controller_state=out.phase.value, drops=c.pulse_count,
+                mass_g=mass if mass is not None else float("nan"), ph=float("nan")))
+        if out.done is not None and self.done_future is not None and not self.done_future.done():
+            self.done_future.set_result(out.done)
+
+    _last_phase = ""
+
+    def send_arm(self, side, positions, duration_s):
+        point = JointTrajectoryPoint(positions=[float(v) for v in positions],
+                                     time_from_start=Duration(sec=int(duration_s),
+                                                              nanosec=int(round((duration_s % 1) * 1e9)) % 1000000000))
+        self.arm_pubs[side].publish(JointTrajectory(joint_names=[f"{side}_joint{i}" for i in range(1, 7)],
+                                                    points=[point]))
+
     def step_calibration(self):
         with self.lock:
             proc = self.procedure
@@ -229,7 +332,7 @@ class DispenserControllerNode(Node):
             self.get_logger().error(response.message)
             return response
         with self.lock:  # check and claim the gripper in one step
-            busy = "a dispensing goal is running" if self.controller is not None else (
+            busy = "a dispensing goal is running" if (self.controller is not None or self.pour is not None) else (
                 "a calibration is already running" if self.procedure is not None else "")
             if not busy:
                 self.calibration_future = Future()
@@ -280,6 +383,14 @@ class DispenserControllerNode(Node):
     async def execute(self, goal_handle):
         g = goal_handle.request
         result = Dispense.Result()
+        mode = g.mode or "drops"
+        if mode == "solid_pour":
+            return await self.execute_solid_pour(goal_handle)
+        if mode != "drops":
+            return self._refuse(goal_handle, result, f"unknown dispensing mode {g.mode!r} (drops | solid_pour)",
+                                g.experiment_id, g.subtask_id)
+        if self.pour is not None:
+            return self._refuse(goal_handle, result, "a solid pour is running")
         if self.controller is not None:
             return self._refuse(goal_handle, result, "another dispensing goal is running")
         if self.procedure is not None:
@@ -300,7 +411,8 @@ class DispenserControllerNode(Node):
             return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
         with self.lock:  # check and claim the gripper in one step
             busy = "another dispensing goal is running" if self.controller is not None else (
-                "a pipette calibration is running" if self.procedure is not None else "")
+                "a pipette calibration is running" if self.procedure is not None else (
+                    "a solid pour is running" if self.pour is not None else ""))
             if not busy:
                 if g.experiment_id != self.holds_experiment:
                     self.holds, self.holds_experiment = set(), g.experiment_id
@@ -333,6 +445,70 @@ class DispenserControllerNode(Node):
             goal_handle.abort()
         return result
 
+    async def execute_solid_pour(self, goal_handle):
+        """The solid_pour mode: see the module docstring and agentchemist.control.solid_pour."""
+        g = goal_handle.request
+        result = Dispense.Result(final_ph=float("nan"), dispensed_g=float("nan"), final_mass_g=float("nan"))
+        side = g.side or self.pour_side
+        if side not in topics.SIDES:
+            return self._refuse(goal_handle, result, f"side {g.side!r} is not left or right",
+                                g.experiment_id, g.subtask_id)
+        try:
+            arm = (side, *pour_kinematics(side))
+            arm[1](self.pour_config.max_tilt_deg)  # the search's furthest tilt must be within the wrist's reach
+            controller = SolidPourController(
+                self.pour_config,
+                SolidPourGoal(target_mass_g=g.target_mass_g, mass_tolerance_g=g.mass_tolerance_g,
+                              tilt_rate_deg_s=g.tilt_rate_deg_s, settle_each_drop=g.settle_each_drop,
+                              stable_window_s=g.stable_window_s, change_rate_threshold=g.wait_on_change_threshold,
+                              timeout_s=g.timeout_s),
+                now=node_now(self))
+        except (GoalError, PrimitiveError, OSError) as exc:
+            return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
+        with self.lock:  # check and claim the arm in one step
+            busy = "another dispensing goal is running" if (self.controller is not None or self.pour is not None) else (
+                "a pipette calibration is running" if self.procedure is not None else "")
+            if not busy:
+                if g.experiment_id != self.holds_experiment:
+                    self.holds, self.holds_experiment = set(), g.experiment_id
+                for reason in self.holds:
+                    controller.hold(reason)
+                self.done_future = Future()
+                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
+                self._goal_handle = goal_handle
+                self._last_phase = ""
+                self.pour_arm = arm
+                self.pour = controller
+        if busy:
+            return self._refuse(goal_handle, result, busy)
+        self.get_logger().info(f"pouring {g.target_mass_g} g of solid (tolerance {controller.tolerance} g) "
+                               f"from the bottle in the {side} gripper")
+        await self.done_future
+        with self.lock:
+            self.pour = None
+            self._goal_handle = None
+        stop = controller.result
+        result.success = bool(stop and stop.success)
+        result.stop_reason = stop.reason if stop else "aborted"
+        result.dispensed_g = stop.dispensed_g if stop else float("nan")
+        result.final_mass_g = stop.final_mass_g if stop else float("nan")
+        result.drops = controller.pulse_count
+        result.message = stop.message if stop else "node shut down"
+        text = f"solid pour: {result.stop_reason}: {result.message}"
+        if result.success:  # (rclpy ties a severity to its call site: one call per severity)
+            self.get_logger().info(text)
+        elif result.stop_reason == "canceled":
+            self.get_logger().warn(text)
+        else:
+            self.get_logger().error(text)
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
     def _refuse(self, goal_handle, result, reason, experiment_id="", subtask_id=""):
         self.get_logger().error(f"dispense goal refused: {reason}")
         self.report("bad_goal", "warn", f"dispense goal refused: {reason}", experiment_id=experiment_id,
@@ -349,6 +525,35 @@ class DispenserControllerNode(Node):
             now=node_now(self), experiment_id=experiment_id if experiment_id is not None else meta.get("experiment_id", ""),
             source=self.get_name(), kind=kind, severity=severity, description=description,
             subtask_id=subtask_id if subtask_id is not None else meta.get("subtask_id", ""), response=response))
+
+
+POUR_POSE = "pour_over_beaker"
+
+
+def pour_kinematics(side):
+    """(joints(tilt_deg) -> 6 joint targets, tilt(positions) -> deg or None) for a bottle held by `side`
+    at the `pour_over_beaker` pose (the contract's tilt convention: tilt = joint6 - the pose's joint6,
+    with joints 1..5 at the pose within tolerance_rad; elsewhere None). Raises PrimitiveError naming the
+    known poses when config/poses.yaml has no such pose."""
+    poses = load_poses()
+    pose = poses.pose(side, POUR_POSE)
+    if side == "left":
+        try:  # the shared helpers (agentchemist.policy.primitives), where they exist
+            from agentchemist.policy.primitives import bottle_tilt_deg, bottle_tilt_joints
+        except ImportError:
+            pass
+        else:
+            return (lambda tilt: tuple(bottle_tilt_joints(poses, tilt)),
+                    lambda positions: bottle_tilt_deg(poses, positions))
+
+    def joints(tilt_deg):
+        return (*pose[:5], pose[5] + math.radians(tilt_deg))
+
+    def tilt(positions):
+        if len(positions) != 6 or any(abs(q - p) > poses.tolerance_rad for q, p in zip(positions[:5], pose[:5])):
+            return None
+        return max(0.0, math.degrees(positions[5] - pose[5]))
+    return joints, tilt
 
 
 def _respond_when_done(node, service):

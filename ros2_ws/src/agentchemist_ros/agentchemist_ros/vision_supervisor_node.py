@@ -24,15 +24,17 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import Image
+from std_srvs.srv import Trigger
 
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
+from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
 from agentchemist.perception.frozen_reading import FrozenConfig
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist.perception.scene import LabwareWatchConfig, describe_scene
-from agentchemist.sim.markers import detect_markers
+from agentchemist.sim.markers import MARKER_TABLE, detect_markers
 from agentchemist.perception.vlm import VlmError, make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
@@ -109,12 +111,18 @@ class VisionSupervisorNode(Node):
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED, callback_group=self.group)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_balance, READINGS)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.dispense_goal = None
+        self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
+        self.dissolution = DissolutionWatch()
+        self.held_labware: set[str] = set()   # items the robot holds: not watched on the bench
+        self.rebaseline: float | None = None  # the robot moved labware at this time: the next frame is the bench
+        self.balance_problem = False
         self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=self.group)
         self.create_timer(0.5, self.check_timeouts)
 
@@ -132,6 +140,8 @@ class VisionSupervisorNode(Node):
                 self.resume_pending = False
                 self.last_hue, self.frame_problem = None, ""
                 self.tracker.reset()
+                self.dissolution = DissolutionWatch()
+                self.held_labware, self.rebaseline, self.balance_problem = set(), None, False
             except InvalidMachineError as exc:
                 self.sup = None
                 self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
@@ -150,15 +160,33 @@ class VisionSupervisorNode(Node):
         self.snapshot("start")
         self.dispatch()
 
-    def start_watch(self):
-        """The bench as the scene check saw it is the one to keep during the run."""
-        frame = self.front
+    def start_watch(self, frame=None):
+        """The bench as the scene check saw it (or as the robot left it after moving labware) is the one to
+        keep during the run; items the robot holds are not part of it."""
+        frame = self.front if frame is None else frame
         if frame is None:
             self.get_logger().warn("no front image at the start: the bench is not watched during this run")
             return
+        held = {m for m, info in MARKER_TABLE.items() if info.labware_id in self.held_labware}
+        seen = {m: uv for m, uv in detect_markers(frame).items() if m not in held}
         with self.lock:
             if self.sup is not None:
-                self.sup.start_watch(detect_markers(frame), frame.shape[1])
+                self.sup.start_watch(seen, frame.shape[1])
+
+    def weighing(self) -> bool:
+        with self.lock:
+            return self.sup is not None and self.sup.mass is not None
+
+    def suspend_watch(self):
+        """The robot itself is about to move labware (weighing: the beaker between balance and stirrer,
+        the bottle into the gripper): its own moves are not faults of the bench."""
+        self.rebaseline = None  # not before this motion is over either
+        with self.lock:
+            if self.sup is None:
+                return
+            self.sup.watch = None
+            commands = self.sup.unpause("labware")
+        self.run_commands(commands, node_now(self))
 
     def scene_ok(self, now):
         frame = self.front
@@ -166,7 +194,12 @@ class VisionSupervisorNode(Node):
             self.abort("no front camera image: cannot check the scene before moving", "scene_unavailable")
             return False
         desc = describe_scene(frame)
-        failed = {k: desc.reasons.get(k, "") for k, ok in desc.checks.items() if not ok}
+        with self.lock:
+            required = list(self.sup.plan.module_instantiation.vision.preconditions) if self.sup else []
+        # Only the plan's preconditions are required (a weighing needs no probe in the beaker); one the
+        # front camera cannot judge is not taken as met.
+        failed = {k: desc.reasons.get(k, "") if k in desc.checks else "the front camera check does not know it"
+                  for k in required if not desc.checks.get(k, False)}
         if failed:
             self.abort("preconditions not met: " + "; ".join(f"{k}: {v}" for k, v in failed.items()),
                        "precondition_failed")
@@ -191,12 +224,16 @@ class VisionSupervisorNode(Node):
             elif task.receiver == "dispenser_controller":
                 self.send_dispense_goal(task)
             elif task.receiver == "vision_supervisor":
-                pass  # verification runs on the pH stream (Supervision.on_ph)
+                if task.primitive == "tare":
+                    self.tare(task)
+                # verification runs on the pH stream (Supervision.on_ph), the balance or the camera
             elif task.receiver == "summarizer":
                 with self.lock:
                     self.sup.subtask_finished(task.id, True)
 
     def send_policy_goal(self, task):
+        if self.weighing():
+            self.suspend_watch()
         symbol = task.expected_transition.symbol if task.expected_transition else ""
         goal = ExecuteSubtask.Goal(experiment_id=self.experiment_id, subtask_id=task.id, instruction=task.description,
                                    target_state=task.expected_transition.target if task.expected_transition else "",
@@ -225,9 +262,55 @@ class VisionSupervisorNode(Node):
             return
         with self.lock:
             self.sup.subtask_finished(task.id, True)
+        if self.weighing():
+            if task.primitive == "grasp":
+                self.held_labware.add(str(task.parameters.get("object", "")))
+            self.rebaseline = now  # the first frame after the motion is the bench to keep
         self.apply(result.symbol, now, "action_policy", task.id)
 
+    def tare(self, task):
+        """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
+        from the readings (Supervision.on_mass), not from the service's word."""
+        if not self.tare_client.wait_for_service(timeout_sec=2.0):
+            self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE})", "balance_unavailable")
+            return
+        self.tare_client.call_async(Trigger.Request()).add_done_callback(lambda f, t=task: self.on_tared(t, f))
+
+    def on_tared(self, task, future):
+        response = future.result()
+        if response is None or not response.success:
+            self.abort(f"the balance did not tare: {response.message if response else 'no answer'}", "tare_failed")
+            return
+        with self.lock:
+            if self.sup is not None and self.sup.mass is not None:
+                self.sup.mass.tare_sent(node_now(self))
+
+    def send_solid_goal(self, task):
+        """Pour a mass of solid (the dispenser's solid_pour mode); the balance decides target_mass."""
+        p = task.parameters
+        goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id, mode="solid_pour",
+                             target_mass_g=float(p.get("target_mass_g") or 0.0),
+                             mass_tolerance_g=float(p.get("mass_tolerance_g") or 0.0),
+                             tilt_rate_deg_s=float(p.get("tilt_rate_deg_s") or 0.0),
+                             side=str(p.get("side") or ""),
+                             wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
+                             stable_window_s=float(p.get("stable_window_s") or 0.0),
+                             settle_each_drop=bool(p.get("settle_each_drop")))
+        if not self.dispenser.wait_for_server(timeout_sec=2.0):
+            self.abort("the dispenser controller is not running", "agent_unavailable")
+            return
+        self.dispense_task = task
+        # The tilted bottle hangs over the beaker and hides its tag from the front camera: the robot's own
+        # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
+        self.suspend_watch()
+        self.apply("dose", node_now(self), self.get_name(), task.id)
+        future = self.dispenser.send_goal_async(goal)
+        future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+
     def send_dispense_goal(self, task, resume=False):
+        if task.primitive == "pour_solid":
+            self.send_solid_goal(task)
+            return
         p = task.parameters
         target_ph = p.get("target_ph")
         volume = float(p.get("target_volume_ml") or 0.0)
@@ -294,6 +377,8 @@ class VisionSupervisorNode(Node):
     def on_dispense_result(self, task, future):
         result = future.result().result
         self.dispense_goal = None
+        if self.weighing():
+            self.rebaseline = node_now(self)
         self.tell("audio_supervisor", "stop_expecting", task.id, {})
         self.get_logger().info(f"dispensing stopped: {result.stop_reason} ({result.message}), "
                                f"{result.dispensed_ml:.3f} mL, {result.drops} drops")
@@ -306,6 +391,8 @@ class VisionSupervisorNode(Node):
         if state in ("done", "accepted") or (result.success and not colour):
             with self.lock:
                 self.sup.subtask_finished(task.id, True)
+                if self.sup.mass is not None:
+                    self.sup.mass.dispenser_finished()  # target_mass waits for the balance to agree
             self.dispatch()
         elif colour and result.success:
             self.abort(f"the volume cap was dispensed ({result.dispensed_ml + self.dispensed_before_ml:.3f} mL) "
@@ -324,8 +411,8 @@ class VisionSupervisorNode(Node):
     def on_message(self, msg):
         if msg.receiver != self.get_name() or msg.sender == self.get_name():
             return
-        if msg.symbol == "drop":
-            self.apply("drop", to_sec(msg.stamp) or node_now(self), msg.sender, msg.subtask_id)
+        if msg.symbol in ("drop", "tap"):
+            self.apply(msg.symbol, to_sec(msg.stamp) or node_now(self), msg.sender, msg.subtask_id)
 
     def on_reading(self, msg):
         with self.lock:
@@ -347,6 +434,29 @@ class VisionSupervisorNode(Node):
                 self.report("bad_reading", "warn", f"pH reading refused: {exc}")
                 return
         self.run_commands(commands, to_sec(msg.header.stamp))
+
+    def on_balance(self, msg):
+        if msg.quantity != "mass":
+            return
+        stamp = to_sec(msg.header.stamp)
+        with self.lock:
+            if self.sup is None or self.sup.mass is None:
+                return
+            try:
+                commands = self.sup.on_mass(stamp, msg.value)
+            except ReadingError as exc:
+                problem = f"balance reading refused: {exc}"
+            else:
+                problem = ""
+        if problem:
+            if not self.balance_problem:  # once per episode, not at the balance's rate
+                self.balance_problem = True
+                self.report("bad_reading", "warn", problem)
+            return
+        if self.balance_problem:
+            self.balance_problem = False
+            self.report("bad_reading", "info", "balance readings are valid again", resolved=True)
+        self.run_commands(commands, stamp)
 
     def run_commands(self, commands, stamp):
         """Carry out what Supervision decided (see agentchemist.fsm.supervision.Command)."""
@@ -420,9 +530,16 @@ class VisionSupervisorNode(Node):
                                           "need rgb8 or bgr8")
             return
         self.front = frame
+        if self.rebaseline is not None and stamp > self.rebaseline:
+            self.rebaseline = None
+            self.start_watch(frame)
         with self.lock:
             sup = self.sup
             watching = sup is not None and sup.watch is not None and not sup.machine.terminal
+            dissolving = (sup is not None and sup.mass is not None
+                          and sup.machine.state in ("dissolving", "solution_ready"))
+        if dissolving:
+            self.watch_dissolution(stamp, frame)
         if watching:
             seen = detect_markers(frame)
             with self.lock:
@@ -456,6 +573,16 @@ class VisionSupervisorNode(Node):
             event_id=""))
         self.run_commands(commands, stamp)
 
+    def watch_dissolution(self, stamp, frame):
+        try:
+            seen = self.dissolution.update(stamp, frame)
+        except DissolutionError as exc:
+            self.frame_issue("bad_image", f"front camera: cannot see the beaker's contents: {exc}")
+            return
+        with self.lock:
+            commands = self.sup.on_dissolution(stamp, seen.solid_visible, seen.dissolved)
+        self.run_commands(commands, stamp)
+
     def frame_issue(self, kind, description):
         """A frame that says nothing: reported once until a good frame arrives (not at the frame rate)."""
         if self.frame_problem == kind:
@@ -476,7 +603,12 @@ class VisionSupervisorNode(Node):
             self.publish_state(state, previous, symbol, subtask_id)
         if symbol == "ph_stable":
             self.tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph") if detail else None}, now)
-        if symbol in ("ph_stable", "colour_stable"):
+        if symbol in ("mass_stable", "target_mass") and detail:
+            self.tell("recorder", "mass_settled", subtask_id, {"mass_g": detail.get("mass_g"),
+                                                               "final": symbol == "target_mass"}, now)
+        if symbol == "dissolved":
+            self.tell("recorder", "dissolved", subtask_id, dict(detail or {}), now)
+        if symbol in ("ph_stable", "colour_stable", "mass_stable"):
             # The solution settled after the drop: the dispenser may squeeze the next one.
             self.tell("dispenser_controller", "resume", subtask_id, {}, now)
         if symbol == "endpoint":
