@@ -52,7 +52,10 @@ def _plan(args, console: Console) -> int:
 def _report(args, console: Console) -> int:
     from agentchemist.report.from_store import regenerate_report
 
-    paths = regenerate_report(args.run_dir, args.store, args.experiment)
+    run_dir = Path(args.run_dir)
+    if run_dir.is_file():  # `agentchemist report runs/<id>/records.db`: the folder is meant
+        run_dir = run_dir.parent
+    paths = regenerate_report(run_dir, args.store, args.experiment)
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     for name, path in sorted(paths.charts.items()):
         console.print(f"  chart {name}: {path}")

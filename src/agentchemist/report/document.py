@@ -243,6 +243,7 @@ def _process(s: dict, charts: dict[str, Path]) -> list:
         blocks.append(Table(["Sensor", "Quantity", "Raw observations"],
                             [[r["sensor"], r["quantity"], str(r["n"])] for r in raw]))
     for name, caption in (("ph_time", "pH against time"), ("volume_time", "Titrant volume against time"),
+                          ("mass_time", "Balance reading against time, to the weighed mass"),
                           ("temperature_time", "Temperature against time")):
         if name in charts:
             blocks.append(Image(charts[name], caption))
@@ -288,7 +289,8 @@ def _quantities(s: dict) -> list:
                          fmt(r["ph_confidence"], 2), fmt(r["temperature_c"], 1) if _finite(r["temperature_c"]) else "-",
                          ", ".join(r["flags"]) or ""])
         blocks.append(Table(headers, rows, f"Per-drop table ({len(rows)} settled pH readings)", scroll=True))
-    else:
+    elif "titrant_volume" in (s.get("per_quantity") or {}) or "ph" in (s.get("per_quantity") or {}):
+        # titrant or pH was recorded but never a settled pH; a weighing has neither and no table to miss
         blocks.append(Para("Per-drop table: no settled pH reading was recorded.", "warn"))
     return blocks
 
@@ -334,6 +336,7 @@ def _anomalies(s: dict) -> list:
 
 def _results(s: dict, charts: dict[str, Path]) -> list:
     blocks: list = []
+    setup = s.get("setup") or {}
     kv = [("Final pH", fmt(s.get("final_ph"), 3)), ("Target pH", fmt(s.get("target_ph"), 2)),
           ("Final pH - target", fmt(s.get("final_ph_deviation"), 3)),
           ("Total titrant volume", fmt(s.get("total_volume_ml"), 4, "mL")), ("Drops", str(s.get("drops", 0))),
@@ -341,7 +344,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
            f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
           ("Temperature start / end",
            f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
-    setup = s.get("setup") or {}
+    if setup.get("family") == "weighing_dissolution":
+        kv = []  # no pH, titrant or drops in a weighing: only its own rows below
     if s.get("per_drop_rows") and setup.get("family") in ("acid_base_titration", "unknown"):
         kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
                               f"{fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with {_text(setup.get('titrant'))} "

@@ -294,15 +294,18 @@ def _weighing(run: RunData, setup: TitrationSetup, out: dict, ctx: ResultsContex
     except (KeyError, TypeError):
         target = _num((exp.get("conditions") or {}).get("target_mass_g"))
     # The weighed mass is the balance settled at the end of the pour (the supervisor's target_mass,
-    # flagged "final"); the last periodic reading is taken only when there is none, since after the
-    # beaker leaves the balance the display shows minus the beaker.
-    final = [r for r in run.fused("mass_settled") if "final" in (r.get("quality_flags") or ())]
+    # recorded as mass_weighed); the last periodic reading is taken only when there is none, since after
+    # the beaker leaves the balance the display shows minus the beaker.
+    final = run.fused("mass_weighed") or run.fused("mass_settled")
     if final:
         mass = float(final[-1]["value"])
+        if not run.fused("mass_weighed"):
+            ctx.not_concluded.append("no weighed mass was recorded at the end of the pour: the last settled "
+                                     "balance reading is used")
     else:
         mass, _ = _last(run, "mass")
         if mass is not None:
-            ctx.not_concluded.append("no settled final mass was recorded: the last balance reading is used")
+            ctx.not_concluded.append("no settled mass was recorded: the last balance reading is used")
     out["final_mass_g"] = mass
     out["target_mass_g"] = target
     dissolution = [r for r in run.raw_observations if r.get("quantity") == "dissolution_time_s"]
@@ -313,7 +316,11 @@ def _weighing(run: RunData, setup: TitrationSetup, out: dict, ctx: ResultsContex
     if mass is None or target is None:
         ctx.not_concluded.append("no weighing error: " + ("no mass was recorded" if mass is None else "no target mass"))
         return
-    err = weighing_error(target, mass)
+    try:
+        err = weighing_error(target, mass)
+    except ValueError as exc:  # e.g. a negative reading: the beaker was already off the balance
+        ctx.not_concluded.append(f"no weighing error: {exc}")
+        return
     out["weighing_error"] = err.__dict__
     ctx.concluded.append(f"weighed {mass:.3f} g for a {target:.3f} g target (error {err.error_g:+.3f} g)")
 
@@ -352,7 +359,7 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
         target_text = f" (target {target_ph:g}, deviation {final_ph - target_ph:+.3f})" if target_ph is not None else ""
         volume_text = f" after {total_volume:.3f} mL of titrant ({out['drops']} drops)" if total_volume is not None else ""
         ctx.concluded.append(f"final pH {final_ph:.3f}{volume_text}{target_text}")
-    else:
+    elif setup.family != "weighing_dissolution":
         ctx.not_concluded.append("no final pH: no pH was recorded")
     if total_volume is None and setup.family != "weighing_dissolution":
         ctx.not_concluded.append("no total volume: no titrant volume was recorded")

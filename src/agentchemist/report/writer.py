@@ -114,6 +114,22 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
         attempt("volume_time", lambda: ch.time_series_figure(s_v, v_v, t0=t0, ylabel="Titrant volume (mL)",
                                                              title="Cumulative titrant volume against time",
                                                              label="fused", extra=extra, events=anomalies))
+    s_m, v_m = series(run, "mass")
+    if t0 is not None and v_m.size:
+        # Up to the weighed mass: after that the beaker leaves the pan and the display shows minus the
+        # beaker, which would squash the pour into a flat line.
+        s_w, v_w = series(run, "mass_weighed")
+        s_s, v_s = series(run, "mass_settled")
+        last = s_w if s_w.size else s_s
+        end = float(last[-1]) + 5.0 if last.size else float(s_m[-1])
+        # ... and from the tare: the beaker and its water before it would squash the pour just as much.
+        zeroed = np.nonzero(np.abs(v_m) < 0.5)[0]
+        start = float(s_m[zeroed[0]]) if zeroed.size else float(s_m[0])
+        keep = (s_m >= start) & (s_m <= end) & (v_m > -0.5)  # not the beaker leaving the pan
+        marks = (np.concatenate([s_s, s_w]), np.concatenate([v_s, v_w]), "settled after each pour / weighed")
+        attempt("mass_time", lambda: ch.time_series_figure(s_m[keep], v_m[keep], t0=t0, ylabel="Balance (g)",
+                                                           title="Balance reading against time (tared)",
+                                                           label="balance", markers=marks, events=anomalies))
     s_t, v_t = series(run, "temperature")
     if t0 is not None and v_t.size:
         attempt("temperature_time", lambda: ch.time_series_figure(s_t, v_t, t0=t0, ylabel="Temperature (°C)",

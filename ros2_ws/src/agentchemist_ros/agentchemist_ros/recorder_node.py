@@ -184,10 +184,11 @@ class RecorderNode(Node):
                 ph = float(payload["ph"])
                 self.write_fused(stamp, "ph_settled", "pH", ph, 1.0, ["sensor"], [ph], [1.0], [], msg.subtask_id)
             elif msg.symbol == "mass_settled" and payload.get("mass_g") is not None:
+                # The settled mass after each pour pulse, and the weighed mass at the end of the pour (the
+                # supervisor's target_mass): the one the report states.
                 mass = float(payload["mass_g"])
-                flags = ["final"] if payload.get("final") else []
-                self.write_fused(stamp, "mass_settled", "g", mass, 1.0, ["sensor"], [mass], [1.0], flags,
-                                 msg.subtask_id)
+                quantity = "mass_weighed" if payload.get("final") else "mass_settled"
+                self.write_fused(stamp, quantity, "g", mass, 1.0, ["sensor"], [mass], [1.0], [], msg.subtask_id)
             elif msg.symbol == "dissolved" and payload.get("dissolution_time_s") is not None:
                 self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
                                    quantity="dissolution_time_s", value=float(payload["dissolution_time_s"]),
