@@ -110,6 +110,7 @@ class DispenserControllerNode(Node):
         self.last_ph: float | None = None
         self.holds: set[str] = set()  # the supervisor's holds in force (see the module docstring)
         self.holds_experiment = ""    # ... for this experiment (a new one starts with none)
+        self.experiment_volume = ("", 0.0)  # (experiment id, cumulative titrant volume published for it)
         self.done_future = None
         self.procedure: CalibrationProcedure | None = None
         self.calibration_future = None
@@ -238,9 +239,13 @@ class DispenserControllerNode(Node):
         self.cmd_pub.publish(Float64MultiArray(data=[out.command_opening_mm / 1000.0]))
         meta = self.goal_meta
         for est in out.estimates:
+            # titrant_volume is the experiment's cumulative volume: a goal after a hold or an unconfirmed
+            # stop starts its own count at zero, on top of what the earlier goals dispensed.
+            value = meta.get("volume_offset_ml", 0.0) + est.value_ml
+            self.experiment_volume = (meta["experiment_id"], value)
             self.qty_pub.publish(QuantityEstimate(
                 stamp=to_msg(est.stamp), experiment_id=meta["experiment_id"], quantity="titrant_volume", unit="mL",
-                channel="statistical", value=est.value_ml, delta=est.delta_ml, confidence=est.confidence,
+                channel="statistical", value=value, delta=est.delta_ml, confidence=est.confidence,
                 fsm_state=meta.get("fsm_state", ""), subtask_id=meta["subtask_id"], event_id=""))
         for a in out.anomalies:
             self.report(a.kind, a.severity, a.description,
@@ -419,7 +424,9 @@ class DispenserControllerNode(Node):
                 for reason in self.holds:
                     controller.hold(reason)
                 self.done_future = Future()
-                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
+                exp, total = self.experiment_volume
+                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id,
+                                  "volume_offset_ml": total if exp == g.experiment_id else 0.0}
                 self._goal_handle = goal_handle
                 self.controller = controller
         if busy:

@@ -118,6 +118,14 @@ class VisionSupervisorNode(Node):
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.dispense_goal = None
+        self.dispenser_stopped_at: float | None = None  # the dispenser's own target stop, not yet confirmed
+        self.continuations = 0
+        self.max_continuations = declare(self, "max_dispense_continuations", 30,
+                                         "Times dispensing goes on after the dispenser's target stop was not "
+                                         "confirmed by the endpoint hold, before the run aborts", low=0, high=1000)
+        self.confirm_margin_s = declare(self, "endpoint_confirm_margin_s", 5.0,
+                                        "Seconds beyond the endpoint hold to wait for the confirmation of the "
+                                        "dispenser's target stop", low=0.0, high=600.0)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.dissolution = DissolutionWatch()
         self.held_labware: set[str] = set()   # items the robot holds: not watched on the bench
@@ -142,6 +150,7 @@ class VisionSupervisorNode(Node):
                 self.tracker.reset()
                 self.dissolution = DissolutionWatch()
                 self.held_labware, self.rebaseline, self.balance_problem = set(), None, False
+                self.dispenser_stopped_at, self.continuations = None, 0
             except InvalidMachineError as exc:
                 self.sup = None
                 self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
@@ -307,7 +316,7 @@ class VisionSupervisorNode(Node):
         future = self.dispenser.send_goal_async(goal)
         future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
 
-    def send_dispense_goal(self, task, resume=False):
+    def send_dispense_goal(self, task, resume=False, again=False):
         if task.primitive == "pour_solid":
             self.send_solid_goal(task)
             return
@@ -350,7 +359,7 @@ class VisionSupervisorNode(Node):
         self.drop_interval_s = self.drop_volume_ml / (self.k_ml_per_mm * max(rate, 1e-6))
         self.dispenser_state = "MOTION"
         self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
-        if not resume:
+        if not resume and not again:
             self.apply("titrate", now, self.get_name(), task.id)
         future = self.dispenser.send_goal_async(goal, feedback_callback=lambda f, t=task: self.on_dispense_feedback(t, f))
         future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
@@ -387,6 +396,12 @@ class VisionSupervisorNode(Node):
             colour = bool(self.sup and self.sup.colour_endpoint)
             terminal = bool(self.sup and self.sup.machine.terminal)
         if self.sup is None or task.id in self.sup.scheduler.done or (terminal and state != "accepted"):
+            return
+        if result.success and result.stop_reason == "target_ph" and state in ("titrating", "waiting_ph"):
+            # The dispenser saw the target in its window; the endpoint is this supervisor's to confirm over
+            # its hold. Its subtask stays open: should the confirmation not come (the pH sits a hair under
+            # the target, within the meter's noise), dispensing goes on (check_unconfirmed_stop).
+            self.dispenser_stopped_at = node_now(self)
             return
         if state in ("done", "accepted") or (result.success and not colour):
             with self.lock:
@@ -650,8 +665,33 @@ class VisionSupervisorNode(Node):
             self.publish_state(self.sup.machine.state, previous, "abort", terminal=True)
         self.snapshot("anomaly")
 
+    def check_unconfirmed_stop(self, now):
+        """The dispenser stopped at its target but the endpoint was not confirmed in time: go on dispensing
+        (a new goal; the dispenser settles and adds what its fresh window says is missing)."""
+        stopped = self.dispenser_stopped_at
+        with self.lock:
+            state = self.sup.machine.state if self.sup else ""
+            hold = self.sup.endpoint_hold_s if self.sup else 0.0
+        if stopped is None or self.dispense_task is None:
+            return
+        if state not in ("titrating", "waiting_ph"):
+            self.dispenser_stopped_at = None
+            return
+        if now - stopped < hold + self.confirm_margin_s:
+            return
+        self.dispenser_stopped_at = None
+        self.continuations += 1
+        if self.continuations > self.max_continuations:
+            self.abort(f"the dispenser reached the target {self.continuations - 1} times but the pH never held it "
+                       f"for {hold:.0f} s", "endpoint_not_confirmed")
+            return
+        self.get_logger().warn(f"the dispenser stopped at the target but the pH did not hold it for {hold:.0f} s: "
+                               f"dispensing goes on ({self.continuations}/{self.max_continuations})")
+        self.send_dispense_goal(self.dispense_task, again=True)
+
     def check_timeouts(self):
         now = node_now(self)
+        self.check_unconfirmed_stop(now)
         kind = "state_timeout"
         try:
             with self.lock:
