@@ -85,14 +85,16 @@ class AudioSupervisorNode(Node):
             self.subtask_id = msg.subtask_id
             # The vision supervisor's stop_expecting says why: "dispenser WAIT" / "dispenser RESET" while its
             # goal runs (the pipette hangs over the vessel), anything else when dispensing has ended.
+            ended = msg.symbol == "stop_expecting" and not str(payload.get("reason", "")).startswith("dispenser ")
             if msg.symbol == "expect_drops":
                 self.dispensing_subtask = msg.subtask_id
-            elif not str(payload.get("reason", "")).startswith("dispenser "):
+            elif ended:
                 self.dispensing_subtask = ""
             self.drop_context.set_expectation(active=msg.symbol == "expect_drops", subtask_id=msg.subtask_id,
                                               fsm_state=self.fsm_state,
                                               expected_interval_s=payload.get("expected_interval_s"),
-                                              now=node_now(self), priming=bool(payload.get("priming", False)))
+                                              now=node_now(self), priming=bool(payload.get("priming", False)),
+                                              ended=ended)
 
     def on_chunk(self, side, msg):
         t0 = to_sec(msg.header.stamp)

@@ -49,6 +49,10 @@ class ContextConfig:
     timeout_factor: float = 4.0
     min_timeout_s: float = 3.0
     late_grace_s: float = 0.5
+    # When dispensing *ends* (the goal is over, not a WAIT between drops), the drop the last squeeze left
+    # hanging at the tip still falls: at the fine rate near an endpoint it detaches up to about 1 s later
+    # in the twin (an acetic acid run heard it 0.9 s after the stop).
+    end_grace_s: float = 1.5
     # A full 60 mL bulb (the Ca/EDTA run) gives its first drop 22-23 s after dispensing starts in the
     # twin, a partly filled one 5-8 s; a dead start is caught sooner by the dispenser's own no-drop check.
     priming_timeout_s: float = 40.0
@@ -59,7 +63,7 @@ class ContextConfig:
     def __post_init__(self) -> None:
         checks = {
             "drop_volume_ml": (1e-6, 10.0), "drop_volume_sd_ml": (0.0, 10.0), "timeout_factor": (1.0, 1000.0),
-            "min_timeout_s": (0.0, 3600.0), "late_grace_s": (0.0, 60.0), "priming_timeout_s": (0.0, 3600.0), "fast_ratio": (0.0, 1.0),
+            "min_timeout_s": (0.0, 3600.0), "late_grace_s": (0.0, 60.0), "end_grace_s": (0.0, 60.0), "priming_timeout_s": (0.0, 3600.0), "fast_ratio": (0.0, 1.0),
             "suspicious_factor": (0.0, 1.0), "history_s": (1.0, 86400.0),
         }
         for name, (lo, hi) in checks.items():
@@ -104,6 +108,7 @@ class _Expectation:
     fsm_state: str
     interval_s: float | None
     kinds: tuple[str, ...]
+    grace_s: float | None = None  #: how long after this (inactive) expectation began a late drop is still expected
 
 
 class DropContext:
@@ -124,11 +129,13 @@ class DropContext:
 
     # ------------------------------------------------------------------ inputs
     def set_expectation(self, *, active: bool, subtask_id: str, fsm_state: str, expected_interval_s: float | None,
-                        now: float, expected_kinds: tuple[str, ...] = ("droplet",), priming: bool = False) -> None:
+                        now: float, expected_kinds: tuple[str, ...] = ("droplet",), priming: bool = False,
+                        ended: bool = False) -> None:
         """From ``now`` on, the current subtask is (``active``) or is not supposed to produce events of
         ``expected_kinds`` (droplets when dispensing), about one per ``expected_interval_s`` s.
         ``priming``: the pipette must prime again before its next drop (the gripper let go of the bulb in
-        a RESET and closes back on it): the first drop gets the priming window, as a new run's does."""
+        a RESET and closes back on it): the first drop gets the priming window, as a new run's does.
+        ``ended``: dispensing is over (not a pause between drops): the late grace is ``end_grace_s``."""
         now = _time(now, "now")
         if not isinstance(active, bool):
             raise ContextError(f"set_expectation: active must be a bool, got {active!r}")
@@ -148,8 +155,10 @@ class DropContext:
             self._timeout_from = now  # the clock starts when dispensing starts
         if active and (subtask_id != last.subtask_id or priming):
             self._primed = False      # a new dispensing run (or a re-grip): its first drop needs priming
+        grace = self.config.end_grace_s if ended and not active else None
         self._history.append(_Expectation(now, active, subtask_id, fsm_state,
-                                          None if interval is None else float(interval), tuple(expected_kinds)))
+                                          None if interval is None else float(interval), tuple(expected_kinds),
+                                          grace))
         horizon = now - self.config.history_s
         while len(self._history) > 2 and self._history[1].since < horizon:
             self._history.pop(0)
@@ -261,7 +270,8 @@ class DropContext:
         exp = self._history[max(i, 0)]
         if not exp.active and i > 0:
             prev = self._history[i - 1]
-            if prev.active and t - exp.since <= self.config.late_grace_s:
+            grace = exp.grace_s if exp.grace_s is not None else self.config.late_grace_s
+            if prev.active and t - exp.since <= grace:
                 return prev, True
         return exp, False
 
