@@ -28,3 +28,19 @@ def test_late_drop_after_the_end_and_after_a_pause(ended, late_s, expected):
 def test_end_grace_is_validated():
     with pytest.raises(ValueError):
         ContextConfig(end_grace_s=-1.0)
+
+
+def test_a_stop_in_steps_is_timed_from_its_first_step():
+    """MOTION -> the dispenser's WAIT -> the end of its goal: the hanging drop 0.9 s after the WAIT is the
+    last squeeze's (the end allows 1.5 s); without the end, the WAIT's 0.5 s applies."""
+    ctx = _context()
+    ctx.set_expectation(active=False, subtask_id="titrate", fsm_state="titrating", expected_interval_s=None,
+                        now=10.0)
+    exp, grace = ctx._expectation_at(10.9)
+    assert not (exp.active and grace)
+    ctx.set_expectation(active=False, subtask_id="titrate", fsm_state="titrating", expected_interval_s=None,
+                        now=10.2, ended=True)
+    exp, grace = ctx._expectation_at(10.9)
+    assert exp.active and grace
+    exp, grace = ctx._expectation_at(11.6)  # 1.6 s after the first step: too late
+    assert not (exp.active and grace)

@@ -268,11 +268,19 @@ class DropContext:
         """The expectation in force at time t, and whether it applies only through the late grace."""
         i = bisect.bisect_right([e.since for e in self._history], t) - 1
         exp = self._history[max(i, 0)]
-        if not exp.active and i > 0:
-            prev = self._history[i - 1]
-            grace = exp.grace_s if exp.grace_s is not None else self.config.late_grace_s
-            if prev.active and t - exp.since <= grace:
-                return prev, True
+        if exp.active or i <= 0:
+            return exp, False
+        # Back to the last active expectation: a stop can come in steps (the dispenser's WAIT or RESET,
+        # then the end of its goal) and the drop left hanging is timed from the first step, with the
+        # longest grace any step allows (the end's).
+        j = i
+        while j > 0 and not self._history[j - 1].active:
+            j -= 1
+        if j == 0:
+            return exp, False
+        grace = max(e.grace_s if e.grace_s is not None else self.config.late_grace_s for e in self._history[j:i + 1])
+        if t - self._history[j].since <= grace:
+            return self._history[j - 1], True
         return exp, False
 
     def _total_sd(self) -> float:
