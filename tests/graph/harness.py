@@ -25,6 +25,16 @@ class GraphRun:
     truth: dict
     probe: Node | None
     feedback: list[str] = field(default_factory=list)
+    leftovers: dict[str, int] = field(default_factory=dict)  # see per_experiment_leftovers
+
+
+def per_experiment_leftovers(graph: Graph) -> dict[str, int]:
+    """What the agents still hold for experiments that have ended (all 0 when none runs): a node that
+    serves goal after goal for hours must drop each experiment's bookkeeping when it ends (issue 11)."""
+    planner, summarizer = graph.nodes["planner"], graph.nodes["summarizer"]
+    return {"planner.goals": len(planner.goals), "planner.ended": len(planner.ended),
+            "planner.reported": len(planner.reported), "planner.anomalies": len(planner.anomalies),
+            "summarizer.children": len(summarizer.children)}
 
 
 def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str | None = None,
@@ -62,6 +72,7 @@ def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str |
             time.sleep(0.05)
         time.sleep(settle_s)  # let the last messages reach the probe
         truth = graph.nodes["lab_sim"].twin.truth() if "lab_sim" in graph.nodes else {}
+        leftovers = per_experiment_leftovers(graph)
     finally:
         stop.set()
         thread.join(timeout=10)
@@ -71,4 +82,4 @@ def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str |
                 node.destroy_node()
         rclpy.try_shutdown()
     assert result_future.done(), f"the experiment did not finish within {wall_limit_s:.0f} s"
-    return GraphRun(result_future.result().result, truth, extra, feedback)
+    return GraphRun(result_future.result().result, truth, extra, feedback, leftovers)

@@ -33,7 +33,7 @@ def run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     graph_run = run_experiment(SCENARIO, runs, probe=Probe)
     return {"result": graph_run.result, "probe": graph_run.probe, "runs": runs, "truth": graph_run.truth,
-            "feedback": graph_run.feedback}
+            "feedback": graph_run.feedback, "leftovers": graph_run.leftovers}
 
 
 def test_reaches_the_accepting_state(run):
@@ -46,6 +46,11 @@ def test_reaches_the_accepting_state(run):
         assert state in states
     assert run["probe"].states[-1].accepting and run["probe"].states[-1].terminal
     assert "accepted" in run["feedback"]
+
+
+def test_the_agents_keep_nothing_of_an_ended_experiment(run):
+    assert run["result"].success
+    assert run["leftovers"] and not any(run["leftovers"].values()), run["leftovers"]
 
 
 def test_report_with_titration_curve(run):

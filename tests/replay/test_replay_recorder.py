@@ -46,8 +46,11 @@ CASES = {
 def _replay(case: Case, runs: Path) -> dict:
     ensure_rclpy()
     params = [*SIM_TIME, Parameter("runs_dir", value=str(runs))]
+    # The replay steps the nodes in lock step and cannot wait on a child process: the summarizer writes the
+    # report in the node here (the same code; its default child process runs in the graph tests).
     nodes = [RecorderNode(parameter_overrides=params, start_parameter_services=False),
-             SummarizerNode(parameter_overrides=params, start_parameter_services=False)]
+             SummarizerNode(parameter_overrides=[*params, Parameter("report_in_process", value=True)],
+                            start_parameter_services=False)]
     # Neither node has a timer: /clock only needs to move with the messages.
     result = replay(case.bag, nodes, in_bag(case.bag, INPUTS), OUTPUTS, senders={"recorder", "summarizer"},
                     clock_step_s=0.0, drain_on_clock=False)

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage, signal
@@ -125,6 +126,7 @@ class ContactAudioConfig:
 
 @dataclass(frozen=True)
 class _Scheduled:
+    """One event while its waveform is synthesised (the synth keeps events as columns, see __init__)."""
     index: int
     truth: AudioEventTruth  # with the realised duration
     start: int  # first absolute sample index of the waveform
@@ -147,8 +149,19 @@ class ContactAudioSynth:
         period = sr / config.stirrer_hum_hz
         self._hum_exact = abs(period - round(period)) < 1e-9
         self._hum_table = _hum_period(config, int(round(period)) if self._hum_exact else 8193, self._hum_exact)
-        self._events: list[_Scheduled] = []
-        self._starts: list[tuple[int, int]] = []  # sorted (start, index) for block lookup
+        # Every scheduled event, by index, as columns: the twin keeps them all for its truth, and a long run
+        # schedules one per drop (a _Scheduled with its parameter arrays cost about 1 kB; a row costs about
+        # 100 bytes). The random parameters are not kept: they are drawn again from (seed, index) and the
+        # event as requested whenever its waveform is synthesised.
+        self._ev_time = array("d")
+        self._ev_kind = array("B")      # index into EVENT_KINDS
+        self._ev_requested = array("d")  # duration as requested (the parameter draw depends on it)
+        self._ev_duration = array("d")   # realised duration (s)
+        self._ev_label: list[str] = []
+        self._ev_start = array("q")      # first absolute sample of the waveform
+        self._ev_length = array("q")     # samples
+        self._starts = array("q")        # waveform starts, sorted, for block lookup ...
+        self._order = array("q")         # ... and the event index of each
         self._max_len = 0
         self._horizon = 0  # one past the last absolute sample returned by render()
         self._blocks: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -166,14 +179,19 @@ class ContactAudioSynth:
             raise AudioSynthError(
                 f"event {event.kind!r} at t={event.time:.6f} s is before the audio already rendered "
                 f"(up to {self._horizon / sr:.6f} s); schedule events before rendering their onset")
-        index = len(self._events)
-        rng = np.random.default_rng([self.config.seed, 0x657674, index])
-        params = _draw_params(event, rng, self._drop_level, self.config)
+        index = len(self._ev_time)
+        params = self._params(event, index)
         length = int(math.ceil(params["length_s"] * sr)) + 1
-        truth = replace(event, duration=float(params["length_s"]))
-        sched = _Scheduled(index, truth, start, length, params)
-        self._events.append(sched)
-        bisect.insort(self._starts, (start, index))
+        self._ev_time.append(event.time)
+        self._ev_kind.append(EVENT_KINDS.index(event.kind))
+        self._ev_requested.append(event.duration)
+        self._ev_duration.append(float(params["length_s"]))
+        self._ev_label.append(event.label)
+        self._ev_start.append(start)
+        self._ev_length.append(length)
+        at = bisect.bisect_right(self._starts, start)  # after equal starts: ties stay in index order
+        self._starts.insert(at, start)
+        self._order.insert(at, index)
         self._max_len = max(self._max_len, length)
         b = self.config.block
         for blk in [k for k in self._blocks if k * b < start + length and (k + 1) * b > start]:
@@ -202,7 +220,21 @@ class ContactAudioSynth:
 
     def truth(self) -> list[AudioEventTruth]:
         """Scheduled events sorted by onset (stable), with realised durations."""
-        return [e.truth for e in sorted(self._events, key=lambda e: e.truth.time)]
+        return [self._truth(i) for i in sorted(range(len(self._ev_time)), key=self._ev_time.__getitem__)]
+
+    def _truth(self, index: int, *, requested: bool = False) -> AudioEventTruth:
+        duration = (self._ev_requested if requested else self._ev_duration)[index]
+        return AudioEventTruth(self._ev_time[index], EVENT_KINDS[self._ev_kind[index]], duration,
+                               self._ev_label[index])
+
+    def _params(self, event: AudioEventTruth, index: int) -> dict:
+        """The event's random parameters: the same for the same (seed, index, requested event)."""
+        rng = np.random.default_rng([self.config.seed, 0x657674, index])
+        return _draw_params(event, rng, self._drop_level, self.config)
+
+    def _scheduled(self, index: int) -> _Scheduled:
+        params = self._params(self._truth(index, requested=True), index)
+        return _Scheduled(index, self._truth(index), self._ev_start[index], self._ev_length[index], params)
 
     # ------------------------------------------------------------------ blocks
     def _block(self, blk: int) -> np.ndarray:
@@ -223,14 +255,14 @@ class ContactAudioSynth:
                 n = np.arange(blk * b, (blk + 1) * b, dtype=np.float64)
                 cyc = np.mod(cfg.stirrer_hum_hz * n / cfg.sample_rate, 1.0)
                 x += np.interp(cyc, np.linspace(0.0, 1.0, period), self._hum_table)
-        lo = bisect.bisect_left(self._starts, (blk * b - self._max_len, -1))
-        hi = bisect.bisect_left(self._starts, ((blk + 1) * b, -1))
-        for _, idx in sorted(self._starts[lo:hi], key=lambda s: s[1]):
-            ev = self._events[idx]
-            a, z = max(ev.start, blk * b), min(ev.start + ev.length, (blk + 1) * b)
+        lo = bisect.bisect_left(self._starts, blk * b - self._max_len)
+        hi = bisect.bisect_left(self._starts, (blk + 1) * b)
+        for idx in sorted(self._order[lo:hi]):
+            start, length = self._ev_start[idx], self._ev_length[idx]
+            a, z = max(start, blk * b), min(start + length, (blk + 1) * b)
             if a < z:
-                wave = self._wave(ev)
-                x[a - blk * b: z - blk * b] += wave[a - ev.start: z - ev.start]
+                wave = self._wave(idx)
+                x[a - blk * b: z - blk * b] += wave[a - start: z - start]
         pcm = np.clip(np.round(x * 32767.0), -32768, 32767).astype(np.int16)
         self._blocks[blk] = pcm
         while len(self._blocks) > 4:
@@ -249,17 +281,17 @@ class ContactAudioSynth:
                 self._white.popitem(last=False)
         return cached
 
-    def _wave(self, ev: _Scheduled) -> np.ndarray:
-        wave = self._waves.get(ev.index)
+    def _wave(self, index: int) -> np.ndarray:
+        wave = self._waves.get(index)
         if wave is None:
-            rng = np.random.default_rng([self.config.seed, 0x77617665, ev.index])
-            wave = _synthesise(ev, rng, self.config.sample_rate)
-            self._waves[ev.index] = wave
+            rng = np.random.default_rng([self.config.seed, 0x77617665, index])
+            wave = _synthesise(self._scheduled(index), rng, self.config.sample_rate)
+            self._waves[index] = wave
         return wave
 
     def _evict_waves(self, block_start: int) -> None:
         # waveforms wholly before the current block are regenerated on demand if ever needed again
-        for idx in [i for i in self._waves if self._events[i].start + self._events[i].length < block_start]:
+        for idx in [i for i in self._waves if self._ev_start[i] + self._ev_length[i] < block_start]:
             del self._waves[idx]
 
 

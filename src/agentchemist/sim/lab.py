@@ -46,6 +46,7 @@ from agentchemist.sim.markers import default_marker_id
 from agentchemist.sim.pipette import Drop, RubberBulbPipette
 from agentchemist.sim.robot import JOINT_NAMES, SIDES, Arm, Gripper, check_side
 from agentchemist.sim.scenario import FaultSpec, Scenario, ScenarioError, _format_errors
+from agentchemist.sim.truth_log import DropLog, TimeSeries
 from agentchemist.sim.types import CommandResult, LabwareItem, Reading
 from agentchemist.sim.weighing import MAX_TILT_RATE_DEG_S, Dissolver, SolidBottle
 
@@ -138,9 +139,11 @@ class LabTwin:
         self._pour_audio_end = -math.inf
         # truth
         self._falling: list[Drop] = []
-        self._drops: list[Drop] = []
+        # Every drop and true-pH change of the whole run (all samples), compact: long runs keep them all.
+        self._drops = DropLog()
         self._events: list[dict[str, Any]] = []
-        self._ph_history: list[tuple[float, float]] = [(0.0, self.probe.bulk)]
+        self._ph_history = TimeSeries()
+        self._ph_history.append(0.0, self.probe.bulk)
         self._dirty = False
         self._faults = FaultBook(list(sc.faults))
         self._renderer = None
@@ -270,7 +273,7 @@ class LabTwin:
             self.probe.advance(t, self._mixing_tau())
             ph = self.beaker.ph()
             self.probe.set_bulk(ph)
-            self._ph_history.append((t, ph))
+            self._ph_history.append(t, ph)
             self._dirty = False
 
     def _sync_probe(self, t: float | None = None) -> None:
@@ -300,10 +303,11 @@ class LabTwin:
         over = self._items.get(pip.on) if pip is not None and pip.on else None
         if over is not None and over.present and over.kind == "reagent_bottle":
             drop.fate = "returned"  # squeezed out over the reservoir (emptying before a refill)
-            self._drops.append(drop)
+            self._drops.add(drop)
             return
         drop.fate = "falling" if self._drop_target_ok() else "spilled"
-        self._drops.append(drop)
+        # Only a falling drop stays an object (until it lands: its composition goes into the beaker).
+        drop.log_row = self._drops.add(drop)
         if drop.fate == "falling":
             self._falling.append(drop)
             self._falling.sort(key=lambda d: d.land_time)
@@ -321,6 +325,7 @@ class LabTwin:
             drop.fate = "overflow"
             self._event(drop.land_time, "overflow", drop=drop.index, spilled_ml=spill,
                         total_overflow_ml=self.beaker.overflow_ml)
+        self._drops.set_fate(drop.log_row, drop.fate)
         self._dirty = True
         self._update_balance(drop.land_time)
         self._refresh_ph(drop.land_time)
@@ -466,7 +471,7 @@ class LabTwin:
         self.beaker = Beaker(sc.beaker, sc.probe.temperature_c, activity=sc.probe.activity)
         ph = self.beaker.ph()
         self.probe.set_bulk(ph)
-        self._ph_history.append((self.t, ph))
+        self._ph_history.append(self.t, ph)
         self._dirty = False
         if sc.weighing is not None:  # a fresh bottle (back on the bench) and nothing left to dissolve
             self.bottle = SolidBottle(sc.weighing, self._rng_pour)
@@ -725,11 +730,10 @@ class LabTwin:
 
     def truth_summary(self) -> dict[str, Any]:
         """The scalar part of :meth:`truth`, cheap enough to publish every sim second."""
-        landed = [d for d in self._drops if d.fate in ("beaker", "overflow")]
         return {
             "t": self.t,
-            "drops_landed": len(landed),
-            "dispensed_ml": sum(d.volume_ml for d in landed),
+            "drops_landed": self._drops.landed,
+            "dispensed_ml": self._drops.landed_ml,
             "expelled_ml": self.pipette.expelled_ml,
             "pipette_held": self._held,
             "beaker_volume_ml": self.beaker.volume_ml,
@@ -746,12 +750,11 @@ class LabTwin:
     def truth(self) -> dict[str, Any]:
         """Ground truth for grading (JSON-serialisable)."""
         self._sync_probe()
-        landed = [d for d in self._drops if d.fate in ("beaker", "overflow")]
         out: dict[str, Any] = {
             "t": self.t,
-            "drops": [d.as_dict() for d in self._drops],
-            "drops_landed": len(landed),
-            "dispensed_ml": sum(d.volume_ml for d in landed),
+            "drops": self._drops.as_dicts(),
+            "drops_landed": self._drops.landed,
+            "dispensed_ml": self._drops.landed_ml,
             "expelled_ml": self.pipette.expelled_ml,
             "pipette": self.pipette.state(),
             "pipette_held": self._held,
@@ -760,7 +763,7 @@ class LabTwin:
             "overflow_ml": self.beaker.overflow_ml,
             "true_ph": self.beaker.ph(),
             "probe_ph": self.probe.sensed,
-            "ph_history": [list(p) for p in self._ph_history],
+            "ph_history": self._ph_history.pairs(),
             "faults": [f.as_dict() for f in self._faults.fired],
             "samples": self.samples,
             "events": list(self._events),

@@ -26,7 +26,7 @@ one larger drop.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class Drop:
     composition: dict[str, float]
     cause: str = "squeeze"  # "squeeze" | "extra_drop" (fault)
     fate: str = "falling"   # "falling" -> "beaker" | "spilled" | "overflow"
+    log_row: int = field(default=-1, compare=False, repr=False)  # its row in the twin's DropLog
 
     def as_dict(self) -> dict:
         return {

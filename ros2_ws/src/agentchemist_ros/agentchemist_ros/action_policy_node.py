@@ -133,20 +133,23 @@ class ActionPolicyNode(Node):
         # The robot's own arm or a held bottle can hide the beaker in the last frame: look again on newer
         # frames for a while (sim time) before saying it is not there.
         deadline = resolved_after(self, self.occlusion_wait, steady=False)
-        while True:
-            response = await self.describe_scene()
-            extra = json.loads(response.checks_json or "{}")
-            size = extra.get("image_size") or ()
-            if len(size) != 2:
-                raise SceneUnavailable("the scene service gave no image size")
-            objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
-            try:
-                at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
-                break
-            except NotSeenError:
-                if deadline.done():
-                    raise
-                await first_of(resolved_after(self, 0.5), deadline)
+        try:
+            while True:
+                response = await self.describe_scene()
+                extra = json.loads(response.checks_json or "{}")
+                size = extra.get("image_size") or ()
+                if len(size) != 2:
+                    raise SceneUnavailable("the scene service gave no image size")
+                objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
+                try:
+                    at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
+                    break
+                except NotSeenError:
+                    if deadline.done():
+                        raise
+                    await first_of(resolved_after(self, 0.5), deadline)
+        finally:
+            deadline.cancel()  # its timer goes now, not when it would have fired
         if at is None:  # seen, but not above any station the arm can pick it up from
             raise PrimitiveError(f"{parameters.get('object')} stands on none of the stations "
                                  f"({', '.join(known)}) per the front camera")
@@ -169,6 +172,7 @@ class ActionPolicyNode(Node):
                 if call.done():
                     response = call.result()
                     if response is not None and response.success:
+                        deadline.cancel()  # its timer goes now, not when it would have fired
                         return response
                     why = response.message if response is not None else "no answer"
                 else:

@@ -43,7 +43,9 @@ class PlannerNode(Node):
         self.llm_url = declare(self, "llm_url", "http://127.0.0.1:8000/v1", "OpenAI-compatible endpoint (backend openai)")
         self.llm_model = declare(self, "llm_model", "", "Model name or local path for the LLM backends")
         self.llm_timeout = declare(self, "llm_timeout_s", 60.0, "LLM request timeout (s)", low=1.0, high=600.0)
-        self.states, self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}, {}
+        # Per running experiment only (a long run sends goal after goal to this node): its goal handle, the
+        # futures its execute() awaits and the anomalies it reports; execute() drops them when it returns.
+        self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}
         self.plan_pub = self.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM, callback_group=self.group)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=self.group)
@@ -53,7 +55,6 @@ class PlannerNode(Node):
 
     def on_fsm(self, msg):
         with self.lock:
-            self.states[msg.experiment_id] = msg
             handle = self.goals.get(msg.experiment_id)
             ended = self.ended.get(msg.experiment_id)
         if handle is not None:
@@ -71,7 +72,8 @@ class PlannerNode(Node):
 
     def on_anomaly(self, msg):
         with self.lock:
-            self.anomalies.setdefault(msg.experiment_id, []).append(msg)
+            if msg.experiment_id in self.ended:  # not kept for ended or foreign experiments (nor for "")
+                self.anomalies.setdefault(msg.experiment_id, []).append(msg)
 
     async def scene(self, text_scene: str):
         if text_scene:
@@ -87,6 +89,7 @@ class PlannerNode(Node):
             if response is not None and response.success:
                 break
             await first_of(resolved_after(self, 0.2, steady=True), deadline)
+        deadline.cancel()  # its timer goes now, not when it would have fired
         if response is None or not response.success:
             self.get_logger().warn("scene unavailable: " + (response.message if response else "no DescribeScene service"))
             return None
@@ -128,18 +131,23 @@ class PlannerNode(Node):
             self.goals[exp] = goal_handle
             ended = self.ended[exp] = Future()
             reported = self.reported[exp] = Future()
-        self.plan_pub.publish(ExperimentPlan(stamp=to_msg(node_now(self)), experiment_id=exp,
-                                             instruction=goal.instruction, plan_json=result.plan_json))
-        self.get_logger().info(f"plan {exp} published ({plan.parsed_instruction.experiment_name})")
-        state = await ended
-        report = None
-        index, value = await first_of(reported, resolved_after(self, self.report_timeout, steady=True))
-        if index == 0:
-            report = value
+        try:
+            self.plan_pub.publish(ExperimentPlan(stamp=to_msg(node_now(self)), experiment_id=exp,
+                                                 instruction=goal.instruction, plan_json=result.plan_json))
+            self.get_logger().info(f"plan {exp} published ({plan.parsed_instruction.experiment_name})")
+            state = await ended
+            report = None
+            timeout = resolved_after(self, self.report_timeout, steady=True)
+            index, value = await first_of(reported, timeout)
+            timeout.cancel()
+            if index == 0:
+                report = value
+        finally:
+            with self.lock:
+                halts = [a for a in self.anomalies.pop(exp, []) if a.severity == "halt"]
+                for book in (self.goals, self.ended, self.reported):
+                    book.pop(exp, None)
         result.report_path = (report or {}).get("report", "")
-        with self.lock:
-            halts = [a for a in self.anomalies.get(exp, []) if a.severity == "halt"]
-            self.goals.pop(exp, None)
         if state.accepting:
             result.success, result.outcome = True, "completed"
             result.message = "experiment completed" + ("" if report else "; the report was not written in time")

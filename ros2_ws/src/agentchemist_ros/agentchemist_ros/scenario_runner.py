@@ -123,7 +123,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     from agentchemist.scoring import RunRecord
     from agentchemist_interfaces.action import RunExperiment
     from agentchemist_interfaces.msg import Anomaly
-    from agentchemist_ros.common import topics
+    from agentchemist_ros.common import memory_trace, topics
     from agentchemist_ros.common.qos import RELIABLE
     from agentchemist_ros.common.timeconv import to_sec
     from agentchemist_ros.graph import Graph, ensure_init
@@ -134,7 +134,15 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds for the whole run")
+    p.add_argument("--trace-memory", type=int, default=None, metavar="FRAMES",
+                   help="memory checkpoints after each experiment to memory_trace.json beside --out (see "
+                        "common/memory_trace.py); FRAMES > 0 also runs tracemalloc with that many frames to say "
+                        "which node holds the Python memory (several times slower)")
     args = p.parse_args(argv)
+    tracing = args.trace_memory is not None
+    if args.trace_memory:
+        import tracemalloc
+        tracemalloc.start(args.trace_memory)
     src = Path(args.scenario)
     runs = Path(args.runs)
     runs.mkdir(parents=True, exist_ok=True)
@@ -159,6 +167,8 @@ def worker_main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
 
     crashed: list[str] = []
+    checkpoints: list = []  # --trace-memory: one after the graph is up, one after each experiment
+    failure = ""  # what broke the run after some experiments had completed
 
     def spin():
         last_sample = time.monotonic()
@@ -180,6 +190,8 @@ def worker_main(argv: list[str] | None = None) -> int:
     try:
         if not client.wait_for_server(timeout_sec=60):
             raise RuntimeError("the planner's RunExperiment server did not come up")
+        if tracing:
+            checkpoints.append(memory_trace.take("graph up", _rss_mb()))
         for i in range(sc.repeat):
             if i > 0:  # a fresh sample on the bench, same twin, same nodes, same clock
                 fut = new_sample.call_async(Trigger.Request())
@@ -202,6 +214,8 @@ def worker_main(argv: list[str] | None = None) -> int:
                 break
             results.append(res_future.result().result)
             record.memory_per_experiment_mb.append(_rss_mb())
+            if tracing:
+                checkpoints.append(memory_trace.take(f"after experiment {i + 1}", _rss_mb()))
             if not results[-1].success:
                 break
         time.sleep(0.3)  # the last anomalies and records reach the probe and the store
@@ -213,6 +227,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         record.truth = {k: truth[k] for k in keep if k in truth}
     except Exception as exc:  # noqa: BLE001 - a crashed run is graded as such, with its reason
         record.message = f"{type(exc).__name__}: {exc}"
+        failure = f"{record.message} (during experiment {len(results) + 1} of {sc.repeat})"
     finally:
         record.wall_s = time.monotonic() - start
         memory.append(_rss_mb())
@@ -223,7 +238,9 @@ def worker_main(argv: list[str] | None = None) -> int:
         rclpy.try_shutdown()
     if results:
         last = results[-1]
-        if record.outcome != "timeout":
+        if failure:  # experiments went well before it: the run still crashed, and says where
+            record.message = failure
+        elif record.outcome != "timeout":
             record.outcome = last.outcome
             record.message = last.message
         record.success = all(r.success for r in results) and len(results) == sc.repeat
@@ -239,8 +256,20 @@ def worker_main(argv: list[str] | None = None) -> int:
         record.records = counts
     record.anomalies = anomalies
     record.memory_mb = memory
+    if checkpoints:
+        _write_memory_trace(Path(args.out).with_name("memory_trace.json"), checkpoints)
     Path(args.out).write_text(json.dumps(record.__dict__, default=float, indent=1))
     return 0
+
+
+def _write_memory_trace(path: Path, checkpoints: list) -> None:
+    from agentchemist_ros.common import memory_trace
+
+    path.write_text(json.dumps({
+        "checkpoints": [memory_trace.as_dict(c) for c in checkpoints],
+        "growth": [memory_trace.growth(a, b) for a, b in zip(checkpoints, checkpoints[1:])],
+        "agents_bytes": [memory_trace.agents_bytes(c) for c in checkpoints],
+    }, indent=1, default=float))
 
 
 # =========================================================================================== parent

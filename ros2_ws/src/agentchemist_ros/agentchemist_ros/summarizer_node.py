@@ -1,12 +1,25 @@
 """summarizer: at a terminal FSM state, once the recorder has closed the run, write the report
-(agentchemist.report) into runs/<experiment_id>/ and announce its path."""
+(agentchemist.report) into runs/<experiment_id>/ and announce its path.
+
+The report is written by a child process (`agentchemist report RUN_DIR`, the same code) by default. A
+report loads the whole run from the store: for the 25 mL worked example some 28 000 raw observations
+as Python rows, about 60 MB at its peak. In the one-process graph of a long run (issue 11) that peak came
+back after every experiment and was never given back to the system (the heap stays fragmented by the
+objects the other nodes allocate in between): the process grew by it after the first experiment and by
+a few MB more after each. A child process returns all of it when it exits, its crash cannot take the
+graph down, and the graph (the twin's clock included) keeps running while it writes.
+`report_in_process: true` writes in the node instead (one process fewer, for a machine where spawning
+Python is slow).
+"""
 import json
+import subprocess
+import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from rclpy.node import Node
 
-from agentchemist.report.from_store import regenerate_report
 from agentchemist_interfaces.msg import AgentMessage, Anomaly
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -15,13 +28,29 @@ from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
+RECENT_EXPERIMENTS = 32
+
+
+class ReportFailed(RuntimeError):
+    """The report could not be written (the reason is the child's last error line)."""
+
 
 class SummarizerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("summarizer", **kwargs)
         self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))
+        self.in_process = declare(self, "report_in_process", False,
+                                  "Write the report inside this node instead of in a child process (the child "
+                                  "gives its memory back when it exits; see the module docstring)")
+        self.report_timeout = declare(self, "report_timeout_s", 600.0,
+                                      "A report child still running after this long is stopped (wall s)",
+                                      low=1.0, high=7200.0)
         self.lock = threading.Lock()
-        self.done = set()
+        # Experiments already reported (the recorder's record_closed may come twice): the recent ones are
+        # enough to tell a repeat, and a node that reports experiment after experiment keeps no more.
+        self.done: OrderedDict[str, None] = OrderedDict()
+        self.children: dict[str, subprocess.Popen] = {}  # report processes still running, by experiment
+        self.closing = False  # destroy_node stopped the children: their threads announce nothing
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
@@ -32,25 +61,73 @@ class SummarizerNode(Node):
         with self.lock:
             if msg.experiment_id in self.done:
                 return
-            self.done.add(msg.experiment_id)
+            self.done[msg.experiment_id] = None
+            while len(self.done) > RECENT_EXPERIMENTS:
+                self.done.popitem(last=False)
         payload = json.loads(msg.payload_json or "{}")
         run_dir = self.runs_dir / msg.experiment_id
+        if self.in_process:
+            self.write(msg.experiment_id, run_dir, payload)
+        else:  # the callback returns at once; the thread waits for the child and announces the report
+            threading.Thread(target=self.write, args=(msg.experiment_id, run_dir, payload), daemon=True,
+                             name=f"report-{msg.experiment_id}").start()
+
+    def write(self, experiment_id, run_dir, payload):
+        store = payload.get("store")
         try:
-            paths = regenerate_report(run_dir, payload.get("store"), msg.experiment_id)
+            if self.in_process:
+                # imported here: the graph does not carry the report's libraries (matplotlib) otherwise
+                from agentchemist.report.from_store import regenerate_report
+                paths = regenerate_report(run_dir, store, experiment_id)
+                documents = (paths.markdown, paths.html, paths.json)
+            else:
+                documents = self.write_in_child(experiment_id, run_dir, store)
         except Exception as exc:  # the report must never take the graph down; say why it failed
-            self.get_logger().error(f"report for {msg.experiment_id} failed: {exc!r}")
-            self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=msg.experiment_id,
+            if self.closing:
+                return
+            self.get_logger().error(f"report for {experiment_id} failed: {exc!r}")
+            self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=experiment_id,
                                                   source=self.get_name(), kind="report_failed", severity="warn",
                                                   description=repr(exc)))
-            paths = None
-        report = str(paths.markdown.resolve()) if paths else ""
+            documents = None
+        report = str(documents[0].resolve()) if documents else ""
         self.get_logger().info(f"report written: {report}")
         self.msg_pub.publish(AgentMessage(
-            stamp=to_msg(node_now(self)), experiment_id=msg.experiment_id, sender=self.get_name(),
-            receiver="planner", symbol="report_written" if paths else "report_failed",
-            payload_json=json.dumps({"report": report, "html": str(paths.html.resolve()) if paths else "",
-                                     "json": str(paths.json.resolve()) if paths else "",
+            stamp=to_msg(node_now(self)), experiment_id=experiment_id, sender=self.get_name(),
+            receiver="planner", symbol="report_written" if documents else "report_failed",
+            payload_json=json.dumps({"report": report, "html": str(documents[1].resolve()) if documents else "",
+                                     "json": str(documents[2].resolve()) if documents else "",
                                      "status": payload.get("status", "")})))
+
+    def write_in_child(self, experiment_id, run_dir, store):
+        """`agentchemist report` in a child process; returns the (markdown, html, json) paths it wrote."""
+        argv = [sys.executable, "-m", "agentchemist.cli", "report", str(Path(run_dir).resolve()),
+                "--experiment", experiment_id, *(["--store", store] if store else [])]
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        with self.lock:
+            self.children[experiment_id] = child
+        try:
+            _, err = child.communicate(timeout=self.report_timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise ReportFailed(f"the report took longer than {self.report_timeout:.0f} s") from None
+        finally:
+            with self.lock:
+                self.children.pop(experiment_id, None)
+        documents = tuple(Path(run_dir) / f"report.{ext}" for ext in ("md", "html", "json"))
+        if child.returncode != 0 or not all(p.exists() for p in documents):
+            lines = [line for line in (err or "").splitlines() if line.strip()]
+            raise ReportFailed(lines[-1] if lines else f"the report process exited with code {child.returncode}")
+        return documents
+
+    def destroy_node(self):
+        with self.lock:
+            self.closing = True
+            children = list(self.children.values())
+        for child in children:  # no report process outlives the node
+            child.kill()
+        super().destroy_node()
 
 
 def main(args=None):

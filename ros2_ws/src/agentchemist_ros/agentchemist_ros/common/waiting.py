@@ -5,18 +5,24 @@ from rclpy.task import Future
 
 
 def resolved_after(node, seconds: float, *, steady: bool = False, value=None) -> Future:
-    """A Future that completes after `seconds` on the node's ROS clock (or the steady wall clock)."""
+    """A Future that completes after `seconds` on the node's ROS clock (or the steady wall clock).
+
+    Cancel it when it is no longer awaited (a timeout that lost the race): its timer goes at once instead
+    of living on until it fires (nodes that serve goal after goal for hours would otherwise carry them)."""
     future = Future()
-    holder = {}
+    clock = Clock(clock_type=ClockType.STEADY_TIME) if steady else None
 
     def fire():
-        holder["timer"].cancel()
-        node.destroy_timer(holder["timer"])
         if not future.done():
             future.set_result(value)
 
-    clock = Clock(clock_type=ClockType.STEADY_TIME) if steady else None
-    holder["timer"] = node.create_timer(max(seconds, 1e-4), fire, clock=clock)
+    timer = node.create_timer(max(seconds, 1e-4), fire, clock=clock)
+
+    def release(_):
+        timer.cancel()
+        node.destroy_timer(timer)  # a no-op when it is gone already
+
+    future.add_done_callback(release)
     return future
 
 
