@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.sim.markers import ARUCO_DICTIONARY, MARKER_TABLE
+from agentchemist.perception.tags import TagFinder
+from agentchemist.sim.markers import MARKER_TABLE
 
 __all__ = [
     "BeakerColourTracker",
@@ -164,8 +165,7 @@ class BeakerColourTracker:
 
     def __init__(self, config: LiquidRegionConfig = LiquidRegionConfig()):
         self.config = config
-        self._detector = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(ARUCO_DICTIONARY),
-                                                 cv2.aruco.DetectorParameters())
+        self._finder = TagFinder(config.marker_id, config.search_pad_sides)
         self._tag: _TagLocation | None = None
 
     def reset(self) -> None:
@@ -214,37 +214,15 @@ class BeakerColourTracker:
     def _locate(self, image_rgb: np.ndarray, now: float) -> tuple[_TagLocation, bool]:
         c = self.config
         grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY)
-        found = None
-        if self._tag is not None:  # a small crop around the last location is much cheaper to search
-            pad = c.search_pad_sides * self._tag.side_px
-            h, w = grey.shape
-            x0, y0 = int(max(0, self._tag.u - pad)), int(max(0, self._tag.v - pad))
-            x1, y1 = int(min(w, self._tag.u + pad)), int(min(h, self._tag.v + pad))
-            found = self._detect(grey[y0:y1, x0:x1], x0, y0, now)
-        if found is None:
-            found = self._detect(grey, 0, 0, now)
+        last = self._tag
+        found = self._finder.find(grey, (last.u, last.v, last.side_px) if last is not None else None)
         if found is not None:
-            self._tag = found
-            return found, True
+            self._tag = _TagLocation(*found, now)
+            return self._tag, True
         if self._tag is not None and 0.0 <= now - self._tag.stamp <= c.marker_memory_s:
             return self._tag, False
         raise MarkerNotFoundError(f"beaker tag {c.marker_id} ({MARKER_TABLE[c.marker_id].labware_id}) "
                                   "not found in the front image")
-
-    def _detect(self, grey: np.ndarray, ox: int, oy: int, now: float) -> _TagLocation | None:
-        if grey.shape[0] < 8 or grey.shape[1] < 8:
-            return None
-        corners, ids, _ = self._detector.detectMarkers(grey)
-        if ids is None:
-            return None
-        for quad, marker_id in zip(corners, ids.ravel()):
-            if int(marker_id) != self.config.marker_id:
-                continue
-            pts = quad.reshape(-1, 2).astype(np.float64)
-            side = float(np.mean(np.linalg.norm(pts - np.roll(pts, 1, axis=0), axis=1)))
-            centre = pts.mean(axis=0)
-            return _TagLocation(float(centre[0]) + ox, float(centre[1]) + oy, side, now)
-        return None
 
     def _liquid_blob(self, roi: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int, int]] | None:
         c = self.config

@@ -79,7 +79,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.sim.markers import ARUCO_DICTIONARY, MARKER_TABLE
+from agentchemist.perception.tags import TagFinder
+from agentchemist.sim.markers import MARKER_TABLE
 
 __all__ = [
     "BeakerNotFoundError",
@@ -209,8 +210,7 @@ class DissolutionWatch:
 
     def __init__(self, config: DissolutionConfig = DissolutionConfig()):
         self.config = config
-        self._detector = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(ARUCO_DICTIONARY),
-                                                 cv2.aruco.DetectorParameters())
+        self._finder = TagFinder(config.marker_id, config.search_pad_sides)
         self._last_tag: tuple[float, float, float] | None = None
         self._bar_white: float | None = None  # the bar's luminance in the clear reference frame
         self.reset()
@@ -329,35 +329,12 @@ class DissolutionWatch:
 
     def _locate(self, grey: np.ndarray) -> tuple[float, float, float]:
         c = self.config
-        found = None
-        if self._last_tag is not None:  # a small crop round the last place is much cheaper to search
-            u, v, side = self._last_tag
-            pad = c.search_pad_sides * side
-            h, w = grey.shape
-            x0, y0 = int(max(0, u - pad)), int(max(0, v - pad))
-            x1, y1 = int(min(w, u + pad)), int(min(h, v + pad))
-            found = self._detect(grey[y0:y1, x0:x1], x0, y0)
-        if found is None:
-            found = self._detect(grey, 0, 0)
+        found = self._finder.find(grey, self._last_tag)
         if found is None:
             raise BeakerNotFoundError(f"beaker tag {c.marker_id} ({MARKER_TABLE[c.marker_id].labware_id}) "
                                       "not found in the front image")
         self._last_tag = found
         return found
-
-    def _detect(self, grey: np.ndarray, ox: int, oy: int) -> tuple[float, float, float] | None:
-        if grey.shape[0] < 8 or grey.shape[1] < 8:
-            return None
-        corners, ids, _ = self._detector.detectMarkers(grey)
-        if ids is None:
-            return None
-        for quad, marker_id in zip(corners, ids.ravel()):
-            if int(marker_id) == self.config.marker_id:
-                pts = quad.reshape(-1, 2).astype(np.float64)
-                side = float(np.mean(np.linalg.norm(pts - np.roll(pts, 1, axis=0), axis=1)))
-                centre = pts.mean(axis=0)
-                return float(centre[0]) + ox, float(centre[1]) + oy, side
-        return None
 
     def _grains(self, r: _Regions, sigma: float) -> tuple[float, float]:
         c = self.config

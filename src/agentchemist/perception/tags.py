@@ -1,0 +1,51 @@
+"""Finding one labware's ArUco tag in a front frame, frame after frame.
+
+The colour tracker and the dissolution watch both need where the beaker's tag is (its centre and side
+in pixels) in every frame. The tag moves little between frames, so the search starts in a crop round
+where it was last (a few tag sides wide, much cheaper than the whole image) and falls back to the whole
+image when the crop does not show it.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from agentchemist.sim.markers import ARUCO_DICTIONARY
+
+#: (u, v, side): the tag's centre and mean side length, in image pixels
+Tag = tuple[float, float, float]
+
+
+class TagFinder:
+    def __init__(self, marker_id: int, search_pad_sides: float):
+        self.marker_id = int(marker_id)
+        self.search_pad_sides = float(search_pad_sides)
+        self._detector = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(ARUCO_DICTIONARY),
+                                                 cv2.aruco.DetectorParameters())
+
+    def find(self, grey: np.ndarray, near: Tag | None = None) -> Tag | None:
+        """The tag in a grey image, or None; ``near`` is where it was last seen (searched first)."""
+        if near is not None:
+            u, v, side = near
+            pad = self.search_pad_sides * side
+            h, w = grey.shape
+            x0, y0 = int(max(0, u - pad)), int(max(0, v - pad))
+            x1, y1 = int(min(w, u + pad)), int(min(h, v + pad))
+            found = self._detect(grey[y0:y1, x0:x1], x0, y0)
+            if found is not None:
+                return found
+        return self._detect(grey, 0, 0)
+
+    def _detect(self, grey: np.ndarray, ox: int, oy: int) -> Tag | None:
+        if grey.shape[0] < 8 or grey.shape[1] < 8:  # a crop at the image edge can be a sliver
+            return None
+        corners, ids, _ = self._detector.detectMarkers(grey)
+        if ids is None:
+            return None
+        for quad, marker_id in zip(corners, ids.ravel()):
+            if int(marker_id) == self.marker_id:
+                pts = quad.reshape(-1, 2).astype(np.float64)
+                side = float(np.mean(np.linalg.norm(pts - np.roll(pts, 1, axis=0), axis=1)))
+                centre = pts.mean(axis=0)
+                return float(centre[0]) + ox, float(centre[1]) + oy, side
+        return None
