@@ -51,6 +51,15 @@ class SceneDescription:
         return out
 
 
+def aligned(a_uv: tuple[float, float], b_uv: tuple[float, float], tolerance_px: float,
+            below: bool | None = None) -> bool:
+    """The front camera's rule for one item standing on or in another: their tags within ``tolerance_px``
+    of each other horizontally and, with ``below`` True, tag a lower in the image than tag b (a stirrer or
+    balance under a beaker), False higher, None either (a probe or pipette in a beaker). The scene check,
+    the bench watch and the action policy's station lookup all use it."""
+    return abs(a_uv[0] - b_uv[0]) <= tolerance_px and (below is None or (a_uv[1] > b_uv[1]) == below)
+
+
 def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12) -> SceneDescription:
     """Objects and precondition checks. `horizontal_tolerance` is a fraction of the image width within
     which two items count as vertically aligned (one standing on or in the other)."""
@@ -66,21 +75,21 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12)
     tol = horizontal_tolerance * image_rgb.shape[1]
     beaker = desc.find("beaker")
 
-    def aligned(name, kind, below: bool | None):
+    def check(name, kind, below: bool | None):
         item = desc.find(kind)
         if beaker is None or item is None:
             missing = "beaker" if beaker is None else kind.replace("_", " ")
             desc.checks[name], desc.reasons[name] = False, f"no {missing} seen by the front camera"
             return
-        ok = abs(item.u - beaker.u) <= tol and (below is None or (item.v > beaker.v) == below)
+        ok = aligned((item.u, item.v), (beaker.u, beaker.v), tol, below)
         desc.checks[name] = bool(ok)
         if not ok:
             desc.reasons[name] = (f"{item.id} at ({item.u:.0f}, {item.v:.0f}) px is not aligned with "
                                   f"{beaker.id} at ({beaker.u:.0f}, {beaker.v:.0f}) px")
 
-    aligned("beaker_on_stirrer", "stirrer", below=True)
-    aligned("probe_immersed", "ph_probe", below=None)
-    aligned("pipette_in_beaker", "pipette", below=None)
+    check("beaker_on_stirrer", "stirrer", below=True)
+    check("probe_immersed", "ph_probe", below=None)
+    check("pipette_in_beaker", "pipette", below=None)
     return desc
 
 
@@ -184,13 +193,13 @@ class LabwareWatch:
         for m, (u, v) in self.reference.items():
             kind = MARKER_TABLE[m].kind
             if kind in ("ph_probe", "pipette"):
-                wanted, below = ("beaker",), False
+                wanted, below = ("beaker",), None
             elif kind in ("beaker", "reagent_bottle", "solid_bottle"):
                 wanted, below = ("stirrer", "balance"), True
             else:
                 continue
             near = [(abs(hu - u), h) for h, (hu, hv) in self.reference.items()
-                    if h != m and MARKER_TABLE[h].kind in wanted and abs(hu - u) <= tol and (not below or hv > v)]
+                    if h != m and MARKER_TABLE[h].kind in wanted and aligned((hu, hv), (u, v), tol, below)]
             if near:
                 hosts[m] = min(near)[1]
         return hosts

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from agentchemist.paths import config_dir
+from agentchemist.perception.scene import aligned
 
 JOINTS_PER_ARM = 6
 
@@ -213,7 +214,7 @@ def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
     """Where the scene shows the beaker: the kind of the station it stands on, or None (on none of them).
 
     ``objects``: the scene's labware as (id, kind, u, v) in front-image pixels. The rule is the scene
-    check's (perception/scene.py describe_scene): an item within ``horizontal_tolerance`` of the image
+    check's (perception/scene.py aligned): an item within ``horizontal_tolerance`` of the image
     width of the beaker, and below it, is what the beaker stands on. Raises PrimitiveError when the
     beaker is not in the scene (the robot does not move blind).
     """
@@ -225,7 +226,7 @@ def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
     tol = horizontal_tolerance * float(image_width)
     kinds = {station_name(k) for k in station_kinds}
     under = [(abs(u - beaker[2]), station_name(k)) for i, k, u, v in objs
-             if station_name(k) in kinds and abs(u - beaker[2]) <= tol and v > beaker[3]]
+             if station_name(k) in kinds and aligned((u, v), beaker[2:], tol, below=True)]
     return min(under)[1] if under else None
 
 
