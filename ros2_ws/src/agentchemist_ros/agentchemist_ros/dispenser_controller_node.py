@@ -337,8 +337,7 @@ class DispenserControllerNode(Node):
             self.get_logger().error(response.message)
             return response
         with self.lock:  # check and claim the gripper in one step
-            busy = "a dispensing goal is running" if (self.controller is not None or self.pour is not None) else (
-                "a calibration is already running" if self.procedure is not None else "")
+            busy = self._busy()
             if not busy:
                 self.calibration_future = Future()
                 self.procedure = proc
@@ -394,12 +393,9 @@ class DispenserControllerNode(Node):
         if mode != "drops":
             return self._refuse(goal_handle, result, f"unknown dispensing mode {g.mode!r} (drops | solid_pour)",
                                 g.experiment_id, g.subtask_id)
-        if self.pour is not None:
-            return self._refuse(goal_handle, result, "a solid pour is running")
-        if self.controller is not None:
-            return self._refuse(goal_handle, result, "another dispensing goal is running")
-        if self.procedure is not None:
-            return self._refuse(goal_handle, result, "a pipette calibration is running")
+        busy = self._busy()  # checked again when the goal claims the gripper
+        if busy:
+            return self._refuse(goal_handle, result, busy)
         if self.measured_mm is None:
             return self._refuse(goal_handle, result, f"no joint state for {self.side}_gripper yet: gripper position unknown")
         target_ph = g.target_ph if g.use_target_ph else None
@@ -414,21 +410,10 @@ class DispenserControllerNode(Node):
             controller = DispenserController(self.config, goal, start_opening_mm=self.measured_mm, now=node_now(self))
         except GoalError as exc:
             return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
-        with self.lock:  # check and claim the gripper in one step
-            busy = "another dispensing goal is running" if self.controller is not None else (
-                "a pipette calibration is running" if self.procedure is not None else (
-                    "a solid pour is running" if self.pour is not None else ""))
-            if not busy:
-                if g.experiment_id != self.holds_experiment:
-                    self.holds, self.holds_experiment = set(), g.experiment_id
-                for reason in self.holds:
-                    controller.hold(reason)
-                self.done_future = Future()
-                exp, total = self.experiment_volume
-                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id,
-                                  "volume_offset_ml": total if exp == g.experiment_id else 0.0}
-                self._goal_handle = goal_handle
-                self.controller = controller
+        exp, total = self.experiment_volume
+        busy = self._claim(goal_handle, controller, {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id,
+                                                     "volume_offset_ml": total if exp == g.experiment_id else 0.0},
+                           controller=controller)
         if busy:
             return self._refuse(goal_handle, result, busy)
         self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph}, "
@@ -472,20 +457,8 @@ class DispenserControllerNode(Node):
                 now=node_now(self))
         except (GoalError, PrimitiveError, OSError) as exc:
             return self._refuse(goal_handle, result, str(exc), g.experiment_id, g.subtask_id)
-        with self.lock:  # check and claim the arm in one step
-            busy = "another dispensing goal is running" if (self.controller is not None or self.pour is not None) else (
-                "a pipette calibration is running" if self.procedure is not None else "")
-            if not busy:
-                if g.experiment_id != self.holds_experiment:
-                    self.holds, self.holds_experiment = set(), g.experiment_id
-                for reason in self.holds:
-                    controller.hold(reason)
-                self.done_future = Future()
-                self.goal_meta = {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id}
-                self._goal_handle = goal_handle
-                self._last_phase = ""
-                self.pour_arm = arm
-                self.pour = controller
+        busy = self._claim(goal_handle, controller, {"experiment_id": g.experiment_id, "subtask_id": g.subtask_id},
+                           pour=controller, pour_arm=arm, _last_phase="")
         if busy:
             return self._refuse(goal_handle, result, busy)
         self.get_logger().info(f"pouring {g.target_mass_g} g of solid (tolerance {controller.tolerance} g) "
@@ -515,6 +488,39 @@ class DispenserControllerNode(Node):
         else:
             goal_handle.abort()
         return result
+
+    def _busy(self) -> str:
+        """Why the gripper cannot take a new goal or calibration now ("" when it can). Call under the lock
+        to claim it (see _claim)."""
+        if self.controller is not None:
+            return "a dispensing goal is running"
+        if self.pour is not None:
+            return "a solid pour is running"
+        if self.procedure is not None:
+            return "a pipette calibration is running"
+        return ""
+
+    def _claim(self, goal_handle, new, meta: dict, **running) -> str:
+        """Check and claim the gripper for a goal in one step; returns why not ("" when claimed).
+
+        ``new``: the goal's controller. ``running``: the node attributes that make the goal the running one (controller=..., or pour=...
+        with its arm), set only when the claim succeeds. The experiment's standing holds apply to the new
+        controller; they are dropped when a new experiment starts."""
+        with self.lock:
+            busy = self._busy()
+            if busy:
+                return busy
+            experiment_id = meta.get("experiment_id", "")
+            if experiment_id != self.holds_experiment:
+                self.holds, self.holds_experiment = set(), experiment_id
+            for reason in self.holds:
+                new.hold(reason)
+            self.done_future = Future()
+            self.goal_meta = meta
+            self._goal_handle = goal_handle
+            for name, value in running.items():
+                setattr(self, name, value)
+        return ""
 
     def _refuse(self, goal_handle, result, reason, experiment_id="", subtask_id=""):
         self.get_logger().error(f"dispense goal refused: {reason}")
