@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -16,6 +17,7 @@ from rclpy.node import Node
 from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_ros.common import topics
+from agentchemist_ros.common.runner import make_executor
 from agentchemist_ros.graph import Graph, ensure_init
 
 
@@ -35,6 +37,32 @@ def per_experiment_leftovers(graph: Graph) -> dict[str, int]:
     return {"planner.goals": len(planner.goals), "planner.ended": len(planner.ended),
             "planner.reported": len(planner.reported), "planner.anomalies": len(planner.anomalies),
             "summarizer.children": len(summarizer.children)}
+
+
+@contextmanager
+def spinning(nodes, threads: int | None = None):
+    """Spin ``nodes`` in one executor on a background thread for the ``with`` block; then stop it, destroy
+    the nodes and shut rclpy down (a test's nodes never outlive it)."""
+    executor = make_executor(threads) if threads else make_executor()
+    for node in nodes:
+        executor.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield executor
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        executor.shutdown(timeout_sec=2.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
 
 
 def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str | None = None,

@@ -5,7 +5,6 @@ It is refused while a Dispense goal runs; while it runs, a Dispense goal is refu
 is not blocked by the calibration); it fits k and the drop volume against the twin's truth, saves them,
 and the node dispenses with them from then on.
 """
-import threading
 import time
 
 import pytest
@@ -22,11 +21,11 @@ from agentchemist_interfaces.action import Dispense  # noqa: E402
 from agentchemist_interfaces.srv import Calibrate  # noqa: E402
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
-from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import spinning  # noqa: E402
 
 WALL_LIMIT_S = 90.0
 
@@ -68,20 +67,9 @@ def session(tmp_path_factory):
     client_node = Node("calibrate_test_client")
     calibrate = client_node.create_client(Calibrate, topics.CALIBRATE)
     dispense = ActionClient(client_node, Dispense, topics.DISPENSE)
-    executor = make_executor()
-    for node in (lab, audio, dispenser, clock_node, client_node):
-        executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     started = time.monotonic()
     out = {"lab": lab, "dispenser": dispenser, "cal_file": cal_file}
-    try:
+    with spinning((client_node, lab, audio, dispenser, clock_node)):
         assert calibrate.wait_for_service(timeout_sec=20) and dispense.wait_for_server(timeout_sec=20)
         assert wait(lambda: dispenser.measured_mm is not None, 20), "no joint states reached the dispenser"
 
@@ -120,13 +108,6 @@ def session(tmp_path_factory):
         out["truth_ml"] = truth_after["dispensed_ml"] - truth_before["dispensed_ml"]
         out["k_after"] = dispenser.config.k_ml_per_mm
         out["wall_s"] = time.monotonic() - started
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        executor.shutdown(timeout_sec=2.0)
-        for node in (client_node, lab, audio, dispenser, clock_node):
-            node.destroy_node()
-        rclpy.try_shutdown()
     return out
 
 

@@ -10,7 +10,6 @@ as anomalies, a hold putting the bottle upright, a cancel, refused goals.
 """
 import json
 import math
-import threading
 import time
 
 import pytest
@@ -29,12 +28,12 @@ from agentchemist_interfaces.msg import AgentMessage, Anomaly, ChemicalReading  
 from agentchemist_ros.action_policy_node import ActionPolicyNode  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import READINGS, RELIABLE  # noqa: E402
-from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.common.timeconv import to_msg, to_sec  # noqa: E402
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import spinning  # noqa: E402
 
 SCENARIO = str(REPO / "config" / "scenarios" / "nacl_weighing.yaml")
 WALL_LIMIT_S = 240.0
@@ -100,21 +99,10 @@ def session():
         time_source.attach_clock(node.get_clock())
     client = Client()
     nodes = [lab, policy, dispenser, clock_node, client]
-    executor = make_executor()
-    for node in nodes:
-        executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     started = time.monotonic()
     twin = lab.twin
     out = {"lab": lab}
-    try:
+    with spinning(nodes):
         assert client.dispense.wait_for_server(timeout_sec=20) and client.subtask.wait_for_server(timeout_sec=20)
         assert client.tare.wait_for_service(timeout_sec=20)
         # Refused goals move nothing: an unknown mode, a target that is not a number, before the grasp.
@@ -173,13 +161,6 @@ def session():
         out["canceled"] = res.result().result
         client.tell("release", "beaker_moved")
         out["wall_s"] = time.monotonic() - started
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        executor.shutdown(timeout_sec=2.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
     return out
 
 

@@ -1,7 +1,6 @@
 """The vision_supervisor node on bad front-camera input: an unsupported encoding, a wrong size, a mono
 image and a frame without the beaker tag are anomalies (once per episode, resolved by the next good
 frame); good frames become vision-channel colour_hue QuantityEstimates. The machine never moves."""
-import threading
 import time
 
 import numpy as np
@@ -23,11 +22,11 @@ from agentchemist_interfaces.action import ExecuteSubtask  # noqa: E402
 from agentchemist_interfaces.msg import Anomaly, ExperimentPlan, FsmState, QuantityEstimate  # noqa: E402
 from agentchemist_ros.common import images, topics  # noqa: E402
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE, SENSOR  # noqa: E402
-from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.common.timeconv import to_msg  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import spinning  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "ca_edta_short.yaml"
 
@@ -67,29 +66,13 @@ def graph(tmp_path_factory):
         Parameter("runs_dir", value=str(tmp_path_factory.mktemp("runs"))),
         Parameter("require_scene_check", value=False)])
     bench = Bench()
-    executor = make_executor(4)
-    executor.add_node(node)
-    executor.add_node(bench)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
-    plan = plan_instruction(load_scenario(SCENARIO).instruction).plan
-    bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
-                                          stamp=to_msg(1.0)))
-    assert _wait(lambda: node.sup is not None and bench.states)
-    frame = LabTwin(load_scenario(SCENARIO)).render_camera("front", 1.0)
-    yield node, bench, frame
-    stop.set()
-    thread.join(timeout=10)
-    executor.shutdown(timeout_sec=2.0)
-    node.destroy_node()
-    bench.destroy_node()
-    rclpy.try_shutdown()
+    with spinning((node, bench), threads=4):
+        plan = plan_instruction(load_scenario(SCENARIO).instruction).plan
+        bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
+                                              stamp=to_msg(1.0)))
+        assert _wait(lambda: node.sup is not None and bench.states)
+        frame = LabTwin(load_scenario(SCENARIO)).render_camera("front", 1.0)
+        yield node, bench, frame
 
 
 def _send(bench, msg, t):
