@@ -126,6 +126,11 @@ class VisionSupervisorNode(Node):
         self.confirm_margin_s = declare(self, "endpoint_confirm_margin_s", 5.0,
                                         "Seconds beyond the endpoint hold to wait for the confirmation of the "
                                         "dispenser's target stop", low=0.0, high=600.0)
+        # DDS discovery of another node's action server can take seconds on a loaded machine (it was missed
+        # after 2 s in a one-process graph on 2 busy cores): an agent counts as not running only after this.
+        self.agent_wait_s = declare(self, "agent_wait_s", 15.0,
+                                    "Wall seconds to wait for an agent's action server or service to be discovered "
+                                    "before the run aborts with agent_unavailable", low=0.1, high=300.0)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.dissolution = DissolutionWatch()
         self.held_labware: set[str] = set()   # items the robot holds: not watched on the bench
@@ -248,7 +253,7 @@ class VisionSupervisorNode(Node):
                                    target_state=task.expected_transition.target if task.expected_transition else "",
                                    payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
                                                             "parameters": task.parameters}))
-        if not self.policy.wait_for_server(timeout_sec=2.0):
+        if not self.policy.wait_for_server(timeout_sec=self.agent_wait_s):
             self.abort("the action policy is not running", "agent_unavailable")
             return
         future = self.policy.send_goal_async(goal)
@@ -280,7 +285,7 @@ class VisionSupervisorNode(Node):
     def tare(self, task):
         """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
         from the readings (Supervision.on_mass), not from the service's word."""
-        if not self.tare_client.wait_for_service(timeout_sec=2.0):
+        if not self.tare_client.wait_for_service(timeout_sec=self.agent_wait_s):
             self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE})", "balance_unavailable")
             return
         self.tare_client.call_async(Trigger.Request()).add_done_callback(lambda f, t=task: self.on_tared(t, f))
@@ -305,7 +310,7 @@ class VisionSupervisorNode(Node):
                              wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
                              stable_window_s=float(p.get("stable_window_s") or 0.0),
                              settle_each_drop=bool(p.get("settle_each_drop")))
-        if not self.dispenser.wait_for_server(timeout_sec=2.0):
+        if not self.dispenser.wait_for_server(timeout_sec=self.agent_wait_s):
             self.abort("the dispenser controller is not running", "agent_unavailable")
             return
         self.dispense_task = task
@@ -346,7 +351,7 @@ class VisionSupervisorNode(Node):
                              # The supervisor's ph_stable (which records each drop's settled pH) paces
                              # the dispenser when the instruction asks to act only on a settled pH.
                              resume_on_command=bool(p.get("settle_each_drop")))
-        if not self.dispenser.wait_for_server(timeout_sec=2.0):
+        if not self.dispenser.wait_for_server(timeout_sec=self.agent_wait_s):
             self.abort("the dispenser controller is not running", "agent_unavailable")
             return
         now = node_now(self)
