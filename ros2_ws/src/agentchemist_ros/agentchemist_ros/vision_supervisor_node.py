@@ -26,6 +26,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
+from agentchemist.fsm.continuation import StopConfirmation
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
@@ -118,14 +119,13 @@ class VisionSupervisorNode(Node):
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.dispense_goal = None
-        self.dispenser_stopped_at: float | None = None  # the dispenser's own target stop, not yet confirmed
-        self.continuations = 0
         self.max_continuations = declare(self, "max_dispense_continuations", 30,
                                          "Times dispensing goes on after the dispenser's target stop was not "
                                          "confirmed by the endpoint hold, before the run aborts", low=0, high=1000)
         self.confirm_margin_s = declare(self, "endpoint_confirm_margin_s", 5.0,
                                         "Seconds beyond the endpoint hold to wait for the confirmation of the "
                                         "dispenser's target stop", low=0.0, high=600.0)
+        self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)  # per experiment
         # DDS discovery of another node's action server can take seconds on a loaded machine (it was missed
         # after 2 s in a one-process graph on 2 busy cores): an agent counts as not running only after this.
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0,
@@ -155,7 +155,7 @@ class VisionSupervisorNode(Node):
                 self.tracker.reset()
                 self.dissolution = DissolutionWatch()
                 self.held_labware, self.rebaseline, self.balance_problem = set(), None, False
-                self.dispenser_stopped_at, self.continuations = None, 0
+                self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)
             except InvalidMachineError as exc:
                 self.sup = None
                 self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
@@ -406,7 +406,7 @@ class VisionSupervisorNode(Node):
             # The dispenser saw the target in its window; the endpoint is this supervisor's to confirm over
             # its hold. Its subtask stays open: should the confirmation not come (the pH sits a hair under
             # the target, within the meter's noise), dispensing goes on (check_unconfirmed_stop).
-            self.dispenser_stopped_at = node_now(self)
+            self.unconfirmed.dispenser_stopped(node_now(self))
             return
         if state in ("done", "accepted") or (result.success and not colour):
             with self.lock:
@@ -672,27 +672,19 @@ class VisionSupervisorNode(Node):
 
     def check_unconfirmed_stop(self, now):
         """The dispenser stopped at its target but the endpoint was not confirmed in time: go on dispensing
-        (a new goal; the dispenser settles and adds what its fresh window says is missing)."""
-        stopped = self.dispenser_stopped_at
+        (a new goal; the dispenser settles and adds what its fresh window says is missing). See
+        agentchemist.fsm.continuation."""
         with self.lock:
             state = self.sup.machine.state if self.sup else ""
             hold = self.sup.endpoint_hold_s if self.sup else 0.0
-        if stopped is None or self.dispense_task is None:
+        if self.dispense_task is None:
             return
-        if state not in ("titrating", "waiting_ph"):
-            self.dispenser_stopped_at = None
-            return
-        if now - stopped < hold + self.confirm_margin_s:
-            return
-        self.dispenser_stopped_at = None
-        self.continuations += 1
-        if self.continuations > self.max_continuations:
-            self.abort(f"the dispenser reached the target {self.continuations - 1} times but the pH never held it "
-                       f"for {hold:.0f} s", "endpoint_not_confirmed")
-            return
-        self.get_logger().warn(f"the dispenser stopped at the target but the pH did not hold it for {hold:.0f} s: "
-                               f"dispensing goes on ({self.continuations}/{self.max_continuations})")
-        self.send_dispense_goal(self.dispense_task, again=True)
+        decision = self.unconfirmed.check(now, state, hold)
+        if decision.action == "give_up":
+            self.abort(decision.message, "endpoint_not_confirmed")
+        elif decision.action == "continue":
+            self.get_logger().warn(decision.message)
+            self.send_dispense_goal(self.dispense_task, again=True)
 
     def check_timeouts(self):
         now = node_now(self)
