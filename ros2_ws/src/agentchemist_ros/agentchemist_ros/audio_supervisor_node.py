@@ -9,15 +9,20 @@ anomaly (warn, response adjustment) stamped when it began, and a resolved one (i
 ended: the vision supervisor holds dispensing in between and the recorder gates the audio channel over
 that window. Droplets heard inside it count nothing and raise nothing (the statistical channel carries
 the volume), and no drop timeout runs while no drop can be heard.
+
+A sound other than a droplet heard while the microphone's own gripper moves (from /joint_states) is that
+gripper's motor: expected, not an anomalous sound (perception/audio/own_motion.py).
 """
 import json
 import threading
 
 import numpy as np
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
 
 from agentchemist.perception.audio import DetectorConfig, NoiseConfig, NoiseMonitor, StreamingDetector
 from agentchemist.perception.audio.context import ContextConfig, DropContext
+from agentchemist.perception.audio.own_motion import GripperMotion
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioChunk, AudioEvent, FsmState, QuantityEstimate
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -47,6 +52,14 @@ class AudioSupervisorNode(Node):
                                "The microphone hears again once its noise floor is back within this of the floor "
                                "before the noise (dB)", low=0.5, high=40.0))
         self.noise = {s: NoiseMonitor(self.noise_config) for s in self.sides}
+        # The gripper each microphone sits in: its own motor's sounds while it moves are the robot's.
+        speed = declare(self, "own_motion_min_speed_mm_s", 1.0,
+                        "A gripper moving at least this fast (mm/s, from /joint_states) makes its microphone's "
+                        "non-droplet sounds its own motor's, expected", low=0.0, high=100.0)
+        margin = declare(self, "own_motion_margin_s", 0.3,
+                         "Seconds before and after a gripper motion still counted as it (joint states come at "
+                         "about 10 Hz)", low=0.0, high=5.0)
+        self.motion = {s: GripperMotion(speed / 1000.0, margin) for s in self.sides}
         self.lock = threading.Lock()
         self.experiment_id = ""
         self.context_experiment = ""  # the experiment the drop context counts for
@@ -60,12 +73,22 @@ class AudioSupervisorNode(Node):
         for side in self.sides:
             self.create_subscription(AudioChunk, topics.audio_topic(side), lambda m, s=side: self.on_chunk(s, m), AUDIO)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_timer(0.25, self.check_timeout)
 
     def on_fsm(self, msg):
         with self.lock:
             self.experiment_id, self.fsm_state = msg.experiment_id, msg.state
+
+    def on_joints(self, msg):
+        names = list(msg.name)
+        t = to_sec(msg.header.stamp)
+        with self.lock:
+            for side, motion in self.motion.items():
+                name = f"{side}_gripper"
+                if name in names and names.index(name) < len(msg.position):
+                    motion.update(t, float(msg.position[names.index(name)]))
 
     def on_message(self, msg):
         """The vision supervisor tells us when drops are expected and how often (from the dispenser rate)."""
@@ -144,7 +167,7 @@ class AudioSupervisorNode(Node):
                 confidence=float(event.confidence), symbol="", source=f"{side}_gripper"))
             return
         with self.lock:
-            classified = self.drop_context.classify(event)
+            classified = self.drop_context.classify(event, own_motion=self.motion[side].covers(event.onset))
             exp, state, subtask = self.experiment_id, self.fsm_state, self.subtask_id
             counted = (classified.classification == "anomalous" and event.kind == "droplet"
                        and bool(self.dispensing_subtask))

@@ -28,6 +28,8 @@ from .errors import ContextError
 from .events import DETECTED_KINDS, DetectedEvent
 
 CLASSIFICATIONS = ("expected", "anomalous", "timeout")
+#: what a gripper's own motor sounds like to its microphone (a whine: tonal "noise", or a knock)
+OWN_MOTION_KINDS = ("noise", "contact")
 
 
 @dataclass(frozen=True)
@@ -182,8 +184,10 @@ class DropContext:
         self.drops = 0
 
     # ------------------------------------------------------------------ judgements
-    def classify(self, event: DetectedEvent) -> ClassifiedEvent:
-        """Judge one detected event against the expectation in force at its onset."""
+    def classify(self, event: DetectedEvent, *, own_motion: bool = False) -> ClassifiedEvent:
+        """Judge one detected event against the expectation in force at its onset. ``own_motion``: the
+        gripper this microphone sits in was moving then (see own_motion.GripperMotion): a sound other
+        than a droplet is its own motor, expected."""
         if not isinstance(event, DetectedEvent):
             raise ContextError(f"classify takes a DetectedEvent, got {type(event).__name__}")
         onset = _time(event.onset, "event.onset")
@@ -210,6 +214,9 @@ class DropContext:
                 self._last_expected = max(self._last_expected, onset)
                 self._primed = True
                 self._timeout_from = max(self._timeout_from, onset)
+        elif own_motion and event.kind in OWN_MOTION_KINDS:
+            classification = "expected"
+            reason = f"{event.kind} while the gripper moved: its own motor ({exp.subtask_id or 'idle'})"
         else:
             classification = "anomalous"
             where = f"{exp.subtask_id or 'idle'}, {exp.fsm_state or 'no state'}"
