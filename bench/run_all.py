@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from agentchemist.scoring.summary import OFF_JUMP_STEP_PH
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -149,8 +150,11 @@ def scenario_tables() -> list[str]:
             lines.append(f"| paper: {name} | {r['completion']:.0%} | {r['ph_deviation']:.2f} | {r['anomaly_accuracy']:.0%} "
                          f"| {r['time_s']} s (real robot) |")
         o = summary["ours"]
+        off_jump = ("" if o.get("ph_deviation_off_jump") is None else
+                    f" ({o['ph_deviation_off_jump']:.3f} where the last drop moved the pH < {OFF_JUMP_STEP_PH}; the rest are "
+                    "targets on an equivalence jump, met within one drop)")
         lines.append(f"| **AgentChemist ROS, embedded non-LLM (twin)** | {_f(o['completion'], '.0%')} "
-                     f"| {_f(o['ph_deviation'], '.2f')} | {_f(o['anomaly_accuracy'], '.0%')} "
+                     f"| {_f(o['ph_deviation'], '.2f')}{off_jump} | {_f(o['anomaly_accuracy'], '.0%')} "
                      f"| {_f(o['sim_time_s'], '.0f')} s twin time, {_f(o['wall_time_s'], '.0f')} s wall |")
     long = load("long_run")
     if long and long.get("runs"):

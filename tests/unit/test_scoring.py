@@ -138,3 +138,14 @@ def test_endpoint_within_one_drop_is_judged_from_the_last_two_settled_readings()
     assert crossed["endpoint_within_one_drop"] and crossed["last_drop_ph_step"] == pytest.approx(0.17)
     assert not early["endpoint_within_one_drop"]
     assert summarise([crossed, early])["total"]["endpoint_within_one_drop"] == 0.5
+
+
+def test_ph_deviation_off_the_jump_leaves_out_targets_one_drop_jumps_over():
+    sc = scenario("hcl_naoh")  # target pH 12.5
+    near = score_run(sc, record(sc, results={"final_ph": 12.53}, settled_ph_tail=[12.41, 12.53]))
+    jump = score_run(sc, record(sc, results={"final_ph": 13.1}, settled_ph_tail=[6.5, 13.1]))
+    total = summarise([near, jump])["total"]
+    assert total["ph_deviation"]["mean_abs"] == pytest.approx((0.03 + 0.6) / 2)
+    assert total["ph_deviation_off_jump"]["n"] == 1
+    assert total["ph_deviation_off_jump"]["mean_abs"] == pytest.approx(0.03)
+    assert summarise([near, jump])["ours"]["ph_deviation_off_jump"] == pytest.approx(0.03)

@@ -7,6 +7,10 @@ Definitions (the paper does not define its own precisely, so these are stated in
 - pH deviation: mean |final recorded pH - target pH| over completed titrations to a target pH; with whole
   drops the target is met only to one drop's pH step, so "endpoint within one drop" also says how often
   the target lay between the last two settled readings (the dispenser stopped on the first drop past it);
+- pH deviation off the jump: the same over the runs whose last drop moved the settled pH by less than
+  OFF_JUMP_STEP_PH. A target on an equivalence jump (the short fault scenarios titrate 5 mL of HCl to
+  pH 10, where one drop moves the pH by about 6 units) can only be met to within that step, so the
+  mean over all runs says more about the scenarios' targets than about the dispensing;
 - anomaly detection accuracy: (faults detected with the right kind + clean runs without a false alarm)
   / (faults injected + clean runs); a clean run is one expected to complete with no fault injected;
 - time per task: mean sim time (the robot's time in the twin) and wall time of runs expected to
@@ -19,7 +23,9 @@ import statistics
 from collections import defaultdict
 from typing import Any, Iterable
 
-__all__ = ["PAPER_TABLE4", "summarise"]
+__all__ = ["OFF_JUMP_STEP_PH", "PAPER_TABLE4", "summarise"]
+
+OFF_JUMP_STEP_PH = 0.5
 
 PAPER_TABLE4 = {
     "Qwen3 (paper's best)": {"completion": 0.96, "ph_deviation": 0.11, "anomaly_accuracy": 0.94, "time_s": 238},
@@ -73,6 +79,9 @@ def _block(rows: list[dict]) -> dict[str, Any]:
         "false_alarms": sorted({a for r in clean for a in r.get("false_alarms", [])}),
         "anomaly_accuracy": (detected + clean_ok) / denominator if denominator else None,
         "ph_deviation": _stats(_vals([r for r in rows if r.get("completed")], "ph_deviation")),
+        "ph_deviation_off_jump": _stats(_vals(
+            [r for r in rows if r.get("completed") and isinstance(r.get("last_drop_ph_step"), (int, float))
+             and r["last_drop_ph_step"] < OFF_JUMP_STEP_PH], "ph_deviation")),
         "endpoint_within_one_drop": _rate([r.get("endpoint_within_one_drop") for r in rows]),
         "equivalence_error_ml": _stats(_vals(rows, "equivalence_error_ml")),
         "equivalence_error_drops": _stats(_vals(rows, "equivalence_error_drops")),
@@ -104,6 +113,7 @@ def summarise(scored: list[dict]) -> dict[str, Any]:
         "paper_table4": PAPER_TABLE4,
         "ours": {"completion": total["completion"],
                  "ph_deviation": (total["ph_deviation"] or {}).get("mean_abs"),
+                 "ph_deviation_off_jump": (total["ph_deviation_off_jump"] or {}).get("mean_abs"),
                  "anomaly_accuracy": total["anomaly_accuracy"],
                  "sim_time_s": (total["sim_s"] or {}).get("mean"),
                  "wall_time_s": (total["wall_s"] or {}).get("mean")},
