@@ -159,3 +159,19 @@ def test_unfamiliar_status_word_is_reported_not_refused(tmp_path):
 def test_unknown_analysis_option_is_refused(tmp_path):
     with pytest.raises(ReportInputError, match="unknown analysis option"):
         write_report(RunData(), tmp_path, analysis_options={"smoothness": 3})
+
+
+def test_the_supervisors_own_transitions_complete_their_subtasks(tmp_path):
+    """The vision supervisor's own decisions (the pH endpoint, verified) reach the store without a subtask
+    id; the procedure table attributes them by the plan's expected transition, so a finished titration
+    does not show its titrate and verify steps as unfinished."""
+    run = synthetic_titration_run("hcl", 0.1, 10.0, "naoh", 0.1, target_ph=12.0, seed=2, experiment_id="own")
+    for t in run.transitions:
+        if t["symbol"] in ("endpoint", "verified", "ph_stable"):
+            t["subtask_id"] = ""
+    data = json.loads(write_report(run, tmp_path).json.read_text())
+    status = {s["id"]: s for s in data["sections"]["procedure"]["subtasks"]}
+    assert status["titrate"]["status"] == "completed" and status["titrate"]["completed_t_s"] is not None
+    assert status["verify_endpoint"]["status"] == "completed"
+    assert status["verify_endpoint"]["first_t_s"] == status["verify_endpoint"]["completed_t_s"]
+    assert status["report"]["status"] == "this report"

@@ -124,22 +124,34 @@ def _parameters(run: RunData, ctx: ResultsContext) -> dict:
 def _procedure(run: RunData, t0: float | None) -> dict:
     plan = _plan(run)
     by_subtask: dict[str, list[dict]] = defaultdict(list)
+    unattributed: list[dict] = []
     for t in run.transitions:
         if t.get("subtask_id"):
             by_subtask[str(t["subtask_id"])].append(t)
+        else:
+            unattributed.append(t)
     subtasks = []
     planned = [s for s in plan.get("task_decomposition") or [] if isinstance(s, Mapping)]
     for s in planned:
         sid = str(s.get("id"))
-        history = by_subtask.get(sid, [])
+        history = list(by_subtask.get(sid, []))
         expected = s.get("expected_transition") if isinstance(s.get("expected_transition"), Mapping) else None
         done = None
         if expected:
-            done = next((t for t in history if t.get("symbol") == expected.get("symbol")
-                         and t.get("to_state") == expected.get("target")), None)
+            def is_expected(t):
+                return t.get("symbol") == expected.get("symbol") and t.get("to_state") == expected.get("target")
+            done = next((t for t in history if is_expected(t)), None)
+            if done is None:
+                # The supervisor's own decisions (tare_ok from the balance, the pH endpoint, dissolved,
+                # verified) carry no subtask id: the plan's expected transition says whose they are.
+                done = next((t for t in unattributed if is_expected(t)), None)
+                if done is not None:
+                    history = sorted(history + [done], key=lambda t: t["stamp"])
         status = "completed" if done else ("started" if history else "no transition recorded")
         if not expected and history:
             status = "ran"
+        if s.get("primitive") == "report" and not history:
+            status = "this report"
         subtasks.append({
             "id": sid, "agent": s.get("receiver"), "description": s.get("description"),
             "dependencies": list(s.get("dependencies") or []), "fsm_state": s.get("fsm_state"),
