@@ -73,6 +73,11 @@ def test_weighs_carries_and_dissolves(weighing_run):
     assert results["final_mass_g"] == pytest.approx(final[0])
     assert results["weighing_error"]["error_g"] == pytest.approx(final[0] - 2.5)
     assert results["dissolution_time_s"] > 0
+    assert "titrant" not in results["setup"]  # a weighing has no titrant
+    # the bench at the start, with the weighed beaker, and with the dissolved solution
+    assert report["sections"]["visual_documentation"]["missing"] == []
+    assert {s["label"] for s in report["sections"]["visual_documentation"]["snapshots"]} >= {"start", "weighed",
+                                                                                              "dissolved"}
     # the right gripper's motor while it carries the beaker is the robot's own sound, not an anomalous one
     with sqlite3.connect(run_dir / "records.db") as db:
         heard = db.execute("SELECT classification, COUNT(*) FROM audio_events GROUP BY classification").fetchall()

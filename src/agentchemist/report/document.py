@@ -453,7 +453,8 @@ def _reproducibility(s: dict) -> list:
     reagents = s.get("reagents") or []
     if reagents:
         blocks.append(Para("Prepare: " + "; ".join(
-            f"{r['name']} {fmt_sig(r.get('concentration_m'))} mol/L"
+            r["name"] + (f" {fmt_sig(r.get('concentration_m'))} mol/L" if r.get("concentration_m") is not None
+                         else (f" ({r['role']})" if r.get("role") else ""))
             + (f", {fmt(r.get('volume_ml'), 2)} mL" if r.get("volume_ml") else "")
             + (f" (batch {r['batch']})" if r.get("batch") else "") for r in reagents) + "."))
     if s.get("conditions"):

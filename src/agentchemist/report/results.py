@@ -329,7 +329,12 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     """Run the analysis for the run's family; never raises on bad *data* (it is reported instead)."""
     opts = dict(options or {})
     setup = titration_setup(run, opts)
-    out: dict = {"family": setup.family, "setup": {k: v for k, v in setup.__dict__.items() if k != "notes"},
+    # A weighing has no analyte, titrant or equivalents: its setup says only what it is (the titration
+    # fields' defaults, e.g. titrant naoh, would read as facts in the report).
+    titration_fields = setup.family != "weighing_dissolution"
+    out: dict = {"family": setup.family,
+                 "setup": {k: v for k, v in setup.__dict__.items()
+                           if k != "notes" and (titration_fields or k in ("family", "analyte", "temperature_c"))},
                  "setup_notes": list(setup.notes)}
     ctx = ResultsContext(results=out, analysis=None, rows=titration_table(run), setup=setup, curve=None,
                          not_concluded=list(setup.notes), concluded=[])

@@ -344,7 +344,11 @@ def _visual(run: RunData, t0: float | None, out_dir: Path) -> dict:
         snapshots.append({"stamp": a["stamp"], "t_s": _rel(a["stamp"], t0), "label": a.get("label") or "",
                           "path": str(path), "exists": path.is_file()})
     labels = {s["label"].split(":")[0] for s in snapshots if s["exists"]}
-    missing = [want for want in ("start", "endpoint") if want not in labels]
+    # The moments a chemist wants to see: the bench at the start and at the end point of a titration, or
+    # the weighed beaker and the dissolved solution of a weighing.
+    family = _get(_plan(run), "parsed_instruction", "family")
+    wanted = ("start", "weighed", "dissolved") if family == "weighing_dissolution" else ("start", "endpoint")
+    missing = [want for want in wanted if want not in labels]
     if run.anomalies and "anomaly" not in labels:
         missing.append("anomaly")
     return {"snapshots": snapshots, "missing": missing, "charts": {}}

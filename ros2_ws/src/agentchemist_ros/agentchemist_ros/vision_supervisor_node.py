@@ -628,6 +628,9 @@ class VisionSupervisorNode(Node):
                                                                "final": symbol == "target_mass"}, now)
         if symbol == "dissolved":
             self.tell("recorder", "dissolved", subtask_id, dict(detail or {}), now)
+            self.snapshot("dissolved")
+        if symbol == "target_mass":
+            self.snapshot("weighed")
         if symbol in ("ph_stable", "colour_stable", "mass_stable"):
             # The solution settled after the drop: the dispenser may squeeze the next one.
             self.tell("dispenser_controller", "resume", subtask_id, {}, now)
