@@ -99,3 +99,15 @@ def test_saved_png_is_a_real_picture(maleic, tmp_path):
     assert pixels.shape[0] > 300 and pixels.shape[1] > 500
     assert float(pixels[..., :3].std()) > 0.05
     assert len(np.unique(pixels[..., :3].reshape(-1, 3), axis=0)) > 50
+
+
+def test_a_steady_temperature_is_drawn_on_a_readable_span():
+    stamps = np.arange(0.0, 600.0, 1.0)
+    noise = np.random.default_rng(1).choice([-0.02, -0.01, 0.0, 0.01, 0.02], stamps.size)
+    fig = ch.time_series_figure(stamps, 25.0 + noise, t0=0.0, ylabel="T", title="T", min_span=1.0)
+    lo, hi = fig.axes[0].get_ylim()
+    assert hi - lo == pytest.approx(1.0) and lo < 25.0 < hi
+    wide = ch.time_series_figure(stamps, np.linspace(20.0, 30.0, stamps.size), t0=0.0, ylabel="T", title="T",
+                                 min_span=1.0)
+    lo, hi = wide.axes[0].get_ylim()
+    assert lo <= 20.0 and hi >= 30.0  # a real change keeps its own range

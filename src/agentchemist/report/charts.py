@@ -248,10 +248,13 @@ def time_series_figure(
     markers: tuple[np.ndarray, np.ndarray, str] | None = None,
     extra: Sequence[tuple[np.ndarray, np.ndarray, str]] = (),
     events: Sequence[tuple[float, str]] = (),
+    min_span: float | None = None,
 ) -> Figure:
     """A quantity against elapsed time; ``markers`` adds a point series (stamps, values, label);
     ``extra`` series (per-channel estimates) are drawn as differences from the main series in a lower
-    panel, where their disagreement is visible; ``events`` draw vertical lines such as anomalies."""
+    panel, where their disagreement is visible; ``events`` draw vertical lines such as anomalies.
+    ``min_span``: the value axis spans at least this much, centred on the data (a steady temperature's
+    0.01 degC meter steps would otherwise fill the chart and read as a fluctuation)."""
     if extra:
         fig = Figure(figsize=(SIZE_IN[0], SIZE_IN[1] * 1.35), dpi=DPI, layout="constrained")
         FigureCanvasAgg(fig)
@@ -284,6 +287,11 @@ def time_series_figure(
             if a is not None:
                 a.axvline((stamp - t0) / scale, color=FLAGGED, linewidth=1.0, linestyle="--",
                           label="anomaly" if i == 0 and a is ax else None)
+    if min_span is not None and len(values):
+        finite = np.asarray(values, float)[np.isfinite(np.asarray(values, float))]
+        if finite.size and float(finite.max() - finite.min()) < min_span:
+            mid = 0.5 * float(finite.max() + finite.min())
+            ax.set_ylim(mid - 0.5 * min_span, mid + 0.5 * min_span)
     if ax_diff is None:
         ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

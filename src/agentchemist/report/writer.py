@@ -30,6 +30,9 @@ from .summary import build_summary
 
 __all__ = ["ReportPaths", "write_report"]
 
+#: the temperature chart spans at least this (degC): a thermostatted beaker reads 25.00 +- 0.02
+TEMPERATURE_MIN_SPAN_C = 1.0
+
 
 @dataclass(frozen=True)
 class ReportPaths:
@@ -133,7 +136,8 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
     s_t, v_t = series(run, "temperature")
     if t0 is not None and v_t.size:
         attempt("temperature_time", lambda: ch.time_series_figure(s_t, v_t, t0=t0, ylabel="Temperature (°C)",
-                                                                  title="Temperature against time", label="temperature"))
+                                                                  title="Temperature against time", label="temperature",
+                                                                  min_span=TEMPERATURE_MIN_SPAN_C))
     return made, notes
 
 
