@@ -23,7 +23,7 @@ h1{border-bottom:2px solid #2c3e50;padding-bottom:.3em}h2{margin-top:2em;border-
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em}th,td{border:1px solid #ccc;padding:.25em .5em;
 text-align:left;vertical-align:top}th{background:#f0f3f6;position:sticky;top:0}
 .scroll{max-height:420px;overflow:auto;border:1px solid #ccc;margin-bottom:1.2em}.scroll table{margin:0}
-.warn{background:#fff6e5;border-left:4px solid #f39c12;padding:.4em .8em}.note{color:#555;font-style:italic}
+.warn{background:#fff6e5;border-left:4px solid #f39c12;padding:.4em .8em}p.warn+ul.warn{margin-top:-1em;padding-left:2.4em}.note{color:#555;font-style:italic}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.9em;color:#555}
 .caption{font-weight:600;margin-top:1em}nav ol{columns:2}
 """
