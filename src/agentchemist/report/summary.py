@@ -105,7 +105,10 @@ def _parameters(run: RunData, ctx: ResultsContext) -> dict:
     initial = dict(_get(plan, "parsed_instruction", "initial_conditions", default={}) or {})
     target = dict(_get(plan, "parsed_instruction", "target_conditions", default={}) or {})
     for key, value in conditions.items():
-        (target if key.startswith("target") else initial).setdefault(key, value)
+        # the run's stored conditions repeat the plan's target conditions (to_equivalence, colour_change):
+        # they are not initial conditions
+        is_target = key in target or key.startswith("target") or key in ("to_equivalence", "colour_change")
+        (target if is_target else initial).setdefault(key, value)
     return {
         "initial_conditions": initial,
         "target_conditions": target,
