@@ -45,11 +45,11 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "with_agents", default_value="true", choices=["true", "false"],
             description="Start the seven AgentChemist agent nodes (false: only the robot model and control stack)"),
-        # PENDING: the piper_driver node (SocketCAN <-> /<side>_piper/joint_* topics) is not written yet.
-        # Keep this false until the agentchemist_ros console script `piper_driver` exists.
+        # Off by default: it talks to real arms (enables the motors). Needs the CAN interfaces up (docs/robot.md).
         DeclareLaunchArgument(
             "with_piper_driver", default_value="false", choices=["true", "false"],
-            description="PENDING (node not written yet): start one piper_driver per arm on can_left / can_right"),
+            description="Start one piper_driver per arm (SocketCAN can_left / can_right <-> /<side>_piper/joint_*); "
+                        "needed by hardware:=topic_based to move the real arms"),
         DeclareLaunchArgument(
             "can_left", default_value="can_left",
             description="SocketCAN interface of the left Piper arm (1 Mbit/s), given to its piper_driver"),
@@ -86,16 +86,17 @@ def generate_launch_description():
     motion_after_broadcaster = RegisterEventHandler(
         OnProcessExit(target_action=broadcaster_spawner, on_exit=[motion_spawner]))
 
-    # PENDING piper_driver, one per arm. Contract (docs/robot.md): parameters side, can_interface, rate_hz;
-    # publishes sensor_msgs/JointState on `joint_states` (measured <side>_joint1..6 in rad and <side>_gripper
-    # in m) and follows `joint_commands` (the topic-based hardware's commands), remapped below to the topics
-    # the URDF's ros2_control block names.
+    # piper_driver, one per arm (docs/robot.md, "Control path and the piper_driver contract"): publishes
+    # sensor_msgs/JointState on `joint_states` (measured <side>_joint1..6 in rad and <side>_gripper in m) and
+    # follows `joint_commands` (the topic-based hardware's commands), remapped below to the topics the URDF's
+    # ros2_control block names. Its other parameters keep their defaults (config/agentchemist_params.yaml).
     piper_drivers = GroupAction(
         condition=IfCondition(LaunchConfiguration("with_piper_driver")),
         actions=[
             Node(package=common.PACKAGE, executable="piper_driver", name=f"{side}_piper_driver", output="screen",
                  parameters=[{"side": side, "can_interface": LaunchConfiguration(f"can_{side}"),
-                              "rate_hz": 200.0, "use_sim_time": False}],
+                              "can_bustype": "socketcan", "rate_hz": 200.0, "use_sim_time": False}],
+                 ros_arguments=["--log-level", LaunchConfiguration("log_level")],
                  remappings=[("joint_states", f"/{side}_piper/joint_states"),
                              ("joint_commands", f"/{side}_piper/joint_commands")])
             for side in SIDES

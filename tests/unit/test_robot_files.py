@@ -31,7 +31,9 @@ CONTROLLERS_FILE = REPO / "config" / "ros2_controllers.yaml"
 LAUNCH_FILES = ("twin.launch.py", "robot.launch.py", "gazebo.launch.py", "replay.launch.py")
 AGENTS = {"planner", "vision_supervisor", "audio_supervisor", "action_policy", "dispenser_controller",
           "recorder", "summarizer"}
-PENDING_EXECUTABLES = {"piper_driver", "audio_capture"}  # nodes the robot launch names before they exist
+# Nodes the robot launch starts only on request, behind an argument that defaults to false: hardware drivers
+# (piper_driver moves real arms) and nodes named before they exist.
+PENDING_EXECUTABLES = {"piper_driver", "audio_capture"}
 
 
 def _load(path: Path, name: str):
@@ -309,7 +311,7 @@ def all_declared_parameters() -> dict[str, dict]:
 
 def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
     declared = all_declared_parameters()
-    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture"}
+    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver"}
     assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
 
 
@@ -587,6 +589,12 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     drivers = [n for n in nodes if n["executable"] == "piper_driver"]
     assert sorted(d["parameters"][0]["can_interface"].fields["variable_name"] for d in drivers) == [
         "can_left", "can_right"]
+    assert "piper_driver" in console_scripts()
+    for driver in drivers:
+        side = driver["parameters"][0]["side"]
+        assert driver["name"] == f"{side}_piper_driver"
+        assert dict(driver["remappings"]) == {"joint_states": f"/{side}_piper/joint_states",
+                                              "joint_commands": f"/{side}_piper/joint_commands"}
     args = summary["args"]
     assert {k: args[k].fields["default_value"] for k in ("can_left", "can_right", "with_piper_driver",
                                                         "with_audio_capture")} == {

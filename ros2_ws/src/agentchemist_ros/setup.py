@@ -35,6 +35,7 @@ NODES = {
     "lab_sim": "lab_sim_node",
     "wav_source": "wav_source_node",
     "audio_capture": "audio_capture_node",
+    "piper_driver": "piper_driver_node",
 }
 
 setup(
