@@ -82,6 +82,8 @@ def _check_run(run: dict, scenario_path: Path) -> float:
     con = sqlite3.connect(db)
     rows = con.execute("SELECT channel, unit FROM raw_observations WHERE quantity = 'colour_hue'").fetchall()
     assert len(rows) >= 0.9 * len(probe.hues) and set(rows) == {("vision", "deg")}
+    # ... and the report draws them against the titrant volume
+    assert (Path(result.report_path).parent / "colour_curve.png").is_file()
     return error_ml / drop_ml
 
 

@@ -111,3 +111,15 @@ def test_a_steady_temperature_is_drawn_on_a_readable_span():
                                  min_span=1.0)
     lo, hi = wide.axes[0].get_ylim()
     assert lo <= 20.0 and hi >= 30.0  # a real change keeps its own range
+
+
+def test_colour_curve_shows_the_hue_step_with_a_zoom_on_the_endpoint():
+    volumes = np.linspace(0.0, 25.0, 500)
+    hues = np.where(volumes < 24.9, 330.0, 230.0)
+    fig = ch.colour_curve_figure(volumes, hues, endpoint_ml=24.95, colour_change=("magenta", "blue"))
+    whole, zoom = fig.axes[:2]
+    assert zoom.get_xlim()[0] == pytest.approx(24.95 - 0.6)
+    assert "magenta -> blue" in fig._suptitle.get_text()
+    assert whole.collections[0].get_offsets().shape == (500, 2)
+    alone = ch.colour_curve_figure(volumes, hues)  # no endpoint: one panel
+    assert len(alone.axes) == 1

@@ -180,6 +180,45 @@ def _zoom_window(analysis: TitrationAnalysis, centre: float, jump: tuple[float, 
     return max(centre - half, float(v[0])), min(centre + half, float(v[-1]))
 
 
+def colour_curve_figure(volumes_ml: np.ndarray, hues_deg: np.ndarray, *, endpoint_ml: float | None = None,
+                        titrant_label: str = "", colour_change: tuple[str, str] | None = None,
+                        zoom_ml: float = 0.6) -> Figure:
+    """The front camera's liquid hue (deg) against titrant volume: a colour endpoint is where the hue
+    steps. Each point is drawn in its own hue, so the chart shows the colours the camera saw. With an
+    endpoint, a second panel zooms on the last ``zoom_ml`` before it (and what follows)."""
+    from matplotlib.colors import hsv_to_rgb
+
+    v = np.asarray(volumes_ml, float)
+    h = np.asarray(hues_deg, float)
+    ok = np.isfinite(v) & np.isfinite(h)
+    v, h = v[ok], h[ok]
+    has_endpoint = endpoint_ml is not None and math.isfinite(endpoint_ml)
+    fig, axes = _figure(1, 2 if has_endpoint else 1, size=(SIZE_IN[0] * (1.5 if has_endpoint else 1.0), SIZE_IN[1]))
+    rgb = hsv_to_rgb(np.column_stack([np.mod(h, 360.0) / 360.0, np.full(h.size, 0.75), np.full(h.size, 0.85)]))
+    for k, ax in enumerate(axes.flat):
+        ax.scatter(v, h, s=9 if k == 0 else 16, c=rgb if h.size else None, edgecolors="#555555", linewidths=0.2,
+                   label="hue of the liquid")
+        if has_endpoint:
+            ax.axvline(endpoint_ml, color=SUPPORTED, linewidth=1.2, label=f"endpoint {endpoint_ml:.3f} mL")
+        ax.set_ylim(0.0, 360.0)
+        ax.set_yticks(range(0, 361, 60))
+        ax.set_xlabel(_volume_label(titrant_label))
+        ax.set_ylabel("Hue (deg)")
+    title = "Solution colour against titrant volume"
+    if colour_change:
+        title += f" (expected {colour_change[0]} -> {colour_change[1]})"
+    axes.flat[0].set_title(title if not has_endpoint else "Whole run")
+    axes.flat[0].legend(loc="lower left", fontsize=8)
+    if has_endpoint:
+        zoom = axes.flat[1]
+        after = v[v > endpoint_ml]
+        zoom.set_xlim(endpoint_ml - zoom_ml, max(float(after.max()) if after.size else endpoint_ml, endpoint_ml)
+                      + 0.1 * zoom_ml)
+        zoom.set_title(f"Last {zoom_ml:g} mL before the endpoint")
+        fig.suptitle(title)
+    return fig
+
+
 def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
     """One panel per equivalence point (or the steepest region): every measured point through the jump."""
     targets = [(e.volume_ml, e.jump_region_ml, e) for e in analysis.equivalence_points]

@@ -419,7 +419,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
             blocks.append(Para("Local windows at the equivalence points: " + "; ".join(
                 f"#{w['index']}: {w['window_points']} points ({w['window_ml']:.3g} mL)" for w in local) + "."))
     for name, caption in (("titration_curve", "Titration curve"), ("first_derivative", "First derivative"),
-                          ("second_derivative", "Second derivative"), ("jump_zoom", "Zoom on the jump")):
+                          ("second_derivative", "Second derivative"), ("jump_zoom", "Zoom on the jump"),
+                          ("colour_curve", "Solution colour (the front camera's hue) against titrant volume")):
         if name in charts:
             blocks.append(Image(charts[name], caption))
     if s.get("chart_notes"):

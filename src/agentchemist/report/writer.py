@@ -72,6 +72,30 @@ def _label(ctx: ResultsContext) -> str:
     return reagent.formula
 
 
+def _colour_against_volume(run: RunData) -> tuple[np.ndarray, np.ndarray] | None:
+    """(titrant volume, hue) at each hue the camera measured: the volume is the last fused record at or
+    before the frame (0 before the first drop)."""
+    obs = [(float(o["stamp"]), float(o["value"])) for o in run.raw_observations
+           if o.get("quantity") == "colour_hue" and isinstance(o.get("value"), (int, float))
+           and math.isfinite(o["value"]) and isinstance(o.get("stamp"), (int, float))]
+    s_v, v_v = series(run, "titrant_volume")
+    if not obs or not v_v.size:
+        return None
+    stamps = np.array([o[0] for o in obs])
+    hues = np.array([o[1] for o in obs])
+    i = np.searchsorted(s_v, stamps, side="right") - 1
+    volumes = np.where(i >= 0, v_v[np.clip(i, 0, None)], 0.0)
+    return volumes, hues
+
+
+def _colour_change(run: RunData) -> tuple[str, str] | None:
+    plan = run.experiment.get("plan") if isinstance(run.experiment.get("plan"), Mapping) else {}
+    change = ((plan.get("parsed_instruction") or {}).get("target_conditions") or {}).get("colour_change")
+    if isinstance(change, Mapping) and change.get("from_colour") and change.get("to_colour"):
+        return str(change["from_colour"]), str(change["to_colour"])
+    return None
+
+
 def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str, Path], list[str]]:
     made: dict[str, Path] = {}
     notes: list[str] = []
@@ -98,6 +122,13 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
         why = analysis.smoothing.get("reason") if analysis is not None else "no titration data"
         notes.append(f"the four titration charts were not drawn: {why}")
     anomalies = [(float(a["stamp"]), str(a.get("kind"))) for a in run.anomalies]
+    if ctx.setup.family == "complexometric_titration":
+        colour = _colour_against_volume(run)
+        if colour is not None:
+            change = _colour_change(run)
+            attempt("colour_curve", lambda: ch.colour_curve_figure(
+                colour[0], colour[1], endpoint_ml=ctx.results.get("endpoint_volume_ml"), titrant_label=titrant,
+                colour_change=change))
     s_ph, v_ph = series(run, "ph")
     s_set, v_set = series(run, "ph_settled")
     if t0 is not None and (v_ph.size or v_set.size):
