@@ -194,9 +194,11 @@ GOAL = DispenseGoal(target_volume_ml=1.5, target_ph=12.0)
 def test_ph_dropout_is_a_sensor_timeout_then_resumes():
     loop, run = fault_run("ph_dropout", GOAL, inject_after_s=2.0, duration_s=6.0)
     assert_reset_with(run, "sensor_timeout")
-    assert [a.kind for a in run.anomalies] == ["sensor_timeout"]  # it waited for the meter, once
+    # it waited for the meter, once, and said so when the meter reported again
+    assert [(a.kind, a.resolved) for a in run.anomalies] == [("sensor_timeout", False), ("sensor_timeout", True)]
     resumed = run.first_transition("retracted_resume")
     assert resumed is not None and resumed >= run.anomalies[0].stamp + 3.0  # not before readings returned
+    assert run.anomalies[1].stamp == resumed
     assert run.result.success and run.result.reason == "target_volume"
     assert abs(loop.dispensed_ml() - 1.5) <= DROP
     assert abs(run.result.dispensed_ml - loop.dispensed_ml()) <= DROP  # re-squeezing air added nothing

@@ -115,7 +115,12 @@ def test_frozen_meter_resets_and_resumes_when_the_reading_moves():
     assert c.state == State.RESET and "retracted_resume" not in bench.conditions()  # still frozen: waits
     bench.run(10.0)  # the meter follows again
     assert "retracted_resume" in bench.conditions() and bench.fallen > drops_before
-    assert bench.kinds() == ["ph_stuck"]
+    # the warning, then its resolution once the reading moves again (the record shows it closed)
+    assert bench.kinds() == ["ph_stuck", "ph_stuck"]
+    warning, resolution = [a for a in bench.anomalies if a.kind == "ph_stuck"]
+    assert (warning.severity, warning.resolved) == ("warn", False)
+    assert (resolution.severity, resolution.resolved, resolution.response) == ("info", True, "resume")
+    assert resolution.stamp >= bench.frozen_until and "moves again" in resolution.description
 
 
 def test_a_meter_that_stays_frozen_ends_the_goal_with_the_reason():

@@ -175,3 +175,25 @@ def test_the_supervisors_own_transitions_complete_their_subtasks(tmp_path):
     assert status["verify_endpoint"]["status"] == "completed"
     assert status["verify_endpoint"]["first_t_s"] == status["verify_endpoint"]["completed_t_s"]
     assert status["report"]["status"] == "this report"
+
+
+def test_a_later_resolution_resolves_the_anomaly_of_its_kind_and_source(tmp_path):
+    run = synthetic_titration_run("hcl", 0.1, 10.0, "naoh", 0.1, target_ph=12.0, seed=2, experiment_id="res")
+    t = float(run.transitions[10]["stamp"])
+    base = {"fsm_state": "titrating", "subtask_id": "titrate", "response": "retry"}
+    run.anomalies = [
+        {**base, "stamp": t, "kind": "ph_stuck", "severity": "warn", "source": "dispenser_controller",
+         "description": "frozen", "resolved": False},
+        {**base, "stamp": t + 1, "kind": "audio_noise", "severity": "warn", "source": "audio_supervisor",
+         "description": "noise", "resolved": False},
+        {**base, "stamp": t + 5, "kind": "ph_stuck", "severity": "info", "source": "dispenser_controller",
+         "description": "moves again", "resolved": True},
+    ]
+    data = json.loads(write_report(run, tmp_path).json.read_text())
+    section = data["sections"]["anomalies"]
+    stuck, noise, resolution = section["records"]
+    assert stuck["resolved"] and stuck["resolved_t_s"] == resolution["t_s"] and not stuck["resolution"]
+    assert not noise["resolved"]  # no resolution of its own kind
+    assert resolution["resolution"] and section["unresolved"] == 1 and section["resolutions"] == 1
+    text = (tmp_path / "report.md").read_text()
+    assert "2 anomaly record(s) and 1 resolution(s), 1 unresolved." in text and "(resolution)" in text

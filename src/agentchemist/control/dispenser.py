@@ -339,6 +339,13 @@ class DispenserController:
                     out.command_opening_mm = self.command
                     out.state = self.state
                     return out  # hold open until the cause clears (or recovery_timeout_s passes)
+                if self._reset_reason.kind in ("sensor_timeout", "ph_stuck"):
+                    # Its cause is seen to be over (the meter reports / its reading moves again): say so,
+                    # so the record shows the anomaly resolved and not left open.
+                    what = "reports again" if self._reset_reason.kind == "sensor_timeout" else "moves again"
+                    out.anomalies.append(ControllerAnomaly(now, self._reset_reason.kind,
+                                                           f"the pH reading {what}: dispensing resumes", "info",
+                                                           response="resume", resolved=True))
                 # Squeeze again from the safe opening: the released bulb has refilled with air.
                 self._go(out, State.MOTION, "retracted_resume", now)
                 self._disp_since_drop = 0.0

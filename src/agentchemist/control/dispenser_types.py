@@ -178,6 +178,7 @@ class ControllerAnomaly:
     description: str
     severity: str = "warn"
     response: str = ""  #: "" = the RESET's (retry, or abort past max_resets)
+    resolved: bool = False  #: a resolution: the earlier anomaly of this kind is over
 
 
 @dataclass(frozen=True)

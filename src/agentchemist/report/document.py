@@ -144,7 +144,7 @@ def _summary_section(summary: dict, narrative: dict | None) -> Section:
     anomalies = summary.get("sections", {}).get("anomalies", {})
     if anomalies.get("n"):
         open_ = [a for a in anomalies.get("records", []) if not a.get("resolved")]
-        text = f"{anomalies['n']} anomaly record(s), {len(open_)} unresolved"
+        text = f"{anomalies['n'] - anomalies.get('resolutions', 0)} anomaly record(s), {len(open_)} unresolved"
         if open_:
             text += ": " + "; ".join(f"{a.get('kind')} ({a.get('severity')}) at {fmt_t(a.get('t_s'))}, response "
                                      f"{a.get('response') or 'none'}" for a in open_)
@@ -312,15 +312,26 @@ def _events(s: dict) -> list:
     return blocks
 
 
+def _resolved_cell(a: dict) -> str:
+    if a.get("resolution"):
+        return "(resolution)"
+    if a["resolved"]:
+        return f"yes, at {fmt_t(a['resolved_t_s'])}" if a.get("resolved_t_s") is not None else "yes"
+    return "**no**"
+
+
 def _anomalies(s: dict) -> list:
     recs = s.get("records") or []
-    blocks: list = [Para(f"{len(recs)} anomaly record(s), {s.get('unresolved', 0)} unresolved.",
+    resolutions = s.get("resolutions", 0)
+    blocks: list = [Para(f"{len(recs) - resolutions} anomaly record(s)"
+                         + (f" and {resolutions} resolution(s)" if resolutions else "")
+                         + f", {s.get('unresolved', 0)} unresolved.",
                          "warn" if s.get("unresolved") else "p")]
     if recs:
         blocks.append(Table(["t", "Type", "Severity", "Source", "FSM state", "Description", "Response", "Resolved"],
                             [[fmt_t(a.get("t_s")), _text(a.get("kind")), _text(a.get("severity")), _text(a.get("source")),
                               _text(a.get("fsm_state")), _text(a.get("description")), _text(a.get("response")),
-                              "yes" if a["resolved"] else "**no**"] for a in recs], "Anomaly audit"))
+                              _resolved_cell(a)] for a in recs], "Anomaly audit"))
     audio = s.get("audio_anomalies") or []
     if audio:
         blocks.append(Table(["t", "Event", "Kind", "Classification", "Confidence"],

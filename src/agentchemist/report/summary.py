@@ -317,11 +317,24 @@ def _anomalies(run: RunData, t0: float | None) -> dict:
                 "source": a.get("source"), "description": a.get("description"), "fsm_state": a.get("fsm_state"),
                 "subtask_id": a.get("subtask_id"), "response": a.get("response") or None,
                 "resolved": bool(a.get("resolved"))} for a in run.anomalies]
+    # An agent reports a problem and, when it is over, the same kind again with resolved set (noise on a
+    # microphone, a dispenser RESET whose cause cleared): that later record resolves the earlier ones of its
+    # kind and source. Records that are themselves resolutions are marked as such.
+    for r in records:
+        r["resolution"] = r["resolved"] and r["severity"] == "info"
+    for i, r in enumerate(records):
+        if r["resolved"]:
+            continue
+        later = next((q for q in records[i + 1:] if q["resolution"] and q["kind"] == r["kind"]
+                      and q["source"] == r["source"] and q["stamp"] >= r["stamp"]), None)
+        if later is not None:
+            r["resolved"], r["resolved_t_s"] = True, later["t_s"]
     audio = [{"stamp": e["stamp"], "t_s": _rel(e["stamp"], t0), "event_id": e.get("event_id"), "kind": e.get("kind"),
               "classification": e.get("classification"), "confidence": _num(e.get("confidence"))}
              for e in run.audio_events if e.get("classification") in ("anomalous", "timeout")]
     flags = Counter(f for r in run.fused_records for f in (r.get("quality_flags") or []))
     return {"records": records, "n": len(records), "unresolved": sum(1 for r in records if not r["resolved"]),
+            "resolutions": sum(1 for r in records if r["resolution"]),
             "audio_anomalies": audio, "data_quality_flags": dict(flags)}
 
 

@@ -249,7 +249,8 @@ class DispenserControllerNode(Node):
                 fsm_state=meta.get("fsm_state", ""), subtask_id=meta["subtask_id"], event_id=""))
         for a in out.anomalies:
             self.report(a.kind, a.severity, a.description,
-                        response=a.response or ("retry" if c.resets <= c.config.max_resets else "abort"))
+                        response=a.response or ("retry" if c.resets <= c.config.max_resets else "abort"),
+                        resolved=a.resolved)
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
         if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
@@ -532,12 +533,13 @@ class DispenserControllerNode(Node):
         goal_handle.abort()
         return result
 
-    def report(self, kind, severity, description, response="", experiment_id=None, subtask_id=None):
+    def report(self, kind, severity, description, response="", experiment_id=None, subtask_id=None, resolved=False):
         meta = self.goal_meta or {}
         self.anomaly_pub.publish(make_anomaly(
             now=node_now(self), experiment_id=experiment_id if experiment_id is not None else meta.get("experiment_id", ""),
             source=self.get_name(), kind=kind, severity=severity, description=description,
-            subtask_id=subtask_id if subtask_id is not None else meta.get("subtask_id", ""), response=response))
+            subtask_id=subtask_id if subtask_id is not None else meta.get("subtask_id", ""), response=response,
+            resolved=resolved))
 
 
 POUR_POSE = "pour_over_beaker"

@@ -211,7 +211,9 @@ class RecorderNode(Node):
                 return
             stamp = to_sec(msg.stamp)
             self.store.add_anomaly(self.experiment_id, stamp=stamp, source=msg.source, kind=msg.kind,
-                                   severity=msg.severity, description=msg.description, fsm_state=msg.fsm_state,
+                                   severity=msg.severity, description=msg.description,
+                                   # agents below the supervisor (dispenser, audio) do not know the FSM state
+                                   fsm_state=msg.fsm_state or self.fsm_state,
                                    subtask_id=msg.subtask_id, response=msg.response, resolved=msg.resolved)
             if msg.kind == "audio_noise":
                 # The microphone was deaf from the noise's onset (this stamp) to its end (the resolution).
