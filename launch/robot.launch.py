@@ -56,10 +56,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "can_right", default_value="can_right",
             description="SocketCAN interface of the right Piper arm (1 Mbit/s), given to its piper_driver"),
-        # PENDING: audio_capture (contact microphones -> /audio/<side>_gripper/raw) is not written yet.
         DeclareLaunchArgument(
             "with_audio_capture", default_value="false", choices=["true", "false"],
-            description="PENDING (node not written yet): capture the gripper contact microphones"),
+            description="capture the contact microphone of the pipette's gripper (audio_capture: PortAudio "
+                        "device and side from params_file, block audio_capture)"),
         *common.common_arguments(),
     ]
 
@@ -102,9 +102,9 @@ def generate_launch_description():
             for side in SIDES
         ])
 
-    # PENDING optional audio capture: off by default (with_audio_capture:=false). When the node exists it
-    # publishes AudioChunk on /audio/{left,right}_gripper/raw from the PUI contact microphones; its parameters
-    # will then get a block in params_file.
+    # Optional audio capture, off by default (with_audio_capture:=false): AudioChunk on /audio/<side>_gripper/raw
+    # from the PUI contact microphone found by its PortAudio device name (params_file, block audio_capture:
+    # device, side). The audio supervisor listens to the right gripper, which holds the pipette.
     audio_capture = common.agentchemist_node(
         "audio_capture", use_sim_time=False, condition=IfCondition(LaunchConfiguration("with_audio_capture")))
 
