@@ -43,10 +43,12 @@ def errors(run_dir: Path) -> dict:
     out["best_single_channel"] = best
     out["fusion_beats_best_channel"] = out["fused"]["mean_abs_ml"] < out[best]["mean_abs_ml"]
     if not out["fusion_beats_best_channel"]:
-        out["why"] = ("the paper's confidence weighting (w = c / sum c) averages the channels. The audio channel "
-                      "counts drops times one calibrated drop volume, but a drop's size depends on the flow while "
-                      "it forms, which the adaptive controller changes near the target, so the audio total drifts "
-                      "and the average sits between the accurate statistical channel and the drifting audio one")
+        # Say what was measured, not a cause: the fused value is the confidence-weighted mean of the channels
+        # (the paper's w = c / sum c), so it lies between them whenever they disagree.
+        other = "audio" if best == "statistical" else "statistical"
+        out["why"] = (f"the fused volume is the confidence-weighted mean of the channels; here the {other} channel "
+                      f"(mean |error| {out[other]['mean_abs_drops']:.2f} drops) is further from the truth than the "
+                      f"{best} channel ({out[best]['mean_abs_drops']:.2f} drops), and the mean sits between them")
     return out
 
 
