@@ -28,6 +28,7 @@ from std_srvs.srv import Trigger
 
 from agentchemist.fsm.continuation import StopConfirmation
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
+from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
@@ -133,8 +134,7 @@ class VisionSupervisorNode(Node):
                                     "before the run aborts with agent_unavailable", low=0.1, high=300.0)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.dissolution = DissolutionWatch()
-        self.held_labware: set[str] = set()   # items the robot holds: not watched on the bench
-        self.rebaseline: float | None = None  # the robot moved labware at this time: the next frame is the bench
+        self.own_moves = OwnMoves()  # the robot's own labware moves: the bench watch restarts after each
         self.balance_problem = False
         self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=self.group)
         self.create_timer(0.5, self.check_timeouts)
@@ -154,7 +154,8 @@ class VisionSupervisorNode(Node):
                 self.last_hue, self.frame_problem = None, ""
                 self.tracker.reset()
                 self.dissolution = DissolutionWatch()
-                self.held_labware, self.rebaseline, self.balance_problem = set(), None, False
+                self.own_moves.reset()
+                self.balance_problem = False
                 self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)
             except InvalidMachineError as exc:
                 self.sup = None
@@ -181,7 +182,7 @@ class VisionSupervisorNode(Node):
         if frame is None:
             self.get_logger().warn("no front image at the start: the bench is not watched during this run")
             return
-        held = {m for m, info in MARKER_TABLE.items() if info.labware_id in self.held_labware}
+        held = {m for m, info in MARKER_TABLE.items() if info.labware_id in self.own_moves.held}
         seen = {m: uv for m, uv in detect_markers(frame).items() if m not in held}
         with self.lock:
             if self.sup is not None:
@@ -194,7 +195,7 @@ class VisionSupervisorNode(Node):
     def suspend_watch(self):
         """The robot itself is about to move labware (weighing: the beaker between balance and stirrer,
         the bottle into the gripper): its own moves are not faults of the bench."""
-        self.rebaseline = None  # not before this motion is over either
+        self.own_moves.moving()  # no frame is the bench before this motion is over
         with self.lock:
             if self.sup is None:
                 return
@@ -277,9 +278,8 @@ class VisionSupervisorNode(Node):
         with self.lock:
             self.sup.subtask_finished(task.id, True)
         if self.weighing():
-            if task.primitive == "grasp":
-                self.held_labware.add(str(task.parameters.get("object", "")))
-            self.rebaseline = now  # the first frame after the motion is the bench to keep
+            held = str(task.parameters.get("object", "")) if task.primitive == "grasp" else None
+            self.own_moves.moved(now, held)  # the first frame after the motion is the bench to keep
         self.apply(result.symbol, now, "action_policy", task.id)
 
     def tare(self, task):
@@ -392,7 +392,7 @@ class VisionSupervisorNode(Node):
         result = future.result().result
         self.dispense_goal = None
         if self.weighing():
-            self.rebaseline = node_now(self)
+            self.own_moves.moved(node_now(self))
         self.tell("audio_supervisor", "stop_expecting", task.id, {})
         self.get_logger().info(f"dispensing stopped: {result.stop_reason} ({result.message}), "
                                f"{result.dispensed_ml:.3f} mL, {result.drops} drops")
@@ -550,8 +550,7 @@ class VisionSupervisorNode(Node):
                                           "need rgb8 or bgr8")
             return
         self.front = frame
-        if self.rebaseline is not None and stamp > self.rebaseline:
-            self.rebaseline = None
+        if self.own_moves.rebaseline(stamp):
             self.start_watch(frame)
         with self.lock:
             sup = self.sup

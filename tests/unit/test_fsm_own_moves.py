@@ -1,0 +1,24 @@
+"""OwnMoves: the bench watch restarts from the first frame after the robot's own motion, without what it holds."""
+from agentchemist.fsm.own_moves import OwnMoves
+
+
+def test_the_first_frame_after_a_motion_is_the_bench_once():
+    moves = OwnMoves()
+    assert not moves.rebaseline(1.0)  # nothing moved
+    moves.moving()
+    assert not moves.rebaseline(2.0)  # during the motion: not the bench
+    moves.moved(5.0, held="solid_bottle")
+    assert not moves.rebaseline(5.0)  # taken at the end itself: may still show the motion
+    assert moves.rebaseline(5.2) and not moves.rebaseline(5.4)
+    assert moves.held == {"solid_bottle"}
+
+
+def test_a_new_motion_cancels_a_pending_rebaseline_and_reset_forgets_everything():
+    moves = OwnMoves()
+    moves.moved(3.0, held="beaker_main")
+    moves.moving()
+    assert not moves.rebaseline(4.0)
+    moves.moved(6.0)
+    assert moves.held == {"beaker_main"}
+    moves.reset()
+    assert moves.held == set() and not moves.rebaseline(7.0)
