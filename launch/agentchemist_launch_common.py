@@ -8,8 +8,9 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import Command, FindExecutable, LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = "agentchemist_ros"
 
@@ -65,3 +66,12 @@ def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = No
 def agent_nodes(use_sim_time: bool) -> list:
     """The seven agent nodes (everything but the twin)."""
     return [agentchemist_node(name, use_sim_time) for name in AGENTS]
+
+
+def robot_state_publisher(xacro_args: list, use_sim_time: bool) -> Node:
+    """robot_state_publisher on the xacro-expanded robot model; ``xacro_args``: the " name:=value" pieces
+    (text or substitutions) that pick the hardware (topic_based / mock / gazebo) and its files."""
+    xacro_file = share("urdf", "agentchemist_aloha.urdf.xacro")
+    description = ParameterValue(Command([FindExecutable(name="xacro"), " ", xacro_file, *xacro_args]), value_type=str)
+    return Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+                parameters=[{"robot_description": description, "use_sim_time": use_sim_time}])

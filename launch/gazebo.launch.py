@@ -23,9 +23,8 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, Regi
 from launch.conditions import IfCondition, UnlessCondition
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -53,14 +52,8 @@ def generate_launch_description():
     ]
 
     controllers_file = common.share("config", "ros2_controllers.yaml")
-    xacro_file = common.share("urdf", "agentchemist_aloha.urdf.xacro")
-    robot_description = ParameterValue(
-        Command([FindExecutable(name="xacro"), " ", xacro_file, " hardware:=gazebo",
-                 " controllers_file:=", controllers_file]),
-        value_type=str)
-    robot_state_publisher = Node(
-        package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-        parameters=[{"robot_description": robot_description, "use_sim_time": True}])
+    robot_state_publisher = common.robot_state_publisher([" hardware:=gazebo", " controllers_file:=", controllers_file],
+                                                         use_sim_time=True)
 
     gz_sim_launch = PathJoinSubstitution([FindPackageShare("ros_gz_sim"), "launch", "gz_sim.launch.py"])
     # -r: start running instead of paused; -s: server only.

@@ -21,9 +21,8 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, RegisterEventHandler
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agentchemist_launch_common as common  # noqa: E402  (launch files are loaded by path)
@@ -64,13 +63,8 @@ def generate_launch_description():
     ]
 
     # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
-    xacro_file = common.share("urdf", "agentchemist_aloha.urdf.xacro")
-    robot_description = ParameterValue(
-        Command([FindExecutable(name="xacro"), " ", xacro_file, " hardware:=", LaunchConfiguration("hardware")]),
-        value_type=str)
-    robot_state_publisher = Node(
-        package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-        parameters=[{"robot_description": robot_description, "use_sim_time": False}])
+    robot_state_publisher = common.robot_state_publisher([" hardware:=", LaunchConfiguration("hardware")],
+                                                         use_sim_time=False)
     # Jazzy's controller_manager reads the model from the robot_description topic (robot_state_publisher's).
     control_node = Node(
         package="controller_manager", executable="ros2_control_node", output="screen",

@@ -634,6 +634,126 @@ def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
     assert lc("x").fields == {"variable_name": "x", "default": None}
 
 
+# ============================================================================================ rviz
+RVIZ_CONFIG = REPO / "config" / "agentchemist.rviz"
+PACKAGE_XML = REPO / "ros2_ws" / "src" / "agentchemist_ros" / "package.xml"
+
+
+def test_twin_launch_publishes_the_robot_model_and_opens_rviz_only_on_request(launch_api):
+    summary = run_launch_file("twin.launch.py")
+    nodes = {(n.fields["package"], n.fields["executable"]): (n, g) for n, g in summary["nodes"]}
+    rsp, rsp_guard = nodes[("robot_state_publisher", "robot_state_publisher")]
+    assert rsp_guard == ()  # always: the arms in rviz and TF for anyone else
+    params = rsp.fields["parameters"][0]
+    assert params["use_sim_time"] is True  # the joint states are stamped on the twin's clock
+    command = params["robot_description"].fields["value"].fields["command"]
+    assert command[0].fields["name"] == "xacro"
+    assert str(URDF_DIR / "agentchemist_aloha.urdf.xacro") in command
+    rviz, guard = nodes[("rviz2", "rviz2")]
+    args = summary["args"]
+    assert [g.fields["predicate_expression"].fields["variable_name"] for g in guard] == ["rviz"]
+    assert args["rviz"].fields["default_value"] == "false"  # robots and CI have no display
+    flag, config = rviz.fields["arguments"]
+    assert flag == "-d" and config.fields["variable_name"] == "rviz_config"
+    assert Path(args["rviz_config"].fields["default_value"]) == RVIZ_CONFIG
+    assert rviz.fields["parameters"] == [{"use_sim_time": True}]
+
+
+def _displays(config: dict) -> dict[str, dict]:
+    return {d["Class"].split("/")[-1]: d for d in config["Visualization Manager"]["Displays"]}
+
+
+def rviz_problems(config: dict, publishers: dict[str, str], frames: set[str]) -> list[str]:
+    """The rviz config shows what the graph publishes: displays, topics, QoS the publishers can serve,
+    a fixed frame of the robot model. ``publishers``: topic -> "latched" | "best_effort" | "reliable"."""
+    problems = []
+    displays = _displays(config)
+    for needed in ("RobotModel", "TF", "MarkerArray", "Image"):
+        if needed not in displays:
+            problems.append(f"no {needed} display")
+    fixed = config["Visualization Manager"]["Global Options"]["Fixed Frame"]
+    if fixed not in frames:
+        problems.append(f"fixed frame {fixed} is not a link of the robot model")
+    for name, display in displays.items():
+        key = "Description Topic" if name == "RobotModel" else "Topic"
+        if key not in display:
+            continue
+        topic = display[key]
+        kind = publishers.get(topic["Value"])
+        if kind is None:
+            problems.append(f"{name} shows {topic['Value']}, which nothing publishes")
+            continue
+        # A reliable subscription gets nothing from a best-effort publisher; transient local needs a
+        # latched one.
+        if kind == "best_effort" and topic.get("Reliability Policy") != "Best Effort":
+            problems.append(f"{name} on {topic['Value']} must subscribe best effort")
+        if topic.get("Durability Policy") == "Transient Local" and kind != "latched":
+            problems.append(f"{name} on {topic['Value']} asks transient local of a volatile publisher")
+    return problems
+
+
+def _graph_publishers() -> dict[str, str]:
+    """What the twin graph publishes that rviz shows, with QoS read from lab_sim's source."""
+    topics = _load(NODES_DIR / "common" / "topics.py", "agentchemist_topics")
+    lab_sim = (NODES_DIR / "lab_sim_node.py").read_text()
+    assert "create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)" in lab_sim
+    assert "topics.camera_topic(c), SENSOR)" in lab_sim
+    return {topics.BENCH_MARKERS: "latched", topics.camera_topic("front"): "best_effort",
+            "/robot_description": "latched"}  # robot_state_publisher latches the model
+
+
+def test_rviz_config_shows_the_robot_the_bench_markers_and_the_front_camera():
+    config = yaml.safe_load(RVIZ_CONFIG.read_text())
+    links = {link.get("name") for link in ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot().findall("link")}
+    assert rviz_problems(config, _graph_publishers(), links) == []
+    displays = _displays(config)
+    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "base_link"
+    assert displays["MarkerArray"]["Topic"]["Value"] == "/lab/bench_markers"
+    assert displays["Image"]["Topic"]["Value"] == "/camera/front/color/image_raw"
+    assert displays["RobotModel"]["Description Source"] == "Topic"
+    from agentchemist.sim.bench_view import BASE_FRAME
+    assert BASE_FRAME == "base_link"  # the markers' frame is the fixed frame: no TF lookup needed
+
+
+def test_rviz_checker_catches_wrong_topics_qos_and_frames():
+    config = yaml.safe_load(RVIZ_CONFIG.read_text())
+    displays = _displays(config)
+    displays["Image"]["Topic"]["Reliability Policy"] = "Reliable"
+    displays["MarkerArray"]["Topic"]["Value"] = "/lab/markers"
+    config["Visualization Manager"]["Global Options"]["Fixed Frame"] = "map"
+    del config["Visualization Manager"]["Displays"][[d["Class"] for d in config["Visualization Manager"]
+                                                      ["Displays"]].index("rviz_default_plugins/TF")]
+    publishers = dict(_graph_publishers(), **{"/lab/markers": "reliable"})
+    displays = _displays(config)
+    displays["MarkerArray"]["Topic"]["Durability Policy"] = "Transient Local"
+    assert rviz_problems(config, publishers, {"base_link"}) == [
+        "no TF display", "fixed frame map is not a link of the robot model",
+        "MarkerArray on /lab/markers asks transient local of a volatile publisher",
+        "Image on /camera/front/color/image_raw must subscribe best effort"]
+
+
+def test_every_message_package_the_nodes_import_is_declared_and_installed():
+    """package.xml names it (rosdep on a robot), and the wheel bootstrap installs it (pinned)."""
+    imported = set()
+    for path in NODES_DIR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[-1] in ("msg", "srv",
+                                                                                                  "action"):
+                imported.add(node.module.split(".")[0])
+    imported -= {"rclpy"}  # rclpy.action is the client library, not an interface package
+    assert "visualization_msgs" in imported
+    depends = {e.text for e in ET.parse(PACKAGE_XML).getroot().findall("exec_depend")}
+    assert imported - depends == set()
+    runtime = set((REPO / "requirements" / "ros-runtime.txt").read_text().split())
+    pins = dict(line.split("==") for line in (REPO / "requirements" / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    # Ours are built by colcon; rcl_interfaces comes with the rclpy wheel.
+    for package in sorted(imported - {"agentchemist_interfaces", "rcl_interfaces"}):
+        wheel = "ros-jazzy-" + package.replace("_", "-")
+        assert wheel in runtime, f"{wheel} is not in requirements/ros-runtime.txt"
+        assert wheel in pins, f"{wheel} is not pinned in requirements/constraints.txt"
+
+
 # ============================================================================================ docker
 @pytest.mark.parametrize("dockerfile", ["Dockerfile.robot", "Dockerfile.workstation"])
 def test_dockerfiles_use_jazzy_and_copy_files_that_exist(dockerfile):

@@ -9,6 +9,10 @@ the right gripper closing on the beaker at `beaker_at_<X>` and opening at `beake
 station Y; the left gripper closing at `solid_bottle` grasps the bottle, whose tilt then follows the
 left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switches the stirrer on.
 Service /lab/balance/tare (std_srvs/Trigger) tares the balance.
+
+For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (agentchemist.sim.bench_view:
+the front-image layout mapped onto a bench top in front of the robot), in base_link (no bench TF is
+published: tf2_msgs has no PyPI wheel), at marker_rate_hz of wall time.
 """
 import json
 import time
@@ -19,9 +23,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 from agentchemist.policy.primitives import load_poses
 from agentchemist.sim.bench_effects import TwinBench
+from agentchemist.sim.bench_view import twin_markers
 from agentchemist.sim.draw_trigger import DrawTrigger, DrawTriggerConfig
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
@@ -59,6 +65,13 @@ class LabSimNode(Node):
         self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
                                     low=0.05, high=60.0)
         self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
+        # Wall-clock rate, not sim time: the markers are for a person watching rviz, and at 50x a sim-time
+        # rate would flood it with 100 arrays a second.
+        marker_rate = declare(self, "marker_rate_hz", 2.0,
+                              "Bench markers for rviz (/lab/bench_markers), wall-clock Hz; 0 = off",
+                              low=0.0, high=30.0)
+        self.marker_period = 1.0 / marker_rate if marker_rate > 0.0 else 0.0
+        self.next_marker_wall = 0.0
         # Lock-step with the gripper controller: while a controller streams gripper commands (a dispense
         # is running), the next tick waits until it has answered the last one (up to a wall timeout), so
         # the squeeze does not depend on how loaded the graph is. Drop size depends on the squeeze.
@@ -100,6 +113,9 @@ class LabSimNode(Node):
         self.camera_pubs = {c: self.create_publisher(type(images.to_msg(_blank())), topics.camera_topic(c), SENSOR)
                             for c in self.cameras}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
+        # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
+        self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
+                           if self.marker_period else None)
         for s in topics.SIDES:
             self.create_subscription(Float64MultiArray, topics.gripper_command_topic(s),
                                      lambda m, s=s: self.on_gripper(s, m), 10)
@@ -205,6 +221,12 @@ class LabSimNode(Node):
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
         self._check_draw()
         self._check_bench()
+        if self.marker_pub is not None:
+            wall = time.monotonic()
+            if wall >= self.next_marker_wall:
+                self.next_marker_wall = wall + self.marker_period
+                if not (self.lazy and self.marker_pub.get_subscription_count() == 0):
+                    self.publish_markers()
         if self.t >= self.next["ph"]:
             self.next["ph"] += self.ph_period
             self._publish_ph()
@@ -276,9 +298,33 @@ class LabSimNode(Node):
         summary["wall_elapsed"] = time.monotonic() - self.wall_started
         self.truth_pub.publish(String(data=json.dumps(summary, default=float)))
 
+    def publish_markers(self):
+        """The bench as it is now, one MarkerArray (every item's markers: ADD, or DELETE when gone)."""
+        stamp = to_msg(self.t)
+        self.marker_pub.publish(MarkerArray(markers=[_marker_msg(s, stamp) for s in twin_markers(self.twin)]))
+
     def real_time_factor(self) -> float:
         wall = time.monotonic() - self.wall_started
         return (self.t - self.sim_started) / wall if wall > 0 else 0.0
+
+
+_SHAPES = {"cube": Marker.CUBE, "cylinder": Marker.CYLINDER, "sphere": Marker.SPHERE,
+           "text": Marker.TEXT_VIEW_FACING}
+
+
+def _marker_msg(spec, stamp) -> Marker:
+    """visualization_msgs/Marker of a bench_view.MarkerSpec (lifetime 0: it stays until replaced)."""
+    msg = Marker(header=Header(stamp=stamp, frame_id=spec.frame), ns=spec.ns, id=spec.id)
+    if spec.action == "delete":
+        msg.action = Marker.DELETE
+        return msg
+    msg.action, msg.type, msg.text = Marker.ADD, _SHAPES[spec.shape], spec.text
+    p, q = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in spec.position)
+    q.x, q.y, q.z, q.w = (float(v) for v in spec.orientation)
+    msg.scale.x, msg.scale.y, msg.scale.z = (float(v) for v in spec.scale)
+    msg.color.r, msg.color.g, msg.color.b, msg.color.a = (float(v) for v in spec.rgba)
+    return msg
 
 
 def _blank():

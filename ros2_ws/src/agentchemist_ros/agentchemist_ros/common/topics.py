@@ -11,6 +11,7 @@ BALANCE_READING = "/lab/balance/reading"
 BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim
 JOINT_STATES = "/joint_states"
 GROUND_TRUTH = "/lab_sim/ground_truth"
+BENCH_MARKERS = "/lab/bench_markers"     # visualization_msgs/MarkerArray of the twin's bench, for rviz
 CAMERAS = ("front", "left_wrist", "right_wrist")
 SIDES = ("left", "right")
 
