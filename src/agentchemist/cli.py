@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        # on stderr, like any command line tool: scripts (and the summarizer's report child) read it there
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 
 

@@ -51,4 +51,4 @@ def test_export_writes_csv_and_parquet(run_dir):
 
 def test_missing_run_is_a_clear_error(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nowhere")]) == 2
-    assert "error" in capsys.readouterr().out
+    assert "error" in capsys.readouterr().err
