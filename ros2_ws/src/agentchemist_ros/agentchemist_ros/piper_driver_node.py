@@ -29,7 +29,7 @@ from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
-d = DriverConfig()
+DEFAULTS = DriverConfig()
 
 
 class PiperDriverNode(Node):
@@ -43,17 +43,17 @@ class PiperDriverNode(Node):
                                                             "virtual (one process) or udp_multicast in tests")
         rate_hz = declare(self, "rate_hz", 200.0, "Driver cycle and joint_states rate (Hz); the Piper's feedback "
                                                   "is ~200 Hz", low=10.0, high=1000.0)
-        timeout = declare(self, "feedback_timeout_s", d.feedback_timeout_s,
+        timeout = declare(self, "feedback_timeout_s", DEFAULTS.feedback_timeout_s,
                           "Feedback older than this (s) is a dead bus: reported, motion frames stop",
                           low=0.01, high=5.0)
-        tolerance = declare(self, "hold_tolerance_rad", d.hold_tolerance_rad,
+        tolerance = declare(self, "hold_tolerance_rad", DEFAULTS.hold_tolerance_rad,
                             "Startup hold: arm commands move the arm only once one is within this of the "
                             "measured position on every joint (rad)", low=0.001, high=0.5)
-        speed = declare(self, "speed_percent", d.speed_percent, "MOVE J speed sent to the arm (%)", low=1, high=100)
-        effort = declare(self, "gripper_effort_nm", d.gripper_effort_nm,
+        speed = declare(self, "speed_percent", DEFAULTS.speed_percent, "MOVE J speed sent to the arm (%)", low=1, high=100)
+        effort = declare(self, "gripper_effort_nm", DEFAULTS.gripper_effort_nm,
                          "Gripper force limit sent with each gripper command (N m, Piper range 0..5)",
                          low=0.0, high=5.0)
-        retry = declare(self, "mode_retry_s", d.mode_retry_s,
+        retry = declare(self, "mode_retry_s", DEFAULTS.mode_retry_s,
                         "Re-send motor enable + CAN command mode this often (s) until the arm's status confirms it",
                         low=0.05, high=10.0)
         if side not in topics.SIDES:
@@ -105,7 +105,7 @@ class PiperDriverNode(Node):
 
     def report(self):
         """Log every driver event; problems (warn, halt) and their resolutions also go on the anomaly topic.
-        State news (holding, tracking) stays in the log: the recorder counts every anomaly as a failure."""
+        State news (holding, tracking) stays in the log: every anomaly is recorded and listed in the report."""
         for event in self.driver.drain_events():
             text = f"{event.kind}: {event.description}"
             # One call site per severity: rclpy's logger refuses a call site whose severity changes.
