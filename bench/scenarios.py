@@ -2,10 +2,12 @@
 (bench/results/scenarios.json), and the 8-hour long run once (bench/results/long_run.json).
 
 Usage: python bench/scenarios.py [--seeds N] [--jobs J] [--skip-long] [--only-long]
+       python bench/scenarios.py --rescore [JSON...]   # score stored runs again with the current scoring
 """
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,13 +28,37 @@ def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, time
     return subprocess.run(argv, cwd=REPO).returncode
 
 
+def rescore(path: Path) -> None:
+    """Summarise a results file again with the current scoring code, filling what older runners did not
+    record from the runs they left: task_s, each experiment's own duration from its record store."""
+    from agentchemist.scoring import summarise
+    from agentchemist_ros.scenario_runner import _experiment_seconds, _load_run
+
+    data = json.loads(path.read_text())
+    for row in data["runs"]:
+        if row.get("task_s") is None and row.get("run_dir"):
+            durations = [_experiment_seconds(_load_run(d, d.name))
+                         for d in sorted(Path(row["run_dir"]).glob("exp-*")) if (d / "records.db").exists()]
+            if durations and all(x is not None for x in durations):
+                row["task_s"] = sum(durations)
+    data["summary"] = summarise(data["runs"])
+    path.write_text(json.dumps(data, indent=1, default=float))
+    print(f"[bench] rescored {path}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--skip-long", action="store_true")
     p.add_argument("--only-long", action="store_true")
+    p.add_argument("--rescore", nargs="*", metavar="JSON", default=None,
+                   help="no runs: score the stored runs of these results files again (default: both)")
     args = p.parse_args(argv)
+    if args.rescore is not None:
+        for path in args.rescore or [RESULTS / "scenarios.json", RESULTS / "long_run.json"]:
+            rescore(Path(path))
+        return 0
     RESULTS.mkdir(parents=True, exist_ok=True)
     code = 0
     if not args.only_long:

@@ -34,6 +34,9 @@ def test_runner_scores_back_to_back_titrations_and_a_refusal(tmp_path):
     assert twice_row["completed"] and twice_row["records_match_truth"], twice_row
     assert twice_row["records"]["titrant_volume"] > 150  # about 107 drops each
     assert twice_row["false_alarms"] == []
+    # time per task is the two experiments' own time on the twin's clock, not the clock at the end (which
+    # also ran while each report was written)
+    assert 0 < twice_row["task_s"] < twice_row["sim_s"], (twice_row["task_s"], twice_row["sim_s"])
     # stopped on the first settled pH past the target: near pH 10 one drop into 5 mL moves it by up to ~1
     assert 10.0 <= twice_row["final_ph"] <= 11.0
     assert refusal["outcome"] == "refused" and refusal["outcome_ok"], refusal["message"]

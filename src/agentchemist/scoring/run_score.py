@@ -45,7 +45,8 @@ class RunRecord:
     experiment_id: str = ""
     report_path: str = ""
     wall_s: float = math.nan
-    sim_s: float = math.nan
+    sim_s: float = math.nan           # the twin's clock at the end of the run (the report written too)
+    task_s: float = math.nan          # the experiments' own duration: start to terminal state (twin clock)
     anomalies: list[dict[str, Any]] = field(default_factory=list)   # {stamp, source, kind, severity, response}
     results: dict[str, Any] = field(default_factory=dict)           # report.json sections.results
     records: dict[str, int] = field(default_factory=dict)           # fused rows per quantity, plus "raw", "events"
@@ -157,6 +158,7 @@ def score_run(sc: Scenario, rec: RunRecord) -> dict[str, Any]:
     out: dict[str, Any] = {
         "scenario": rec.scenario, "seed": rec.seed, "expected": expected, "got": got, "outcome": rec.outcome,
         "message": rec.message, "wall_s": rec.wall_s, "sim_s": rec.sim_s,
+        "task_s": _finite(rec.task_s),
     }
     out["outcome_ok"] = got == expected and (expected != "complete" or rec.success)
     if expected in ("refuse", "ask") and got == expected:
