@@ -283,3 +283,16 @@ def test_a_stale_resume_does_not_cut_the_next_wait_short():
     out = c.update(0.04, 60.0)
     out = c.update(0.09, 60.0)
     assert out.state == State.WAIT
+
+
+def test_a_later_goal_of_the_experiment_keeps_the_direction_of_its_first():
+    from agentchemist.control.dispenser_types import titration_direction
+
+    assert titration_direction(11.0, 1.2) == 1 and titration_direction(4.0, 12.0) == -1
+    first = ("exp-a", 11.0, titration_direction(11.0, 1.2))
+    # dispensing goes on after an unconfirmed stop: the reading is a hair past the target
+    assert titration_direction(11.0, 11.01, first, "exp-a") == 1
+    # a new experiment, or another target, decides afresh from its own reading
+    assert titration_direction(11.0, 11.01, first, "exp-b") == -1
+    assert titration_direction(7.0, 11.01, first, "exp-a") == -1
+    assert titration_direction(None, 3.0) == 1 and titration_direction(11.0, float("nan")) == 1

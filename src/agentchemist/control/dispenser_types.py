@@ -199,3 +199,21 @@ class Output:
     anomalies: list[ControllerAnomaly] = field(default_factory=list)
     transitions: list[tuple[State, str, State]] = field(default_factory=list)
     done: StopResult | None = None
+
+
+def titration_direction(target_ph: float | None, current_ph: float | None,
+                        earlier: tuple[str, float, int] | None = None, experiment_id: str = "") -> int:
+    """Which way the pH must go to reach ``target_ph``: +1 (up, a base titrant) or -1 (down).
+
+    The first goal of an experiment decides it from the reading at its start. A later goal of the same
+    experiment to the same target (dispensing goes on after a stop the supervisor did not confirm) keeps
+    that direction: by then the pH sits at the target, a reading a hair past it would turn the direction
+    round, and the dispenser would wait for the pH to come back while it squeezed on (a run emptied its
+    pipette so, 55 mL past the endpoint). ``earlier``: (experiment id, target pH, direction) of the first goal.
+    """
+    if earlier is not None and experiment_id and earlier[0] == experiment_id and target_ph is not None \
+            and math.isclose(earlier[1], target_ph, abs_tol=1e-9):
+        return earlier[2]
+    if target_ph is None or current_ph is None or not (math.isfinite(target_ph) and math.isfinite(current_ph)):
+        return 1
+    return 1 if target_ph >= current_ph else -1

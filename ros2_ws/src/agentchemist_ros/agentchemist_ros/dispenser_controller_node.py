@@ -39,6 +39,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from agentchemist.control.calibration import CalibrationError, default_calibration_path, save_calibration
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
+from agentchemist.control.dispenser_types import titration_direction
 from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
 from agentchemist.policy.primitives import PrimitiveError, load_poses
 from agentchemist.perception.ph_stability import ReadingError
@@ -111,6 +112,7 @@ class DispenserControllerNode(Node):
         self.holds: set[str] = set()  # the supervisor's holds in force (see the module docstring)
         self.holds_experiment = ""    # ... for this experiment (a new one starts with none)
         self.experiment_volume = ("", 0.0)  # (experiment id, cumulative titrant volume published for it)
+        self.experiment_direction = None     # (experiment id, target pH, +1 / -1) of its first pH goal
         self.done_future = None
         self.procedure: CalibrationProcedure | None = None
         self.calibration_future = None
@@ -400,9 +402,11 @@ class DispenserControllerNode(Node):
         if self.measured_mm is None:
             return self._refuse(goal_handle, result, f"no joint state for {self.side}_gripper yet: gripper position unknown")
         target_ph = g.target_ph if g.use_target_ph else None
-        direction = 1
-        if target_ph is not None and self.last_ph is not None and math.isfinite(target_ph):
-            direction = 1 if target_ph >= self.last_ph else -1
+        # The experiment's first goal to this target decides the direction; later ones keep it (see
+        # titration_direction: a reading a hair past the target must not turn it round).
+        direction = titration_direction(target_ph, self.last_ph, self.experiment_direction, g.experiment_id)
+        if target_ph is not None and math.isfinite(target_ph):
+            self.experiment_direction = (g.experiment_id, target_ph, direction)
         goal = DispenseGoal(target_volume_ml=g.target_volume_ml, target_ph=target_ph, ph_direction=direction,
                             rate_mm_s=g.rate_mm_s, settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command,
                             change_rate_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
