@@ -39,6 +39,16 @@ def per_experiment_leftovers(graph: Graph) -> dict[str, int]:
             "summarizer.children": len(summarizer.children)}
 
 
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` of wall time pass; its last value."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())
+
+
 @contextmanager
 def spinning(nodes, threads: int | None = None):
     """Spin ``nodes`` in one executor on a background thread for the ``with`` block; then stop it, destroy

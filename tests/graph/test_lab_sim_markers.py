@@ -17,18 +17,9 @@ from agentchemist_ros.common.qos import LATCHED  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
-from tests.graph.harness import spinning  # noqa: E402
+from tests.graph.harness import spinning, wait_for  # noqa: E402
 
 SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
-
-
-def wait_for(condition, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def numbers(m: Marker) -> list[float]:

@@ -2,7 +2,6 @@
 read gives a `report_failed` anomaly naming the child's error and a `report_failed` message to the
 planner, and the node goes on serving (issue 11: a long run must not lose its graph to one bad report)."""
 import json
-import time
 
 import pytest
 
@@ -16,7 +15,7 @@ from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.summarizer_node import SummarizerNode  # noqa: E402
-from tests.graph.harness import spinning  # noqa: E402
+from tests.graph.harness import spinning, wait_for  # noqa: E402
 
 
 class Peer(Node):
@@ -29,13 +28,6 @@ class Peer(Node):
                                  lambda m: self.messages.append(m) if m.sender == "summarizer" else None, RELIABLE)
 
 
-def _wait(condition, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end and not condition():
-        time.sleep(0.05)
-    return condition()
-
-
 def test_a_report_that_cannot_be_written_is_an_anomaly_and_the_node_goes_on(tmp_path):
     ensure_init()
     (tmp_path / "exp-broken").mkdir()
@@ -43,15 +35,15 @@ def test_a_report_that_cannot_be_written_is_an_anomaly_and_the_node_goes_on(tmp_
     summarizer = SummarizerNode(parameter_overrides=[Parameter("runs_dir", value=str(tmp_path))])
     peer = Peer()
     with spinning((summarizer, peer)):
-        assert _wait(lambda: peer.pub.get_subscription_count() >= 1, 10)
+        assert wait_for(lambda: peer.pub.get_subscription_count() >= 1, 10)
         for exp in ("exp-broken", "exp-missing"):
             peer.pub.publish(AgentMessage(experiment_id=exp, sender="recorder", receiver="summarizer",
                                           symbol="record_closed", payload_json=json.dumps({"status": "completed"})))
-        assert _wait(lambda: len(peer.messages) >= 2, 120), [m.symbol for m in peer.messages]
+        assert wait_for(lambda: len(peer.messages) >= 2, 120), [m.symbol for m in peer.messages]
         failed = {m.experiment_id: m for m in peer.messages}
         assert {m.symbol for m in failed.values()} == {"report_failed"}
         assert json.loads(failed["exp-broken"].payload_json)["report"] == ""
-        assert _wait(lambda: len(peer.anomalies) >= 2, 10)
+        assert wait_for(lambda: len(peer.anomalies) >= 2, 10)
         kinds = {(a.experiment_id, a.kind, a.severity) for a in peer.anomalies}
         assert kinds == {("exp-broken", "report_failed", "warn"), ("exp-missing", "report_failed", "warn")}
         why = {a.experiment_id: a.description for a in peer.anomalies}  # the child's own last error line

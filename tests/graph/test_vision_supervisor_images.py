@@ -26,7 +26,7 @@ from agentchemist_ros.common.timeconv import to_msg  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
-from tests.graph.harness import spinning  # noqa: E402
+from tests.graph.harness import spinning, wait_for  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "ca_edta_short.yaml"
 
@@ -50,15 +50,6 @@ class Bench(Node):
         return ExecuteSubtask.Result()
 
 
-def _wait(predicate, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
     ensure_init()
@@ -70,7 +61,7 @@ def graph(tmp_path_factory):
         plan = plan_instruction(load_scenario(SCENARIO).instruction).plan
         bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
                                               stamp=to_msg(1.0)))
-        assert _wait(lambda: node.sup is not None and bench.states)
+        assert wait_for(lambda: node.sup is not None and bench.states)
         frame = LabTwin(load_scenario(SCENARIO)).render_camera("front", 1.0)
         yield node, bench, frame
 
@@ -83,14 +74,14 @@ def _send(bench, msg, t):
 def _good(bench, frame, t):
     n = len(bench.hues)
     _send(bench, images.to_msg(frame, "rgb8"), t)
-    assert _wait(lambda: len(bench.hues) > n), "no colour_hue estimate for a good frame"
+    assert wait_for(lambda: len(bench.hues) > n), "no colour_hue estimate for a good frame"
     return bench.hues[-1]
 
 
 def _expect_anomaly(bench, kind, text, send):
     n = len(bench.anomalies)
     send()
-    assert _wait(lambda: any(a.kind == kind for a in bench.anomalies[n:])), f"no {kind} anomaly"
+    assert wait_for(lambda: any(a.kind == kind for a in bench.anomalies[n:])), f"no {kind} anomaly"
     found = next(a for a in bench.anomalies[n:] if a.kind == kind)
     assert text in found.description and found.severity == "warn" and found.source == "vision_supervisor"
 
@@ -115,7 +106,7 @@ def test_bad_frames_are_anomalies_once_per_episode(graph):
     time.sleep(0.5)
     assert not [a for a in bench.anomalies[n:] if a.kind == "bad_image"]
     _good(bench, frame, 4.0)
-    assert _wait(lambda: any(a.kind == "bad_image" and a.resolved for a in bench.anomalies[n:]))
+    assert wait_for(lambda: any(a.kind == "bad_image" and a.resolved for a in bench.anomalies[n:]))
 
     short = images.to_msg(frame, "rgb8")
     short.data = bytes(short.data)[: len(short.data) // 2]
