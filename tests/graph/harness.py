@@ -77,11 +77,11 @@ def spinning(nodes, threads: int | None = None):
 
 def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str | None = None,
                    probe: Callable[[], Node] | None = None, overrides: dict | None = None,
-                   wall_limit_s: float = 240.0, settle_s: float = 0.5) -> GraphRun:
+                   wall_limit_s: float = 240.0, settle_s: float = 0.5, without: tuple[str, ...] = ()) -> GraphRun:
     """Compose the graph, send the scenario's instruction (or `instruction`), wait for the result.
     `probe` builds an extra node (after rclpy is initialised) that subscribes to whatever the test needs."""
     ensure_init()
-    graph = Graph(scenario, runs, overrides=overrides)
+    graph = Graph(scenario, runs, overrides=overrides, without=without)
     client_node = Node("graph_test_client")
     client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
     extra = probe() if probe else None

@@ -36,7 +36,9 @@ class Graph:
     """The twin plus every agent node, sharing one sim clock; `spin_once` drives them."""
 
     def __init__(self, scenario: str | Path, runs_dir: str | Path, *, real_time_factor: float = 0.0,
-                 overrides: dict | None = None, threads: int = 12, with_twin: bool = True):
+                 overrides: dict | None = None, threads: int = 12, with_twin: bool = True,
+                 without: tuple[str, ...] = ()):
+        """`without` names agents left out (a test of a dead agent)."""
         overrides = overrides or {}
         runs = str(Path(runs_dir).resolve())
         self.nodes: dict[str, Node] = {}
@@ -44,6 +46,8 @@ class Graph:
             self.nodes["lab_sim"] = LabSimNode(parameter_overrides=_params(
                 {"scenario": str(scenario), "real_time_factor": float(real_time_factor), **overrides.get("lab_sim", {})}))
         for name, cls in AGENTS.items():
+            if name in without:
+                continue
             params = dict(overrides.get(name, {}))
             if name in ("vision_supervisor", "recorder", "summarizer"):
                 params.setdefault("runs_dir", runs)

@@ -23,6 +23,7 @@ import cv2
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
@@ -45,6 +46,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.answers import answered
 from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
@@ -127,11 +129,13 @@ class VisionSupervisorNode(Node):
                                         "Seconds beyond the endpoint hold to wait for the confirmation of the "
                                         "dispenser's target stop", low=0.0, high=600.0)
         self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)  # per experiment
-        # DDS discovery of another node's action server can take seconds on a loaded machine (it was missed
-        # after 2 s in a one-process graph on 2 busy cores): an agent counts as not running only after this.
+        # DDS discovery of another node's action server can take seconds on a loaded machine: a request goes
+        # out once the graph shows the agent or after this wait anyway, and the agent counts as not running
+        # only when that request gets no answer within this wait again (common/answers.py).
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0,
-                                    "Wall seconds to wait for an agent's action server or service to be discovered "
-                                    "before the run aborts with agent_unavailable", low=0.1, high=300.0)
+                                    "Wall seconds to wait for an agent's action server or service to show in the "
+                                    "ROS graph, and then for its answer, before the run aborts with "
+                                    "agent_unavailable", low=0.1, high=300.0)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.dissolution = DissolutionWatch()
         self.own_moves = OwnMoves()  # the robot's own labware moves: the bench watch restarts after each
@@ -254,14 +258,20 @@ class VisionSupervisorNode(Node):
                                    target_state=task.expected_transition.target if task.expected_transition else "",
                                    payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
                                                             "parameters": task.parameters}))
-        if not self.policy.wait_for_server(timeout_sec=self.agent_wait_s):
-            self.abort("the action policy is not running", "agent_unavailable")
-            return
-        future = self.policy.send_goal_async(goal)
-        future.add_done_callback(lambda f, t=task: self.on_policy_accepted(t, f))
+        self.ask(self.policy, lambda: self.policy.send_goal_async(goal)).add_done_callback(
+            lambda f, t=task: self.on_policy_accepted(t, f))
+
+    def ask(self, client, send) -> Future:
+        """The agent's answer to `send` (a goal handle), None when it gave none (common/answers.py)."""
+        return answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s,
+                        late=lambda handle: handle.accepted and handle.cancel_goal_async())
 
     def on_policy_accepted(self, task, future):
         handle = future.result()
+        if handle is None:
+            self.abort(f"the action policy is not running (no answer to subtask {task.id} "
+                       f"in {2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
+            return
         if not handle.accepted:
             self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
             return
@@ -285,14 +295,17 @@ class VisionSupervisorNode(Node):
     def tare(self, task):
         """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
         from the readings (Supervision.on_mass), not from the service's word."""
-        if not self.tare_client.wait_for_service(timeout_sec=self.agent_wait_s):
-            self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE})", "balance_unavailable")
-            return
-        self.tare_client.call_async(Trigger.Request()).add_done_callback(lambda f, t=task: self.on_tared(t, f))
+        answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s,
+                 send=lambda: self.tare_client.call_async(Trigger.Request())).add_done_callback(
+            lambda f, t=task: self.on_tared(t, f))
 
     def on_tared(self, task, future):
         response = future.result()
-        if response is None or not response.success:
+        if response is None:
+            self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE}: no answer in "
+                       f"{2 * self.agent_wait_s:.0f} s)", "balance_unavailable")
+            return
+        if not response.success:
             self.abort(f"the balance did not tare: {response.message if response else 'no answer'}", "tare_failed")
             return
         with self.lock:
@@ -310,16 +323,13 @@ class VisionSupervisorNode(Node):
                              wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
                              stable_window_s=float(p.get("stable_window_s") or 0.0),
                              settle_each_drop=bool(p.get("settle_each_drop")))
-        if not self.dispenser.wait_for_server(timeout_sec=self.agent_wait_s):
-            self.abort("the dispenser controller is not running", "agent_unavailable")
-            return
         self.dispense_task = task
         # The tilted bottle hangs over the beaker and hides its tag from the front camera: the robot's own
         # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
         self.suspend_watch()
         self.apply("dose", node_now(self), self.get_name(), task.id)
-        future = self.dispenser.send_goal_async(goal)
-        future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal)).add_done_callback(
+            lambda f, t=task: self.on_dispense_accepted(t, f))
 
     def send_dispense_goal(self, task, resume=False, again=False):
         if task.primitive == "pour_solid":
@@ -351,9 +361,6 @@ class VisionSupervisorNode(Node):
                              # The supervisor's ph_stable (which records each drop's settled pH) paces
                              # the dispenser when the instruction asks to act only on a settled pH.
                              resume_on_command=bool(p.get("settle_each_drop")))
-        if not self.dispenser.wait_for_server(timeout_sec=self.agent_wait_s):
-            self.abort("the dispenser controller is not running", "agent_unavailable")
-            return
         now = node_now(self)
         with self.lock:
             if not resume:
@@ -366,8 +373,9 @@ class VisionSupervisorNode(Node):
         self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
         if not resume and not again:
             self.apply("titrate", now, self.get_name(), task.id)
-        future = self.dispenser.send_goal_async(goal, feedback_callback=lambda f, t=task: self.on_dispense_feedback(t, f))
-        future.add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+        def send():
+            return self.dispenser.send_goal_async(goal, feedback_callback=lambda f: self.on_dispense_feedback(task, f))
+        self.ask(self.dispenser, send).add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
 
     def on_dispense_feedback(self, task, feedback_msg):
         state = feedback_msg.feedback.controller_state
@@ -383,6 +391,10 @@ class VisionSupervisorNode(Node):
 
     def on_dispense_accepted(self, task, future):
         handle = future.result()
+        if handle is None:
+            self.abort(f"the dispenser controller is not running (no answer to subtask {task.id} "
+                       f"in {2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
+            return
         self.dispense_goal = handle
         if self.dispense_held:  # held while the goal was on its way
             handle.cancel_goal_async()

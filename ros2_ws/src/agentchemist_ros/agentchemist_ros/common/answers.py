@@ -1,0 +1,65 @@
+"""Ask another node (an action goal, a service call) without blocking the executor, and tell a silent
+peer from a slow one.
+
+rclpy's wait_for_server()/wait_for_service() sleep on the calling thread. In the one-process graph the
+executor has one thread, so that sleep froze every node, the twin included; and the answer it waits for is
+the ROS graph cache's, which on a loaded machine once said "no server" for 15 s about a server that had
+served a goal a minute before (CI, test_weighing_graph). Here the request goes out as soon as the graph
+shows the peer, or at the deadline anyway (the transport may be matched although the graph cache lags);
+the peer counts as absent only when the request itself got no answer.
+"""
+import threading
+from typing import Callable
+
+from rclpy.clock import Clock, ClockType
+from rclpy.task import Future
+
+POLL_S = 0.25
+
+
+def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wait_s: float,
+             late: Callable[[object], None] | None = None) -> Future:
+    """A Future of the peer's answer (the goal handle, the service response), or of None when the peer
+    gave none: the graph did not show it within `wait_s` wall seconds and the request then sent anyway got
+    no answer within `wait_s` more, or the graph showed it and the request got no answer within `wait_s`.
+
+    `late` receives an answer that comes after the Future was settled with None (cancel a late accepted
+    goal there: the caller has already given up on it)."""
+    outcome = Future()
+    steady = Clock(clock_type=ClockType.STEADY_TIME)
+    start = steady.now().nanoseconds
+    sent_at: list[int] = []
+    lock = threading.Lock()  # the answer and the poll may run on two executor threads
+
+    def settle(answer):
+        with lock:
+            first = not outcome.done()
+            if first:
+                outcome.set_result(answer)
+        if first:
+            timer.cancel()
+            node.destroy_timer(timer)
+        elif answer is not None and late is not None:
+            late(answer)
+
+    def send_once():
+        with lock:
+            if sent_at:
+                return
+            sent_at.append(steady.now().nanoseconds)
+        send().add_done_callback(lambda f: settle(f.result()))
+
+    def tick():
+        if outcome.done():
+            return
+        now = steady.now().nanoseconds
+        if not sent_at:
+            if ready() or now - start >= wait_s * 1e9:
+                send_once()
+        elif now - sent_at[0] >= wait_s * 1e9:
+            settle(None)
+
+    timer = node.create_timer(POLL_S, tick, clock=steady)
+    if ready():
+        send_once()  # the usual case: no poll before the request
+    return outcome
