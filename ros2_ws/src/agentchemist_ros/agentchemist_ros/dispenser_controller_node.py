@@ -434,13 +434,7 @@ class DispenserControllerNode(Node):
         result.drops = controller.drops
         result.final_ph = stop.final_ph if stop else float("nan")
         result.message = stop.message if stop else "node shut down"
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif result.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return result
+        return self._end_goal(goal_handle, result)
 
     async def execute_solid_pour(self, goal_handle):
         """The solid_pour mode: see the module docstring and agentchemist.control.solid_pour."""
@@ -486,6 +480,11 @@ class DispenserControllerNode(Node):
             self.get_logger().warn(text)
         else:
             self.get_logger().error(text)
+        return self._end_goal(goal_handle, result)
+
+    @staticmethod
+    def _end_goal(goal_handle, result):
+        """The goal's terminal status: canceled when asked to, else as the controller's stop says."""
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.success:

@@ -266,11 +266,14 @@ class VisionSupervisorNode(Node):
         return answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s,
                         late=lambda handle: handle.accepted and handle.cancel_goal_async())
 
+    def unanswered(self, agent, task):
+        self.abort(f"{agent} is not running (no answer to subtask {task.id} in {2 * self.agent_wait_s:.0f} s)",
+                   "agent_unavailable")
+
     def on_policy_accepted(self, task, future):
         handle = future.result()
         if handle is None:
-            self.abort(f"the action policy is not running (no answer to subtask {task.id} "
-                       f"in {2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
+            self.unanswered("the action policy", task)
             return
         if not handle.accepted:
             self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
@@ -306,7 +309,7 @@ class VisionSupervisorNode(Node):
                        f"{2 * self.agent_wait_s:.0f} s)", "balance_unavailable")
             return
         if not response.success:
-            self.abort(f"the balance did not tare: {response.message if response else 'no answer'}", "tare_failed")
+            self.abort(f"the balance did not tare: {response.message}", "tare_failed")
             return
         with self.lock:
             if self.sup is not None and self.sup.mass is not None:
@@ -392,8 +395,7 @@ class VisionSupervisorNode(Node):
     def on_dispense_accepted(self, task, future):
         handle = future.result()
         if handle is None:
-            self.abort(f"the dispenser controller is not running (no answer to subtask {task.id} "
-                       f"in {2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
+            self.unanswered("the dispenser controller", task)
             return
         self.dispense_goal = handle
         if self.dispense_held:  # held while the goal was on its way
