@@ -82,13 +82,12 @@ class AudioSupervisorNode(Node):
             self.experiment_id, self.fsm_state = msg.experiment_id, msg.state
 
     def on_joints(self, msg):
-        names = list(msg.name)
+        positions = dict(zip(msg.name, msg.position))
         t = to_sec(msg.header.stamp)
         with self.lock:
             for side, motion in self.motion.items():
-                name = f"{side}_gripper"
-                if name in names and names.index(name) < len(msg.position):
-                    motion.update(t, float(msg.position[names.index(name)]))
+                if f"{side}_gripper" in positions:
+                    motion.update(t, float(positions[f"{side}_gripper"]))
 
     def on_message(self, msg):
         """The vision supervisor tells us when drops are expected and how often (from the dispenser rate)."""
