@@ -179,19 +179,23 @@ def test_each_anomaly_ends_in_reset_with_its_kind(kind):
             break
     assert anomalies and anomalies[0].kind == kind
     assert c.state in (State.RESET, State.DONE)
+    # the response says what the RESET leads to: an empty pipette or a goal out of time ends the goal
+    assert anomalies[0].response == ("abort" if kind in ("pipette_empty", "operation_timeout") else "retry")
 
 
 def test_reset_retracts_then_resumes_or_gives_up():
     c = make(DispenseGoal(target_volume_ml=10.0, rate_mm_s=1.0))
     # no drops at all -> no_drop anomaly -> RESET -> retract to the safe opening
-    seen, t, measured = [], 0.0, 60.0
+    seen, responses, t, measured = [], [], 0.0, 60.0
     for _ in range(3000):
         t = round(t + 0.02, 9)
         out = c.update(t, measured)
         seen += out.transitions
+        responses += [a.response for a in out.anomalies]
         measured = out.command_opening_mm
         if out.done:
             break
+    assert responses == ["retry"] * CFG.max_resets + ["abort"]  # the last RESET is the one that gives up
     assert (State.RESET, "retracted_resume", State.MOTION) in seen
     assert (State.RESET, "retracted_give_up", State.DONE) in seen
     assert out.done.reason == "anomaly" and not out.done.success

@@ -171,6 +171,8 @@ def test_stale_camera_is_reported_once_holds_and_does_not_confirm(ca_plan):
     cmds, t2 = _frames(sup, t + 8.0, BLUE, 1.0)
     kinds = _kinds(cmds)
     assert "anomaly" in kinds and ("apply", "endpoint") not in kinds
+    recovered = [c.detail for _, c in cmds if c.kind == "anomaly"]
+    assert recovered[0]["kind"] == "camera_stale" and recovered[0]["severity"] == "info"  # pairs with the warn
     assert sup.holds == {"colour_candidate"}
     # frames stop again during the hold: a long gap restarts the confirmation
     cmds, t3 = _frames(sup, t2 + 4.0, BLUE, 4.5)

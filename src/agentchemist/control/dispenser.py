@@ -53,6 +53,7 @@ stops; so the increments always add up to the Q_stat of the result (no estimate 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 
@@ -60,6 +61,10 @@ from agentchemist.control.dispenser_types import (ControllerAnomaly, DispenseGoa
                                                   GoalError, Output, State, StopResult)
 from agentchemist.perception.frozen_reading import FrozenReadingDetector
 from agentchemist.perception.ph_stability import PhStabilityDetector, StabilityConfig
+
+# A RESET for these ends the goal once the gripper is retracted: an empty pipette has nothing to retry
+# with, and a goal past its time has no time left.
+GIVE_UP_KINDS = ("pipette_empty", "operation_timeout")
 
 __all__ = ["TRANSITIONS", "ControllerAnomaly", "DispenseGoal", "DispenserConfig", "DispenserController",
            "Estimate", "GoalError", "Output", "State", "StopResult"]
@@ -327,7 +332,7 @@ class DispenserController:
             if retracted:
                 cleared = self._cause_cleared()
                 if (self.resets > self.config.max_resets
-                        or self._reset_reason.kind in ("pipette_empty", "operation_timeout")
+                        or self._reset_reason.kind in GIVE_UP_KINDS
                         or (not cleared and now - self._reset_since > self.config.recovery_timeout_s)):
                     out.transitions.append((State.RESET, "retracted_give_up", State.DONE))
                     reason = "timeout" if self._reset_reason.kind == "operation_timeout" else "anomaly"
@@ -569,6 +574,9 @@ class DispenserController:
         # Drops around a RESET (a pendant shaken off while the jaws open) are not judged as unbidden.
         self._early_check = False
         self._to_judge.clear()
+        if not anomaly.response:  # what this RESET leads to, as far as it is known now
+            gives_up = anomaly.kind in GIVE_UP_KINDS or self.resets > self.config.max_resets
+            anomaly = dataclasses.replace(anomaly, response="abort" if gives_up else "retry")
         self._reset_reason = anomaly
         self._flush_estimate(out, now)
         out.anomalies.append(anomaly)

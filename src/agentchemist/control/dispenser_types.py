@@ -177,7 +177,7 @@ class ControllerAnomaly:
                        #: settle_timeout (each one RESETs); unexpected_drop (reported only, nothing to undo)
     description: str
     severity: str = "warn"
-    response: str = ""  #: "" = the RESET's (retry, or abort past max_resets)
+    response: str = ""  #: "" = the RESET's: the controller fills in retry, or abort when the goal will give up
     resolved: bool = False  #: a resolution: the earlier anomaly of this kind is over
 
 

@@ -292,7 +292,8 @@ class Supervision:
         out: list[Command] = []
         if self.camera_stale:
             self.camera_stale = False
-            out.append(Command("anomaly", detail={"kind": "camera_recovered", "severity": "info",
+            # The same kind as the warn, so that the report pairs the two (an info is a resolution)
+            out.append(Command("anomaly", detail={"kind": "camera_stale", "severity": "info",
                                                   "description": "front camera images are usable again"}))
             out += self._release("camera_stale")
         state = self.machine.state

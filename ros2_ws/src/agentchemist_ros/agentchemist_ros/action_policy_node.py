@@ -219,7 +219,7 @@ class ActionPolicyNode(Node):
         self.get_logger().error(message)
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=g.experiment_id,
                                               source=self.get_name(), kind="subtask_failed", severity="warn",
-                                              description=message, subtask_id=g.subtask_id, response="retry"))
+                                              description=message, subtask_id=g.subtask_id, response="abort"))
         result.success = False
         result.message = message
         goal_handle.abort()

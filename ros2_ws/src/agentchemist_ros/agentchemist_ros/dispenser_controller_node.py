@@ -250,9 +250,7 @@ class DispenserControllerNode(Node):
                 channel="statistical", value=value, delta=est.delta_ml, confidence=est.confidence,
                 fsm_state=meta.get("fsm_state", ""), subtask_id=meta["subtask_id"], event_id=""))
         for a in out.anomalies:
-            self.report(a.kind, a.severity, a.description,
-                        response=a.response or ("retry" if c.resets <= c.config.max_resets else "abort"),
-                        resolved=a.resolved)
+            self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved)
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
         if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
@@ -344,6 +342,8 @@ class DispenserControllerNode(Node):
             if not busy:
                 self.calibration_future = Future()
                 self.procedure = proc
+                # a calibration belongs to no experiment: its anomalies must not carry the last goal's ids
+                self.goal_meta = {"experiment_id": "", "subtask_id": "calibration"}
         if busy:
             response.message = f"calibration refused: {busy}"
             self.get_logger().error(response.message)

@@ -543,6 +543,14 @@ class VisionSupervisorNode(Node):
         if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
             return
         if msg.severity == "halt":
+            with self.lock:
+                running = self.sup is not None and not self.sup.machine.terminal
+            if not running:
+                # Nothing to stop (e.g. an arm powered after the graph came up): an "aborted" state now would
+                # be stamped on the last experiment, which had already ended.
+                self.get_logger().warn(f"{msg.source} reported {msg.kind} with no experiment running: "
+                                       f"{msg.description}")
+                return
             self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind)
         elif msg.kind == "audio_noise":
             # No drop can be heard: none may be squeezed (the dispenser relies on hearing each one).
