@@ -258,12 +258,12 @@ class VisionSupervisorNode(Node):
                                    target_state=task.expected_transition.target if task.expected_transition else "",
                                    payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
                                                             "parameters": task.parameters}))
-        self.ask(self.policy, lambda: self.policy.send_goal_async(goal)).add_done_callback(
+        self.ask(self.policy, lambda: self.policy.send_goal_async(goal), "the action policy").add_done_callback(
             lambda f, t=task: self.on_policy_accepted(t, f))
 
-    def ask(self, client, send) -> Future:
+    def ask(self, client, send, what) -> Future:
         """The agent's answer to `send` (a goal handle), None when it gave none (common/answers.py)."""
-        return answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s,
+        return answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s, what=what,
                         late=lambda handle: handle.accepted and handle.cancel_goal_async())
 
     def unanswered(self, agent, task):
@@ -298,7 +298,7 @@ class VisionSupervisorNode(Node):
     def tare(self, task):
         """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
         from the readings (Supervision.on_mass), not from the service's word."""
-        answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s,
+        answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s, what="the balance",
                  send=lambda: self.tare_client.call_async(Trigger.Request())).add_done_callback(
             lambda f, t=task: self.on_tared(t, f))
 
@@ -331,8 +331,8 @@ class VisionSupervisorNode(Node):
         # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
         self.suspend_watch()
         self.apply("dose", node_now(self), self.get_name(), task.id)
-        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal)).add_done_callback(
-            lambda f, t=task: self.on_dispense_accepted(t, f))
+        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller"
+                 ).add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
 
     def send_dispense_goal(self, task, resume=False, again=False):
         if task.primitive == "pour_solid":
@@ -378,7 +378,8 @@ class VisionSupervisorNode(Node):
             self.apply("titrate", now, self.get_name(), task.id)
         def send():
             return self.dispenser.send_goal_async(goal, feedback_callback=lambda f: self.on_dispense_feedback(task, f))
-        self.ask(self.dispenser, send).add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+        self.ask(self.dispenser, send, "the dispenser controller").add_done_callback(
+            lambda f, t=task: self.on_dispense_accepted(t, f))
 
     def on_dispense_feedback(self, task, feedback_msg):
         state = feedback_msg.feedback.controller_state
