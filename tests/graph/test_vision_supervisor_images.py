@@ -119,4 +119,10 @@ def test_bad_frames_are_anomalies_once_per_episode(graph):
 
     bare = np.full_like(frame, 110)  # no tag, no liquid: the colour cannot be read
     _expect_anomaly(bench, "colour_unreadable", "not found", lambda: _send(bench, images.to_msg(bare, "rgb8"), 20.0))
+    # another problem follows: the first one is over (resolved), the new one open until a good frame
+    n = len(bench.anomalies)
+    _expect_anomaly(bench, "bad_image", "yuv422", lambda: _send(bench, weird, 21.0))
+    assert wait_for(lambda: any(a.kind == "colour_unreadable" and a.resolved for a in bench.anomalies[n:]))
+    _good(bench, frame, 22.0)
+    assert wait_for(lambda: any(a.kind == "bad_image" and a.resolved for a in bench.anomalies[n:]))
     assert node.sup.machine.state == "initial" and len(bench.states) == states_before

@@ -105,7 +105,7 @@ class VisionSupervisorNode(Node):
         self.resume_pending = False     # resume once the cancelled goal has returned its result
         self.dispensed_before_ml = 0.0  # by goals cancelled for a hold (the cap counts them)
         self.last_hue = None
-        self.frame_problem = ""         # the bad-frame anomaly reported last (once per episode)
+        self.frame_problem = ("", "")   # (kind, stage) of the open bad-frame anomaly (once per episode)
         self.experiment_id = ""
         self.front = None
         self.group = ReentrantCallbackGroup()
@@ -155,7 +155,7 @@ class VisionSupervisorNode(Node):
                 self.sup = Supervision(plan, now, self.sup_config)
                 self.dispense_task, self.dispense_held, self.dispensed_before_ml = None, False, 0.0
                 self.resume_pending = False
-                self.last_hue, self.frame_problem = None, ""
+                self.last_hue, self.frame_problem = None, ("", "")
                 self.tracker.reset()
                 self.dissolution = DissolutionWatch()
                 self.own_moves.reset()
@@ -566,13 +566,14 @@ class VisionSupervisorNode(Node):
         try:
             frame = images.to_rgb(msg)
         except images.ImageEncodingError as exc:
-            self.frame_issue("bad_image", f"front camera: {exc}")
+            self.frame_issue("bad_image", "image", f"front camera: {exc}")
             return
         if frame.ndim != 3:
-            self.frame_issue("bad_image", f"front camera sends {msg.encoding}: colour tracking and scene checks "
-                                          "need rgb8 or bgr8")
+            self.frame_issue("bad_image", "image", f"front camera sends {msg.encoding}: colour tracking and scene "
+                                                   "checks need rgb8 or bgr8")
             return
         self.front = frame
+        self.frame_ok("image", "front camera images are readable again")
         if self.own_moves.rebaseline(stamp):
             self.start_watch(frame)
         with self.lock:
@@ -594,18 +595,16 @@ class VisionSupervisorNode(Node):
         try:
             m = self.tracker.measure(frame, stamp)
         except ColourError as exc:
-            self.frame_issue("colour_unreadable", f"front camera: {exc}")
+            self.frame_issue("colour_unreadable", "colour", f"front camera: {exc}")
             return
         with self.lock:
             try:
                 commands = sup.on_colour(stamp, m.hue_deg, m.confidence)
             except HueReadingError as exc:
-                self.frame_issue("bad_image", f"front camera colour refused: {exc}")
+                self.frame_issue("bad_image", "colour", f"front camera colour refused: {exc}")
                 return
             state = sup.machine.state
-        if self.frame_problem:
-            self.report(self.frame_problem, "info", "front camera colour readable again", resolved=True)
-            self.frame_problem = ""
+        self.frame_ok("colour", "front camera colour readable again")
         delta = 0.0 if self.last_hue is None else (m.hue_deg - self.last_hue + 180.0) % 360.0 - 180.0
         self.last_hue = m.hue_deg
         self.qty_pub.publish(QuantityEstimate(
@@ -619,18 +618,28 @@ class VisionSupervisorNode(Node):
         try:
             seen = self.dissolution.update(stamp, frame)
         except DissolutionError as exc:
-            self.frame_issue("bad_image", f"front camera: cannot see the beaker's contents: {exc}")
+            self.frame_issue("bad_image", "dissolution", f"front camera: cannot see the beaker's contents: {exc}")
             return
+        self.frame_ok("dissolution", "front camera shows the beaker's contents again")
         with self.lock:
             commands = self.sup.on_dissolution(stamp, seen.solid_visible, seen.dissolved)
         self.run_commands(commands, stamp)
 
-    def frame_issue(self, kind, description):
-        """A frame that says nothing: reported once until a good frame arrives (not at the frame rate)."""
-        if self.frame_problem == kind:
+    def frame_issue(self, kind, stage, description):
+        """A frame that says nothing: reported once until a frame passes the same `stage` (image: decoded;
+        colour: hue measured; dissolution: contents seen), not at the frame rate."""
+        if self.frame_problem == (kind, stage):
             return
-        self.frame_problem = kind
+        if self.frame_problem[0]:  # a different problem now: the earlier one is over
+            self.report(self.frame_problem[0], "info", f"front camera: {description} instead", resolved=True)
+        self.frame_problem = (kind, stage)
         self.report(kind, "warn", description)
+
+    def frame_ok(self, stage, description):
+        """A frame passed `stage`: the open problem of that stage, or of decoding, is over."""
+        if self.frame_problem[0] and self.frame_problem[1] in (stage, "image"):
+            self.report(self.frame_problem[0], "info", description, resolved=True)
+            self.frame_problem = ("", "")
 
     # ------------------------------------------------------------------ FSM
     def apply(self, symbol, now, source, subtask_id, detail=None):
