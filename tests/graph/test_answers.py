@@ -92,6 +92,26 @@ def test_an_answer_after_the_deadline_goes_to_late(nodes):
     assert late == ["accepted too late"]
 
 
+def test_a_request_no_longer_wanted_is_never_sent(nodes):
+    """The experiment ended while the graph did not show the peer: nothing goes out (the robot must not
+    move for an experiment that is over)."""
+    asker, peer, calls = nodes
+    client = asker.create_client(Trigger, SERVICE)
+    wanted = [True]
+    with spinning([asker, peer]):
+        assert wait_for(client.service_is_ready, 10.0)
+        future = ask_when(asker, client, wanted)
+        wanted[0] = False  # the experiment ends before the (lagging) graph shows the peer
+        assert wait_for(future.done, 5.0)
+        time.sleep(0.3)
+    assert future.result() is None and calls == []
+
+
+def ask_when(asker, client, wanted):
+    return answered(asker, ready=lambda: False, wait_s=0.5, wanted=lambda: wanted[0],
+                    send=lambda: client.call_async(Trigger.Request()))
+
+
 class Probe(Node):
     """Arm and gripper commands, and anomalies."""
 

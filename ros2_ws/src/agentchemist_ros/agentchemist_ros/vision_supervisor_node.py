@@ -23,7 +23,6 @@ import cv2
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.task import Future
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
@@ -258,23 +257,32 @@ class VisionSupervisorNode(Node):
                                    target_state=task.expected_transition.target if task.expected_transition else "",
                                    payload_json=json.dumps({"primitive": task.primitive, "symbol": symbol,
                                                             "parameters": task.parameters}))
-        self.ask(self.policy, lambda: self.policy.send_goal_async(goal), "the action policy").add_done_callback(
-            lambda f, t=task: self.on_policy_accepted(t, f))
+        self.ask(self.policy, lambda: self.policy.send_goal_async(goal), "the action policy", task,
+                 self.on_policy_accepted)
 
-    def ask(self, client, send, what) -> Future:
-        """The agent's answer to `send` (a goal handle), None when it gave none (common/answers.py)."""
-        return answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s, what=what,
-                        late=lambda handle: handle.accepted and handle.cancel_goal_async())
+    def ask(self, client, send, agent, task, on_handle):
+        """Send a goal to an agent without blocking the executor (common/answers.py); `on_handle(task,
+        handle)` gets the goal handle. An agent that gives no answer aborts the experiment as
+        agent_unavailable, unless the experiment has ended meanwhile (then the goal is not even sent)."""
+        experiment = self.experiment_id
 
-    def unanswered(self, agent, task):
-        self.abort(f"{agent} is not running (no answer to subtask {task.id} in {2 * self.agent_wait_s:.0f} s)",
-                   "agent_unavailable")
+        def answered_with(future):
+            handle = future.result()
+            if handle is not None:
+                on_handle(task, handle)
+            elif self.running(experiment):
+                self.abort(f"{agent} is not running (no answer to subtask {task.id} in "
+                           f"{2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
 
-    def on_policy_accepted(self, task, future):
-        handle = future.result()
-        if handle is None:
-            self.unanswered("the action policy", task)
-            return
+        answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s, what=agent,
+                 wanted=lambda: self.running(experiment),
+                 late=lambda handle: handle.accepted and handle.cancel_goal_async()).add_done_callback(answered_with)
+
+    def running(self, experiment_id) -> bool:
+        with self.lock:
+            return self.experiment_id == experiment_id and self.sup is not None and not self.sup.machine.terminal
+
+    def on_policy_accepted(self, task, handle):
         if not handle.accepted:
             self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
             return
@@ -298,9 +306,11 @@ class VisionSupervisorNode(Node):
     def tare(self, task):
         """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
         from the readings (Supervision.on_mass), not from the service's word."""
+        experiment = self.experiment_id
         answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s, what="the balance",
+                 wanted=lambda: self.running(experiment),
                  send=lambda: self.tare_client.call_async(Trigger.Request())).add_done_callback(
-            lambda f, t=task: self.on_tared(t, f))
+            lambda f, t=task: self.running(experiment) and self.on_tared(t, f))
 
     def on_tared(self, task, future):
         response = future.result()
@@ -331,8 +341,8 @@ class VisionSupervisorNode(Node):
         # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
         self.suspend_watch()
         self.apply("dose", node_now(self), self.get_name(), task.id)
-        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller"
-                 ).add_done_callback(lambda f, t=task: self.on_dispense_accepted(t, f))
+        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller", task,
+                 self.on_dispense_accepted)
 
     def send_dispense_goal(self, task, resume=False, again=False):
         if task.primitive == "pour_solid":
@@ -378,8 +388,7 @@ class VisionSupervisorNode(Node):
             self.apply("titrate", now, self.get_name(), task.id)
         def send():
             return self.dispenser.send_goal_async(goal, feedback_callback=lambda f: self.on_dispense_feedback(task, f))
-        self.ask(self.dispenser, send, "the dispenser controller").add_done_callback(
-            lambda f, t=task: self.on_dispense_accepted(t, f))
+        self.ask(self.dispenser, send, "the dispenser controller", task, self.on_dispense_accepted)
 
     def on_dispense_feedback(self, task, feedback_msg):
         state = feedback_msg.feedback.controller_state
@@ -393,11 +402,7 @@ class VisionSupervisorNode(Node):
         else:
             self.tell("audio_supervisor", "stop_expecting", task.id, {"reason": f"dispenser {state}"})
 
-    def on_dispense_accepted(self, task, future):
-        handle = future.result()
-        if handle is None:
-            self.unanswered("the dispenser controller", task)
-            return
+    def on_dispense_accepted(self, task, handle):
         self.dispense_goal = handle
         if self.dispense_held:  # held while the goal was on its way
             handle.cancel_goal_async()

@@ -18,13 +18,16 @@ POLL_S = 0.25
 
 
 def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wait_s: float,
-             late: Callable[[object], None] | None = None, what: str = "") -> Future:
+             late: Callable[[object], None] | None = None, what: str = "",
+             wanted: Callable[[], bool] = lambda: True) -> Future:
     """A Future of the peer's answer (the goal handle, the service response), or of None when the peer
     gave none: the graph did not show it within `wait_s` wall seconds and the request then sent anyway got
     no answer within `wait_s` more, or the graph showed it and the request got no answer within `wait_s`.
 
     `late` receives an answer that comes after the Future was settled with None (cancel a late accepted
-    goal there: the caller has already given up on it). `what` names the peer in the log."""
+    goal there: the caller has already given up on it). `what` names the peer in the log. A request that
+    is no longer `wanted` when it would go out (the experiment has ended meanwhile) is never sent: the
+    Future gets None."""
     outcome = Future()
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     start = steady.now().nanoseconds
@@ -54,7 +57,9 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
             return
         now = steady.now().nanoseconds
         if not sent_at:
-            if ready():
+            if not wanted():
+                settle(None)
+            elif ready():
                 send_once()
             elif now - start >= wait_s * 1e9:
                 node.get_logger().warn(f"{what or 'the peer'} is not in the ROS graph after {wait_s:.1f} s: "
