@@ -15,7 +15,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from agentchemist_interfaces.msg import Anomaly  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
-from agentchemist_ros.common.answers import answered  # noqa: E402
+from agentchemist_ros.common.answers import DROPPED, answered  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
 from agentchemist_ros.graph import ensure_init  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
@@ -104,11 +104,23 @@ def test_a_request_no_longer_wanted_is_never_sent(nodes):
         wanted[0] = False  # the experiment ends before the (lagging) graph shows the peer
         assert wait_for(future.done, 5.0)
         time.sleep(0.3)
-    assert future.result() is None and calls == []
+    assert future.result() is DROPPED and calls == []
+
+
+def test_a_request_that_cannot_be_sent_is_no_answer(nodes):
+    asker, _, _ = nodes
+
+    def broken():
+        raise RuntimeError("client destroyed")
+
+    with spinning([asker]):
+        future = answered(asker, ready=lambda: True, send=broken, wait_s=5.0)
+        assert wait_for(future.done, 5.0)
+    assert future.result() is None
 
 
 def ask_when(asker, client, wanted):
-    return answered(asker, ready=lambda: False, wait_s=0.5, wanted=lambda: wanted[0],
+    return answered(asker, ready=lambda: False, wait_s=5.0, wanted=lambda: wanted[0],
                     send=lambda: client.call_async(Trigger.Request()))
 
 

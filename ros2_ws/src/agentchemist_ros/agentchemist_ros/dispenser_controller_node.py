@@ -355,11 +355,12 @@ class DispenserControllerNode(Node):
         step = await self.calibration_future
         with self.lock:
             self.procedure = None
+            self.goal_meta = None
         self.tell_audio("stop_expecting", {"reason": "calibration finished"})
         if step.calibration is None:
             response.message = f"calibration failed: {step.error}"
             self.get_logger().error(response.message)
-            self.report("calibration_failed", "warn", response.message, response="none")
+            self.report("calibration_failed", "warn", response.message, response="none", subtask_id="calibration")
             return response
         cal = step.calibration
         if request.save:

@@ -45,7 +45,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
-from agentchemist_ros.common.answers import answered
+from agentchemist_ros.common.answers import DROPPED, answered
 from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
@@ -101,6 +101,9 @@ class VisionSupervisorNode(Node):
         self.sup: Supervision | None = None
         self.dispense_task = None       # the dispenser subtask (kept to resume it after a hold)
         self.dispense_held = False
+        self.dispense_pending = False   # a dispense goal is on its way (sent or waiting for the dispenser)
+        self.dispense_stopped = False   # stop_dispensing came for the goal on its way: cancel it on arrival
+        self.policy_goal = None         # the running action-policy goal (an abort cancels it)
         self.resume_pending = False     # resume once the cancelled goal has returned its result
         self.dispensed_before_ml = 0.0  # by goals cancelled for a hold (the cap counts them)
         self.last_hue = None
@@ -153,6 +156,7 @@ class VisionSupervisorNode(Node):
                 plan = Plan.model_validate_json(msg.plan_json)
                 self.sup = Supervision(plan, now, self.sup_config)
                 self.dispense_task, self.dispense_held, self.dispensed_before_ml = None, False, 0.0
+                self.dispense_pending, self.dispense_stopped = False, False
                 self.resume_pending = False
                 self.last_hue, self.frame_problem = None, ("", "")
                 self.tracker.reset()
@@ -260,23 +264,41 @@ class VisionSupervisorNode(Node):
         self.ask(self.policy, lambda: self.policy.send_goal_async(goal), "the action policy", task,
                  self.on_policy_accepted)
 
-    def ask(self, client, send, agent, task, on_handle):
+    def ask(self, client, send, agent, task, on_handle, wanted=lambda: True, settled=lambda: None):
         """Send a goal to an agent without blocking the executor (common/answers.py); `on_handle(task,
-        handle)` gets the goal handle. An agent that gives no answer aborts the experiment as
-        agent_unavailable, unless the experiment has ended meanwhile (then the goal is not even sent)."""
+        handle)` gets the goal handle, after `settled()` (whatever the outcome). An agent that gives no
+        answer aborts the experiment as agent_unavailable. A goal is not sent once its experiment has ended
+        or it is no longer `wanted`, and one accepted after its experiment ended is cancelled at once."""
         experiment = self.experiment_id
 
         def answered_with(future):
             handle = future.result()
-            if handle is not None:
+            settled()
+            if handle is DROPPED:
+                return
+            if handle is None:
+                self.abort(f"{agent} is not running: subtask {task.id} got no answer (agent_wait_s "
+                           f"{self.agent_wait_s:g} s)", "agent_unavailable", experiment)
+            elif not self.running(experiment):
+                if handle.accepted:
+                    handle.cancel_goal_async()
+            else:
                 on_handle(task, handle)
-            elif self.running(experiment):
-                self.abort(f"{agent} is not running (no answer to subtask {task.id} in "
-                           f"{2 * self.agent_wait_s:.0f} s)", "agent_unavailable")
 
         answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s, what=agent,
-                 wanted=lambda: self.running(experiment),
+                 wanted=lambda: self.running(experiment) and wanted(),
                  late=lambda handle: handle.accepted and handle.cancel_goal_async()).add_done_callback(answered_with)
+
+    def ask_dispenser(self, task, send):
+        """A Dispense goal: while it is on its way a stop cancels it on arrival (dispense_stopped), a hold
+        too (dispense_held, see on_dispense_accepted), and a resume leaves it be (resume_dispensing)."""
+        self.dispense_pending, self.dispense_stopped = True, False
+
+        def settled():
+            self.dispense_pending = False
+
+        self.ask(self.dispenser, send, "the dispenser controller", task, self.on_dispense_accepted,
+                 wanted=lambda: not self.dispense_stopped, settled=settled)
 
     def running(self, experiment_id) -> bool:
         with self.lock:
@@ -286,9 +308,11 @@ class VisionSupervisorNode(Node):
         if not handle.accepted:
             self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
             return
+        self.policy_goal = handle
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_policy_result(t, f))
 
     def on_policy_result(self, task, future):
+        self.policy_goal = None
         result = future.result().result
         now = node_now(self)
         if not result.success:
@@ -310,13 +334,15 @@ class VisionSupervisorNode(Node):
         answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s, what="the balance",
                  wanted=lambda: self.running(experiment),
                  send=lambda: self.tare_client.call_async(Trigger.Request())).add_done_callback(
-            lambda f, t=task: self.running(experiment) and self.on_tared(t, f))
+            lambda f, t=task: self.on_tared(t, f, experiment))
 
-    def on_tared(self, task, future):
+    def on_tared(self, task, future, experiment):
         response = future.result()
+        if response is DROPPED or not self.running(experiment):
+            return
         if response is None:
-            self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE}: no answer in "
-                       f"{2 * self.agent_wait_s:.0f} s)", "balance_unavailable")
+            self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE}: no answer; agent_wait_s "
+                       f"{self.agent_wait_s:g} s)", "balance_unavailable")
             return
         if not response.success:
             self.abort(f"the balance did not tare: {response.message}", "tare_failed")
@@ -341,8 +367,7 @@ class VisionSupervisorNode(Node):
         # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
         self.suspend_watch()
         self.apply("dose", node_now(self), self.get_name(), task.id)
-        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller", task,
-                 self.on_dispense_accepted)
+        self.ask_dispenser(task, lambda: self.dispenser.send_goal_async(goal))
 
     def send_dispense_goal(self, task, resume=False, again=False):
         if task.primitive == "pour_solid":
@@ -386,9 +411,17 @@ class VisionSupervisorNode(Node):
         self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
         if not resume and not again:
             self.apply("titrate", now, self.get_name(), task.id)
+        now_or_later = ["now"]
+
         def send():
+            if now_or_later[0] == "later":
+                # The goal goes out late (the graph did not show the dispenser): the audio supervisor's
+                # wait for the first drop starts again now, or the twin's clock would run it out meanwhile.
+                self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
             return self.dispenser.send_goal_async(goal, feedback_callback=lambda f: self.on_dispense_feedback(task, f))
-        self.ask(self.dispenser, send, "the dispenser controller", task, self.on_dispense_accepted)
+
+        self.ask_dispenser(task, send)
+        now_or_later[0] = "later"
 
     def on_dispense_feedback(self, task, feedback_msg):
         state = feedback_msg.feedback.controller_state
@@ -404,7 +437,7 @@ class VisionSupervisorNode(Node):
 
     def on_dispense_accepted(self, task, handle):
         self.dispense_goal = handle
-        if self.dispense_held:  # held while the goal was on its way
+        if self.dispense_held or self.dispense_stopped:  # held or stopped while the goal was on its way
             handle.cancel_goal_async()
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_dispense_result(t, f))
 
@@ -502,6 +535,7 @@ class VisionSupervisorNode(Node):
         """Carry out what Supervision decided (see agentchemist.fsm.supervision.Command)."""
         for cmd in commands:
             if cmd.kind == "stop_dispensing":
+                self.dispense_stopped = True  # a goal still on its way is cancelled when it arrives
                 if self.dispense_goal is not None:
                     self.dispense_goal.cancel_goal_async()
             elif cmd.kind == "hold_dispensing":
@@ -543,21 +577,21 @@ class VisionSupervisorNode(Node):
         if self.dispense_goal is not None:  # the cancelled goal has not finished yet: resume after it
             self.resume_pending = True
             return
+        if self.dispense_pending:  # a goal on its way, not cancelled: it runs as sent once it arrives
+            return
         self.send_dispense_goal(self.dispense_task, resume=True)
 
     def on_anomaly(self, msg):
         if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
             return
         if msg.severity == "halt":
-            with self.lock:
-                running = self.sup is not None and not self.sup.machine.terminal
-            if not running:
+            if not self.running(self.experiment_id):
                 # Nothing to stop (e.g. an arm powered after the graph came up): an "aborted" state now would
                 # be stamped on the last experiment, which had already ended.
                 self.get_logger().warn(f"{msg.source} reported {msg.kind} with no experiment running: "
                                        f"{msg.description}")
                 return
-            self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind)
+            self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind, self.experiment_id)
         elif msg.kind == "audio_noise":
             # No drop can be heard: none may be squeezed (the dispenser relies on hearing each one).
             with self.lock:
@@ -636,7 +670,8 @@ class VisionSupervisorNode(Node):
         if self.frame_problem == (kind, stage):
             return
         if self.frame_problem[0]:  # a different problem now: the earlier one is over
-            self.report(self.frame_problem[0], "info", f"front camera: {description} instead", resolved=True)
+            self.report(self.frame_problem[0], "info", f"{self.frame_problem[0]} is over; now {description}",
+                        resolved=True)
         self.frame_problem = (kind, stage)
         self.report(kind, "warn", description)
 
@@ -694,12 +729,17 @@ class VisionSupervisorNode(Node):
                                       accepting=accepting,
                                       terminal=bool(terminal if terminal is not None else (sup and sup.machine.terminal))))
 
-    def abort(self, reason, kind):
+    def abort(self, reason, kind, experiment=None):
+        """Abort the running experiment (only `experiment`, when given: one that has ended already, or has
+        been replaced, is not aborted again)."""
+        if experiment is not None and not self.running(experiment):
+            return
         now = node_now(self)
         self.get_logger().error(f"abort: {reason}")
         self.report(kind, "halt", reason, response="abort")
-        if self.dispense_goal is not None:
-            self.dispense_goal.cancel_goal_async()
+        for goal in (self.dispense_goal, self.policy_goal):
+            if goal is not None:  # the robot stops what it is doing for the experiment
+                goal.cancel_goal_async()
         with self.lock:
             if self.sup is None or self.sup.machine.terminal:
                 self.publish_state("aborted", "", "abort", terminal=True)

@@ -15,6 +15,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
 
 POLL_S = 0.25
+DROPPED = object()  #: the answer when the request was no longer wanted and never went out
 
 
 def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wait_s: float,
@@ -27,21 +28,25 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
     `late` receives an answer that comes after the Future was settled with None (cancel a late accepted
     goal there: the caller has already given up on it). `what` names the peer in the log. A request that
     is no longer `wanted` when it would go out (the experiment has ended meanwhile) is never sent: the
-    Future gets None."""
-    outcome = Future()
+    Future gets DROPPED. A `send` that raises counts as no answer (logged).
+
+    The Future's callbacks run as tasks of the node's executor, as those of the request's own Future do:
+    an exception in one is the executor's to report, not lost."""
+    outcome = Future(executor=node.executor)
     steady = Clock(clock_type=ClockType.STEADY_TIME)
     start = steady.now().nanoseconds
     sent_at: list[int] = []
+    settled: list[bool] = []
     lock = threading.Lock()  # the answer and the poll may run on two executor threads
 
     def settle(answer):
         with lock:
-            first = not outcome.done()
-            if first:
-                outcome.set_result(answer)
+            first = not settled
+            settled.append(True)
         if first:
             timer.cancel()
             node.destroy_timer(timer)
+            outcome.set_result(answer)
         elif answer is not None and late is not None:
             late(answer)
 
@@ -50,15 +55,21 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
             if sent_at:
                 return
             sent_at.append(steady.now().nanoseconds)
-        send().add_done_callback(lambda f: settle(f.result()))
+        try:
+            request = send()
+        except Exception as exc:  # noqa: BLE001 (a client destroyed at shutdown, a bad request ...)
+            node.get_logger().error(f"the request to {what or 'the peer'} could not be sent: {exc!r}")
+            settle(None)
+            return
+        request.add_done_callback(lambda f: settle(f.result()))
 
     def tick():
-        if outcome.done():
+        if settled:
             return
         now = steady.now().nanoseconds
         if not sent_at:
             if not wanted():
-                settle(None)
+                settle(DROPPED)
             elif ready():
                 send_once()
             elif now - start >= wait_s * 1e9:
@@ -69,6 +80,8 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
             settle(None)
 
     timer = node.create_timer(POLL_S, tick, clock=steady)
-    if ready():
+    if not wanted():
+        settle(DROPPED)
+    elif ready():
         send_once()  # the usual case: no poll before the request
     return outcome
