@@ -25,7 +25,11 @@ from tests.replay.bagdata import REFERENCE, REFERENCE_START, index_of, string_cd
 from tests.replay.harness import drain, ensure_rclpy  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TIMING_TOL_S = 0.005
+# The behaviour asserted: playback is paced by the recorded stamps. The reference messages span 151 ms
+# (gaps of 1 to 49 ms), so played as fast as possible they would be off by up to ~150 ms; 25 ms tells the
+# two apart even on 2 cores shared with other work (5 ms failed there). The precision itself (median
+# 0.5 ms, p95 3-5 ms) is measured by bench/bag_timing.py, not asserted here.
+TIMING_TOL_S = 0.025
 
 
 @pytest.fixture(autouse=True)
