@@ -585,13 +585,11 @@ class VisionSupervisorNode(Node):
         if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
             return
         if msg.severity == "halt":
-            if not self.running(self.experiment_id):
-                # Nothing to stop (e.g. an arm powered after the graph came up): an "aborted" state now would
-                # be stamped on the last experiment, which had already ended.
+            # With nothing running (e.g. an arm powered after the graph came up) there is nothing to stop: an
+            # "aborted" state now would be stamped on the last experiment, which had already ended.
+            if not self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind, self.experiment_id):
                 self.get_logger().warn(f"{msg.source} reported {msg.kind} with no experiment running: "
                                        f"{msg.description}")
-                return
-            self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind, self.experiment_id)
         elif msg.kind == "audio_noise":
             # No drop can be heard: none may be squeezed (the dispenser relies on hearing each one).
             with self.lock:
@@ -729,11 +727,11 @@ class VisionSupervisorNode(Node):
                                       accepting=accepting,
                                       terminal=bool(terminal if terminal is not None else (sup and sup.machine.terminal))))
 
-    def abort(self, reason, kind, experiment=None):
+    def abort(self, reason, kind, experiment=None) -> bool:
         """Abort the running experiment (only `experiment`, when given: one that has ended already, or has
-        been replaced, is not aborted again)."""
+        been replaced, is not aborted again); False when it was not aborted for that."""
         if experiment is not None and not self.running(experiment):
-            return
+            return False
         now = node_now(self)
         self.get_logger().error(f"abort: {reason}")
         self.report(kind, "halt", reason, response="abort")
@@ -743,11 +741,12 @@ class VisionSupervisorNode(Node):
         with self.lock:
             if self.sup is None or self.sup.machine.terminal:
                 self.publish_state("aborted", "", "abort", terminal=True)
-                return
+                return True
             previous = self.sup.machine.state
             self.sup.abort(reason, now)
             self.publish_state(self.sup.machine.state, previous, "abort", terminal=True)
         self.snapshot("anomaly")
+        return True
 
     def check_unconfirmed_stop(self, now):
         """The dispenser stopped at its target but the endpoint was not confirmed in time: go on dispensing
