@@ -17,7 +17,7 @@ setup:
 	@bash scripts/bootstrap.sh
 
 demo: setup
-	@$(ENV) python -m agentchemist_ros.demo $(DEMO_ARGS)
+	@$(ENV) python -m agentchemist_ros.tools.demo $(DEMO_ARGS)
 
 test: setup
 	@$(ENV) python -m pytest -p no:cacheprovider $(PYTEST_ARGS)

@@ -33,7 +33,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
 from agentchemist.bag import BagReader, PlaybackOptions, timing_errors  # noqa: E402
-from agentchemist_ros.bag.player import BagPlayer  # noqa: E402
+from agentchemist_ros.tools.bag.player import BagPlayer  # noqa: E402
 
 REFERENCE = REPO.parent / "shared" / "fixtures" / "rosbag2_reference"
 

@@ -22,7 +22,7 @@ def library() -> list[Path]:
 
 
 def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> int:
-    argv = [sys.executable, "-m", "agentchemist_ros.scenario_runner", *map(str, files), "--seeds", str(seeds),
+    argv = [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", *map(str, files), "--seeds", str(seeds),
             "--jobs", str(jobs), "--json", str(out), "--runs", str(runs), "--timeout", str(timeout)]
     print("[bench] " + " ".join(argv), flush=True)
     return subprocess.run(argv, cwd=REPO).returncode
@@ -32,7 +32,7 @@ def rescore(path: Path) -> None:
     """Summarise a results file again with the current scoring code, filling what older runners did not
     record from the runs they left: task_s, each experiment's own duration from its record store."""
     from agentchemist.scoring import summarise
-    from agentchemist_ros.scenario_runner import _experiment_seconds, _load_run
+    from agentchemist_ros.tools.scenario_runner import _experiment_seconds, _load_run
 
     data = json.loads(path.read_text())
     for row in data["runs"]:

@@ -83,7 +83,7 @@ def graph_demo() -> dict:
     """Run `make demo`'s runner and read the real-time factor it reached from its output."""
     runs = REPO / "runs" / "bench"
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.demo", "--runs", str(runs)],
+    proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.tools.demo", "--runs", str(runs)],
                           capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - start
     sim = None

@@ -7,7 +7,7 @@
 lab_sim (the twin) publishes /clock and drives sim time, faster than real time; every agent runs on that
 clock (use_sim_time true). lab_sim itself paces /clock from the wall clock, so it keeps use_sim_time false.
 This is the "sim" back end; the real robot is robot.launch.py, Gazebo is gazebo.launch.py. Start an
-experiment with the RunExperiment action (/agentchemist/run_experiment), e.g. `python -m agentchemist_ros.demo`
+experiment with the RunExperiment action (/agentchemist/run_experiment), e.g. `python -m agentchemist_ros.tools.demo`
 does it in one process; here any action client does.
 
 robot_state_publisher turns the URDF and lab_sim's /joint_states into TF, so the arms move in rviz; the

@@ -108,7 +108,7 @@ def _run(args, console: Console) -> int:
     except (ImportError, ValueError):
         console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
         return 2
-    argv = [sys.executable, "-m", "agentchemist_ros.demo"]
+    argv = [sys.executable, "-m", "agentchemist_ros.tools.demo"]
     if args.instruction:
         argv += ["--instruction", args.instruction]
     if args.scenario:
@@ -132,13 +132,13 @@ def _scenario(scenario_args: list[str], console: Console) -> int:
         console.print("usage: agentchemist scenario run FILE... [--seeds N] [--jobs J] [--json OUT] "
                       "(agentchemist scenario run -h for more)")
         return 2
-    return _hand_over("agentchemist_ros.scenario_runner", scenario_args[1:], console)
+    return _hand_over("agentchemist_ros.tools.scenario_runner", scenario_args[1:], console)
 
 
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
-        return _hand_over("agentchemist_ros.bag_cli", raw[1:], Console())
+        return _hand_over("agentchemist_ros.tools.bag_cli", raw[1:], Console())
     if raw[:1] == ["scenario"]:
         return _scenario(raw[1:], Console())
     parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])

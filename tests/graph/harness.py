@@ -18,7 +18,7 @@ from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.runner import make_executor
-from agentchemist_ros.graph import Graph, ensure_init
+from agentchemist_ros.tools.graph import Graph, ensure_init
 
 
 @dataclass

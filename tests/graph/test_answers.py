@@ -17,7 +17,7 @@ from agentchemist_interfaces.msg import Anomaly  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.answers import DROPPED, answered  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import run_experiment, spinning, wait_for  # noqa: E402
 

@@ -1,5 +1,5 @@
 """The dispenser_controller's Calibrate service on the twin: lab_sim + audio_supervisor + dispenser_controller
-composed in one process on the sim clock (as agentchemist_ros.graph does), on the default executor.
+composed in one process on the sim clock (as agentchemist_ros.tools.graph does), on the default executor.
 
 It is refused while a Dispense goal runs; while it runs, a Dispense goal is refused at once (the executor
 is not blocked by the calibration); it fits k and the drop volume against the twin's truth, saves them,
@@ -22,7 +22,7 @@ from agentchemist_interfaces.srv import Calibrate  # noqa: E402
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import spinning  # noqa: E402

@@ -1,5 +1,5 @@
 """The dispenser_controller's solid_pour mode through the graph: lab_sim (nacl_weighing), the action
-policy and the dispenser composed in one process on the sim clock (as agentchemist_ros.graph does).
+policy and the dispenser composed in one process on the sim clock (as agentchemist_ros.tools.graph does).
 
 The action policy grasps the bottle as the plan's grasp_bottle subtask does (it ends at
 `pour_over_beaker`), the balance is tared through /lab/balance/tare, then Dispense goals in solid_pour
@@ -30,7 +30,7 @@ from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import READINGS, RELIABLE  # noqa: E402
 from agentchemist_ros.common.timeconv import to_msg, to_sec  # noqa: E402
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import spinning  # noqa: E402

@@ -14,7 +14,7 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import LATCHED  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402

@@ -9,7 +9,7 @@ left about 3000 blocks (a Drop, an audio event record with its parameter arrays,
 twin) and the report's 60 MB peak inside the graph.
 
 To see which node holds what, run the worker with tracemalloc (several times slower):
-    python -m agentchemist_ros.scenario_runner --worker --scenario S.yaml --seed 1 --runs DIR \\
+    python -m agentchemist_ros.tools.scenario_runner --worker --scenario S.yaml --seed 1 --runs DIR \\
         --out DIR/run_record.json --trace-memory 25     # -> DIR/memory_trace.json, growth by node
 """
 import json
@@ -23,7 +23,7 @@ import yaml
 pytest.importorskip("rclpy")
 
 from agentchemist.sim.scenario import read_scenario_yaml  # noqa: E402
-from agentchemist_ros.scenario_runner import claim_domain  # noqa: E402
+from agentchemist_ros.tools.scenario_runner import claim_domain  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 EXPERIMENTS = 5
@@ -42,7 +42,7 @@ def test_back_to_back_experiments_do_not_grow_the_process(tmp_path):
     domain, lock = claim_domain()
     try:
         env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.scenario_runner", "--worker",
+        proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker",
                                "--scenario", str(scenario), "--seed", "1", "--runs", str(tmp_path / "runs"),
                                "--out", str(tmp_path / "run_record.json"), "--timeout", "1200",
                                "--trace-memory", "0"], env=env, capture_output=True, text=True, timeout=1500)

@@ -13,7 +13,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from agentchemist_interfaces.msg import AgentMessage, Anomaly  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.summarizer_node import SummarizerNode  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402
 

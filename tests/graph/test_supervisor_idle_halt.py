@@ -14,7 +14,7 @@ from agentchemist_interfaces.msg import Anomaly, ExperimentPlan, FsmState  # noq
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.anomaly import make_anomaly  # noqa: E402
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402

@@ -23,7 +23,7 @@ from agentchemist_interfaces.msg import Anomaly, ExperimentPlan, FsmState, Quant
 from agentchemist_ros.common import images, topics  # noqa: E402
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE, SENSOR  # noqa: E402
 from agentchemist_ros.common.timeconv import to_msg  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402

@@ -1,5 +1,5 @@
 """The weighing's robot motions through the graph: lab_sim (nacl_weighing), the vision supervisor (its
-scene service) and the action policy composed in one process on the sim clock, as agentchemist_ros.graph
+scene service) and the action policy composed in one process on the sim clock, as agentchemist_ros.tools.graph
 does. ExecuteSubtask goals as the plan sends them: place the beaker on the balance (it stands there
 already: no motion), grasp the solid bottle, tare, move the beaker to the stirrer, press the stirrer's
 button. Graded on the twin's truth. Without the scene service the carry is refused (no blind motion).
@@ -22,7 +22,7 @@ from agentchemist_interfaces.action import ExecuteSubtask  # noqa: E402
 from agentchemist_ros.action_policy_node import ActionPolicyNode  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.runner import make_executor  # noqa: E402
-from agentchemist_ros.graph import ensure_init  # noqa: E402
+from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402

@@ -24,7 +24,7 @@ from rclpy.serialization import deserialize_message
 from agentchemist.bag import BagMessage, PlaybackOptions
 from agentchemist.bag.playback import NS, clock_steps
 from agentchemist_interfaces.msg import AgentMessage, Anomaly
-from agentchemist_ros.bag.player import BagPlayer, Played
+from agentchemist_ros.tools.bag.player import BagPlayer, Played
 from agentchemist_ros.common.timeconv import to_sec
 from tests.conftest import REPO
 

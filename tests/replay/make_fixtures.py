@@ -54,8 +54,8 @@ from rclpy.node import Node  # noqa: E402
 from agentchemist.bag import BagReader, WriterOptions, copy_bag, select_topics  # noqa: E402
 from agentchemist.sim.scenario import load_scenario, read_scenario_yaml  # noqa: E402
 from agentchemist_interfaces.action import RunExperiment  # noqa: E402
-from agentchemist_ros.bag.recorder import BagRecorder  # noqa: E402
-from agentchemist_ros.graph import Graph, ensure_init  # noqa: E402
+from agentchemist_ros.tools.bag.recorder import BagRecorder  # noqa: E402
+from agentchemist_ros.tools.graph import Graph, ensure_init  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
 TARGET_PH = 11.5

@@ -17,7 +17,7 @@ from agentchemist.bag import BagReader  # noqa: E402
 from tests.replay.bagdata import REFERENCE  # noqa: E402
 from tests.replay.harness import ensure_rclpy  # noqa: E402
 
-CLI = [sys.executable, "-m", "agentchemist_ros.bag_cli"]
+CLI = [sys.executable, "-m", "agentchemist_ros.tools.bag_cli"]
 
 
 def run(args, timeout=60):

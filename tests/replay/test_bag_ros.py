@@ -18,8 +18,8 @@ from std_msgs.msg import String  # noqa: E402
 from agentchemist.bag import (BagReader, BagWriter, PlaybackOptions, UnknownMessageTypeError,  # noqa: E402
                               select_topics, timing_errors)
 from agentchemist.bag.presets import AGENTS, SENSORS  # noqa: E402
-from agentchemist_ros.bag.player import BagPlayer  # noqa: E402
-from agentchemist_ros.bag.recorder import BagRecorder  # noqa: E402
+from agentchemist_ros.tools.bag.player import BagPlayer  # noqa: E402
+from agentchemist_ros.tools.bag.recorder import BagRecorder  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from tests.replay.bagdata import REFERENCE, REFERENCE_START, index_of, string_cdr, write_strings  # noqa: E402
 from tests.replay.harness import drain, ensure_rclpy  # noqa: E402

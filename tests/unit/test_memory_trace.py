@@ -23,7 +23,7 @@ def test_the_node_nearest_to_the_allocation_owns_it():
     assert memory_trace.owner_of([CORE + "sim/pipette.py"])[0] == "twin"
     # core code on no node's stack (a store's writer thread), the harness, and the rest
     assert memory_trace.owner_of([CORE + "record/writer.py", "/usr/lib/python3.11/threading.py"])[0] == "core:record"
-    assert memory_trace.owner_of([ROS + "common/waiting.py", ROS + "scenario_runner.py"]) == (
+    assert memory_trace.owner_of([ROS + "common/waiting.py", ROS + "tools/scenario_runner.py"]) == (
         "harness", "agentchemist_ros/common/waiting.py")
     assert memory_trace.owner_of([LIB + "numpy/core/numeric.py"]) == ("other", "core/numeric.py")
 

@@ -54,6 +54,6 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [f"{name} = {PACKAGE}.{module}:main" for name, module in NODES.items()]
-        + ["demo = agentchemist_ros.demo:main"],
+        + ["demo = agentchemist_ros.tools.demo:main"],
     },
 )

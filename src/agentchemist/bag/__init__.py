@@ -1,7 +1,7 @@
 """Rosbag2 bags without ROS: inspect, read, write, cut, and the rules of recording and playback.
 
 Built on the pure-Python `rosbags` library (sqlite3 and MCAP storage, what `ros2 bag record` writes);
-the ROS package's recorder and player (agentchemist_ros.bag) only move serialized bytes between these
+the ROS package's recorder and player (agentchemist_ros.tools.bag) only move serialized bytes between these
 classes and rclpy.
 
 - :class:`BagReader` opens a bag folder or storage file; :meth:`BagReader.info` gives a

@@ -1,9 +1,9 @@
 """`agentchemist bag`: record, inspect and play rosbag2 bags (sqlite3 and MCAP) without rosbag2.
 
-    python -m agentchemist_ros.bag_cli record [TOPIC|PATTERN|PRESET ...] -o OUT [--storage mcap|sqlite3]
+    python -m agentchemist_ros.tools.bag_cli record [TOPIC|PATTERN|PRESET ...] -o OUT [--storage mcap|sqlite3]
                                               [--compression zstd] [--max-bag-size BYTES] [--use-sim-time]
-    python -m agentchemist_ros.bag_cli info BAG [--verbose] [--json]
-    python -m agentchemist_ros.bag_cli play BAG [--rate R | --fast] [--topics T ...] [--remap /a:=/b ...]
+    python -m agentchemist_ros.tools.bag_cli info BAG [--verbose] [--json]
+    python -m agentchemist_ros.tools.bag_cli play BAG [--rate R | --fast] [--topics T ...] [--remap /a:=/b ...]
                                               [--start-offset S] [--until S] [--loop] [--clock HZ]
 
 Presets: sensors, agents, all (see agentchemist.bag.presets). Exit status 0 on success, 2 on a bag or
@@ -67,7 +67,7 @@ def cmd_record(args, console: Console) -> int:
     from rclpy.executors import ExternalShutdownException
     from rclpy.parameter import Parameter
 
-    from agentchemist_ros.bag.recorder import BagRecorder
+    from agentchemist_ros.tools.bag.recorder import BagRecorder
     from agentchemist_ros.common.runner import make_executor
 
     items = list(args.topics) + (["all"] if args.all else [])
@@ -117,7 +117,7 @@ def cmd_record(args, console: Console) -> int:
 def cmd_play(args, console: Console) -> int:
     import rclpy
 
-    from agentchemist_ros.bag.player import BagPlayer
+    from agentchemist_ros.tools.bag.player import BagPlayer
 
     options = PlaybackOptions(rate=args.rate, fast=args.fast, start_offset_s=args.start_offset, until_s=args.until,
                               loop=args.loop, clock_hz=args.clock, topics=tuple(args.topics or ()),

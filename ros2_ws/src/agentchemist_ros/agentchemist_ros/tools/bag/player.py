@@ -28,7 +28,7 @@ from agentchemist.bag.qos import playback_profile
 from agentchemist.bag.reader import BagReader
 from agentchemist.bag.storage import BagMessage
 from agentchemist.bag.typesys import MessageTypes
-from agentchemist_ros.bag.ros_types import message_class, to_rclpy
+from agentchemist_ros.tools.bag.ros_types import message_class, to_rclpy
 
 SPIN_S = 0.005  # the last stretch before a due time is spun, not slept: sleep wakes up late under load
 

@@ -1,6 +1,6 @@
 """`make demo`: the paper's HCl/NaOH worked example, end to end through the real node graph in the twin.
 
-Usage: python -m agentchemist_ros.demo [--scenario FILE] [--runs DIR] [--rtf X] [--timeout S]
+Usage: python -m agentchemist_ros.tools.demo [--scenario FILE] [--runs DIR] [--rtf X] [--timeout S]
 Prints live progress (FSM state, pH, volume, drops), then the report path and the headline results.
 """
 import argparse
@@ -28,7 +28,7 @@ from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, F
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.timeconv import to_sec
-from agentchemist_ros.graph import Graph, ensure_init
+from agentchemist_ros.tools.graph import Graph, ensure_init
 
 
 

@@ -138,7 +138,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     from agentchemist_ros.common import memory_trace, topics
     from agentchemist_ros.common.qos import RELIABLE
     from agentchemist_ros.common.timeconv import to_sec
-    from agentchemist_ros.graph import Graph, ensure_init
+    from agentchemist_ros.tools.graph import Graph, ensure_init
 
     p = argparse.ArgumentParser(prog="scenario_runner --worker")
     p.add_argument("--scenario", required=True)
@@ -290,7 +290,7 @@ def _write_memory_trace(path: Path, checkpoints: list) -> None:
 
 # =========================================================================================== parent
 def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float) -> list[str]:
-    return [sys.executable, "-m", "agentchemist_ros.scenario_runner", "--worker", "--scenario", str(scenario),
+    return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker", "--scenario", str(scenario),
             "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout)]
 
 

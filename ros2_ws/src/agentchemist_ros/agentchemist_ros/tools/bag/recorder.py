@@ -22,7 +22,7 @@ from agentchemist.bag.presets import TopicSelection
 from agentchemist.bag.qos import subscription_profile
 from agentchemist.bag.typesys import MessageTypes
 from agentchemist.bag.writer import BagWriter, WriterOptions, WriterStats
-from agentchemist_ros.bag.ros_types import from_rclpy, message_class, to_rclpy
+from agentchemist_ros.tools.bag.ros_types import from_rclpy, message_class, to_rclpy
 
 _CLOSE = object()
 
