@@ -36,6 +36,7 @@ from agentchemist.bag import BagReader, PlaybackOptions, timing_errors  # noqa: 
 from agentchemist_ros.tools.bag.player import BagPlayer  # noqa: E402
 
 REFERENCE = REPO.parent / "shared" / "fixtures" / "rosbag2_reference"
+FIXTURES = REPO / "tests" / "fixtures" / "bags"  # data only: bench/ never imports tests/
 
 
 def play_once(bag: Path) -> tuple[list[float], list[float]]:
@@ -79,7 +80,7 @@ def replay_throughput() -> dict:
     from agentchemist_ros.common.qos import RELIABLE
     from agentchemist_ros.recorder_node import RecorderNode
     from agentchemist_ros.summarizer_node import SummarizerNode
-    from tests.replay.harness import FIXTURES, SIM_TIME, replay
+    from agentchemist_ros.tools.bag.replay import SIM_TIME, replay
     runs = Path(tempfile.mkdtemp(prefix="bench-replay-"))
     params = [*SIM_TIME, Parameter("runs_dir", value=str(runs))]
     nodes = [RecorderNode(parameter_overrides=params, start_parameter_services=False),

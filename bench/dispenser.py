@@ -1,7 +1,7 @@
 """Benchmark of the dispenser controller (issue 4) in closed loop with the lab twin, without ROS.
 
-The loop (tests/e2e/closed_loop.py) runs at the node graph's rates: control 0.05 s, pH at 5 Hz, joint
-states at 10 Hz, contact audio in 0.1 s chunks through the real drop detector and drop context; the
+The loop (src/agentchemist/sim/closed_loop.py) runs at the node graph's rates: control 0.05 s, pH at 5 Hz,
+joint states at 10 Hz, contact audio in 0.1 s chunks through the real drop detector and drop context; the
 controller uses the calibration in config/calibration/pipette.yaml. Graded against the twin's truth.
 
 1. volume: dispensed-volume error vs truth (mL and drops) over seeds x target volumes.
@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:
 from agentchemist.control.calibration import load_calibration  # noqa: E402
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
-from tests.e2e.closed_loop import ClosedLoop, grade_titration  # noqa: E402
+from agentchemist.sim.closed_loop import ClosedLoop, grade_titration  # noqa: E402
 
 SCENARIOS = REPO / "config" / "scenarios"
 DROP = 0.046875

@@ -31,13 +31,12 @@ def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, time
 def rescore(path: Path) -> None:
     """Summarise a results file again with the current scoring code, filling what older runners did not
     record from the runs they left: task_s, each experiment's own duration from its record store."""
-    from agentchemist.scoring import summarise
-    from agentchemist_ros.tools.scenario_runner import _experiment_seconds, _load_run
+    from agentchemist.scoring import experiment_seconds, load_run, summarise
 
     data = json.loads(path.read_text())
     for row in data["runs"]:
         if row.get("task_s") is None and row.get("run_dir"):
-            durations = [_experiment_seconds(_load_run(d, d.name))
+            durations = [experiment_seconds(load_run(d, d.name))
                          for d in sorted(Path(row["run_dir"]).glob("exp-*")) if (d / "records.db").exists()]
             if durations and all(x is not None for x in durations):
                 row["task_s"] = sum(durations)

@@ -1,7 +1,7 @@
 """The dispenser controller in closed loop with the lab twin (no ROS), graded against the twin's truth.
 
-Rates are the node graph's (tests/e2e/closed_loop.py): control every 0.05 s, pH at 5 Hz, joint states at
-10 Hz, contact audio in 0.1 s chunks through the real drop detector and drop context.
+Rates are the node graph's (src/agentchemist/sim/closed_loop.py): control every 0.05 s, pH at 5 Hz, joint
+states at 10 Hz, contact audio in 0.1 s chunks through the real drop detector and drop context.
 
 About "pH 7 +/- 0.1" with HCl: at equivalence one 0.047 mL drop of 0.1 M NaOH takes 50 mL of solution
 from pH 4.6 to 9.7 (the window 6.9..7.1 is about 5e-5 mL of titrant, a thousandth of a drop), so no
@@ -17,7 +17,7 @@ from agentchemist.control.calibration import load_calibration
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, State
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO
-from tests.e2e.closed_loop import ClosedLoop, LoopRun, grade_titration
+from agentchemist.sim.closed_loop import ClosedLoop, LoopRun, grade_titration
 
 SCENARIOS = REPO / "config" / "scenarios"
 DROP = 0.046875            # nominal drop of the twin's pipette (mL)

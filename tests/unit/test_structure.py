@@ -51,3 +51,29 @@ def test_structural_check_catches_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import rclpy\nfrom .planner_node import X\n")
     assert "rclpy" in imported_modules(bad) and ".planner_node" in imported_modules(bad)
+
+
+# ---------------------------------------------------------------- bench/ never imports tests/
+BENCH = REPO / "bench"
+
+
+def bench_imports_of_tests(path: Path) -> list[str]:
+    """The imports of `path` that reach into the test tree (`tests` or `tests.*`)."""
+    return sorted(name for name in imported_modules(path) if name.split(".")[0] == "tests")
+
+
+def test_bench_never_imports_tests():
+    files = sorted(BENCH.rglob("*.py"))
+    assert files, "bench/ has no Python files: the check would pass vacuously"
+    offenders = [f"{p.relative_to(REPO)} imports {name}" for p in files for name in bench_imports_of_tests(p)]
+    assert offenders == []
+
+
+def test_bench_check_catches_a_test_import(tmp_path):
+    bad = tmp_path / "bench_like.py"
+    bad.write_text("import json\nfrom agentchemist.sim.closed_loop import ClosedLoop\n"
+                   "def f():\n    from tests.replay.harness import replay\n    import tests.e2e\n")
+    assert bench_imports_of_tests(bad) == ["tests.e2e", "tests.replay.harness"]
+    good = tmp_path / "bench_ok.py"
+    good.write_text("from agentchemist_ros.tools.bag.replay import replay\nimport testsuite\n")
+    assert bench_imports_of_tests(good) == []

@@ -69,61 +69,6 @@ def _seeded_scenario(src: Path, seed: int, out_dir: Path) -> Path:
     return out
 
 
-def _load_run(run_dir: Path, experiment_id: str) -> dict | None:
-    from agentchemist.record import open_store
-
-    db = run_dir / "records.db"
-    if not db.exists():
-        return None
-    store = open_store(str(db))
-    try:
-        return store.load_run(experiment_id)
-    finally:
-        store.close()
-
-
-def _settled_ph(run: dict | None) -> list[float]:
-    """The settled pH after each drop, in order (the per-drop record the instruction asks for)."""
-    if run is None:
-        return []
-    return [float(r["value"]) for r in run["fused_records"] if r["quantity"] == "ph_settled"]
-
-
-def _experiment_seconds(run: dict | None) -> float | None:
-    """How long the experiment itself ran on the twin's clock, from its start to its terminal state (the
-    store's started / finished). The twin's clock when the result comes back is later: the report is
-    written after the end, in wall seconds during which the clock runs on at many times real time."""
-    if run is None:
-        return None
-    started, finished = run["experiment"].get("started"), run["experiment"].get("finished")
-    if not all(isinstance(x, (int, float)) for x in (started, finished)) or finished < started:
-        return None
-    return float(finished) - float(started)
-
-
-def _store_counts(run: dict | None) -> dict[str, int]:
-    if run is None:
-        return {}
-    counts: dict[str, int] = {}
-    for row in run["fused_records"]:
-        counts[row["quantity"]] = counts.get(row["quantity"], 0) + 1
-    counts["raw_observations"] = len(run["raw_observations"])
-    counts["audio_events"] = len(run["audio_events"])
-    counts["transitions"] = len(run["transitions"])
-    counts["anomalies"] = len(run["anomalies"])
-    return counts
-
-
-def _report_results(report_path: str) -> dict:
-    if not report_path:
-        return {}
-    path = Path(report_path).with_suffix(".json")
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text())
-    return (data.get("sections") or {}).get("results") or {}
-
-
 def worker_main(argv: list[str] | None = None) -> int:
     """One scenario, one seed, one process: writes a RunRecord JSON to --out."""
     import rclpy
@@ -133,6 +78,8 @@ def worker_main(argv: list[str] | None = None) -> int:
 
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.scoring import RunRecord
+    from agentchemist.scoring.runs import (experiment_seconds, load_run, report_results, settled_ph,
+                                           store_counts)
     from agentchemist_interfaces.action import RunExperiment
     from agentchemist_interfaces.msg import Anomaly
     from agentchemist_ros.common import memory_trace, topics
@@ -257,16 +204,16 @@ def worker_main(argv: list[str] | None = None) -> int:
             record.message = last.message
         record.success = all(r.success for r in results) and len(results) == sc.repeat
         record.experiment_id, record.report_path = last.experiment_id, last.report_path
-        record.results = _report_results(last.report_path)
+        record.results = report_results(last.report_path)
         counts: dict[str, int] = {}
         durations = []
         for r in results:
             if r.experiment_id:
-                run = _load_run(runs / r.experiment_id, r.experiment_id)
-                for k, v in _store_counts(run).items():
+                run = load_run(runs / r.experiment_id, r.experiment_id)
+                for k, v in store_counts(run).items():
                     counts[k] = counts.get(k, 0) + v
-                record.settled_ph_tail = _settled_ph(run)[-2:]
-                durations.append(_experiment_seconds(run))
+                record.settled_ph_tail = settled_ph(run)[-2:]
+                durations.append(experiment_seconds(run))
         record.records = counts
         if durations and all(d is not None for d in durations):
             record.task_s = sum(durations)
