@@ -148,10 +148,15 @@ def test_wait_resume_command():
     assert (State.WAIT, "resume_command", State.MOTION) in out.transitions
 
 
-def test_wait_to_done_when_target_ph_reached_and_settled():
+def test_the_target_ph_paces_but_never_ends_the_goal():
+    """The endpoint is the supervisor's (agentchemist.fsm.endpoint): past the target the controller goes
+    on until the supervisor holds it or cancels the goal."""
     c = make(DispenseGoal(target_volume_ml=0.0, target_ph=7.0, settle_each_drop=True))
     seen, out = collect(c, 0.0, 3.0, ph=lambda t: 7.05, drop_every=0.1)
-    assert out.done is not None and out.done.reason == "target_ph" and out.done.success
+    assert out.done is None and "settled" in [cond for _, cond, _ in seen]
+    c.cancel()
+    out = c.update(3.02, out.command_opening_mm)
+    assert out.done is not None and out.done.reason == "canceled" and not out.done.success
 
 
 @pytest.mark.parametrize("kind", ["no_drop", "sensor_timeout", "gripper_stall", "pipette_empty", "operation_timeout"])
@@ -287,16 +292,3 @@ def test_a_stale_resume_does_not_cut_the_next_wait_short():
     out = c.update(0.04, 60.0)
     out = c.update(0.09, 60.0)
     assert out.state == State.WAIT
-
-
-def test_a_later_goal_of_the_experiment_keeps_the_direction_of_its_first():
-    from agentchemist.control.dispenser_types import titration_direction
-
-    assert titration_direction(11.0, 1.2) == 1 and titration_direction(4.0, 12.0) == -1
-    first = ("exp-a", 11.0, titration_direction(11.0, 1.2))
-    # dispensing goes on after an unconfirmed stop: the reading is a hair past the target
-    assert titration_direction(11.0, 11.01, first, "exp-a") == 1
-    # a new experiment, or another target, decides afresh from its own reading
-    assert titration_direction(11.0, 11.01, first, "exp-b") == -1
-    assert titration_direction(7.0, 11.01, first, "exp-a") == -1
-    assert titration_direction(None, 3.0) == 1 and titration_direction(11.0, float("nan")) == 1

@@ -5,6 +5,7 @@ import pytest
 
 from agentchemist.control.dispenser import (TRANSITIONS, DispenseGoal, DispenserConfig, DispenserController,
                                             State)
+from agentchemist.fsm.endpoint import EndpointJudge, steer
 
 CFG = DispenserConfig()
 DROP = CFG.drop_volume_ml
@@ -20,6 +21,9 @@ class Bulb:
         self.transitions, self.estimates, self.anomalies, self.out = [], [], [], None
         self.stalled = False
         self.drop_times = []
+        # the supervisor's endpoint judge, as the graph runs it: it holds, releases and cancels the controller
+        goal = controller.goal
+        self.judge = None if goal.target_ph is None else EndpointJudge(goal.target_ph, goal.ph_direction, 5.0)
 
     def run(self, seconds, dt=0.05):
         end = self.t + seconds
@@ -36,6 +40,8 @@ class Bulb:
                 self.c.on_drop(self.t)
             if self.ph is not None and round(self.t / 0.2, 6) % 1 == 0:
                 self.c.on_ph(self.t, self.ph(self.fallen * DROP))
+                if self.judge is not None:
+                    steer(self.c, self.judge.update(self.t, self.ph(self.fallen * DROP)))
             self.out = self.c.update(self.t, self.opening)
             self.transitions += [(self.t, *tr) for tr in self.out.transitions]
             self.estimates += self.out.estimates
@@ -77,7 +83,7 @@ def test_gentle_band_is_crossed_in_shrinking_increments():
     c = make(DispenseGoal(target_ph=7.0))
     bulb = Bulb(c, ph=lambda v: 6.4 + 0.01 * v / DROP)
     out = bulb.run(400.0)
-    assert out.done is not None and out.done.reason == "target_ph"
+    assert out.done is not None and out.done.reason == "canceled" and bulb.judge.reached_at is not None
     holds = [t for t, _, cond, _ in bulb.transitions if cond == "near_target_drop"]
     assert bulb.fallen >= 55
     assert len(holds) <= 20

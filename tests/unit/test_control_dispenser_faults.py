@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, State
+from agentchemist.fsm.endpoint import EndpointJudge, steer
 
 CFG = DispenserConfig()
 DROP = CFG.drop_volume_ml
@@ -27,6 +28,9 @@ class Bench:
         self.stalled = False  # the gripper stops following its commands
         self.anomalies, self.transitions, self.out = [], [], None
         self.commands = []
+        # the supervisor's endpoint judge, as the graph runs it: it holds, releases and cancels the controller
+        goal = controller.goal
+        self.judge = None if goal.target_ph is None else EndpointJudge(goal.target_ph, goal.ph_direction, 5.0)
 
     def reading(self):
         if self.frozen_at is not None and self.frozen_at <= self.t < (self.frozen_until or np.inf):
@@ -53,7 +57,10 @@ class Bench:
                 self.expelled += DROP  # it left the bulb without a squeeze
                 self.c.on_drop(self.t)
             if not self.silent and round(self.t / 0.2, 6) % 1 == 0:
-                self.c.on_ph(self.t, self.reading(), SD)
+                reading = self.reading()
+                self.c.on_ph(self.t, reading, SD)
+                if self.judge is not None:
+                    steer(self.c, self.judge.update(self.t, reading))
             self.out = self.c.update(self.t, self.opening)
             self.commands.append(self.out.command_opening_mm)
             self.anomalies += self.out.anomalies
@@ -88,7 +95,9 @@ def test_clean_titration_raises_nothing(seed):
     c = make(DispenseGoal(target_ph=1.3, settle_each_drop=True))
     bench = Bench(c, ph=curve, seed=seed)
     out = bench.run(400.0)
-    assert out is not None and out.done and out.done.success, bench.kinds()
+    # the goal ends where the supervisor's judge says: the endpoint, and the controller raised nothing
+    assert out is not None and out.done and out.done.reason == "canceled", bench.kinds()
+    assert bench.judge.reached_at is not None
     assert bench.kinds() == [] and bench.fallen > 10
 
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision
 from agentchemist.fsm.weighing import MassConfig, MassSupervision
 from agentchemist.perception.ph_stability import ReadingError
@@ -39,7 +40,7 @@ def feed(sup, t0, t1, grams, step=0.2, noise=0.0, rng=None):
 
 
 def symbols(commands):
-    return [c.symbol if c.kind == "apply" else c.kind for c in commands]
+    return [c.symbol if isinstance(c, Apply) else name(c) for c in commands]
 
 
 def run_to(sup, symbol_list, t):
@@ -94,8 +95,8 @@ def test_pulses_target_mass_and_out_of_tolerance(plan):
     t = run_to(sup2, ["place_ok", "grasp_ok", "tare_ok", "dose"], 1.0)
     sup2.mass.dispenser_finished()
     cmds = feed(sup2, t, t + 3, 2.75)
-    assert [c.kind for c in cmds] == ["abort"]
-    assert cmds[0].detail["kind"] == "mass_out_of_tolerance"
+    assert [name(c) for c in cmds] == ["abort"]
+    assert cmds[0].kind == "mass_out_of_tolerance"
 
 
 def test_bad_balance_readings_never_advance(plan):
@@ -138,8 +139,8 @@ def test_crystals_seen_again_during_verification_abort(plan):
     t = run_to(sup, ["place_ok", "grasp_ok", "tare_ok", "dose", "target_mass", "transfer_ok", "stir_ok",
                      "dissolved"], 1.0)
     cmds = sup.on_dissolution(t, True, False)
-    assert [c.kind for c in cmds] == ["abort"]
-    assert cmds[0].detail["kind"] == "endpoint_not_verified"
+    assert [name(c) for c in cmds] == ["abort"]
+    assert cmds[0].kind == "endpoint_not_verified"
 
 
 def test_titration_plans_have_no_mass_supervision():

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision, SupervisionConfig
 from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.ph_stability import ReadingError
@@ -48,12 +49,12 @@ def _frames(sup, start, hue, seconds, dt=0.5, confidence=1.0):
 
 
 def _kinds(cmds):
-    return [(c.kind, c.symbol) if c.kind == "apply" else c.kind for _, c in cmds]
+    return [(name(c), c.symbol) if isinstance(c, Apply) else name(c) for _, c in cmds]
 
 
 def _run_commands(sup, cmds):
     for t, c in cmds:
-        if c.kind == "apply":
+        if isinstance(c, Apply):
             sup.apply(c.symbol, t, "vision_supervisor")
 
 
@@ -128,8 +129,8 @@ def test_verification_fails_when_the_colour_comes_back(ca_plan):
     _run_commands(sup, cmds)
     assert sup.machine.state == "done"
     cmds, t = _frames(sup, t, MAGENTA, 1.0)
-    assert cmds and cmds[0][1].kind == "abort"
-    assert "not verified" in cmds[0][1].detail["reason"]
+    assert cmds and isinstance(cmds[0][1], Abort)
+    assert "not verified" in cmds[0][1].reason
     assert sup.machine.state == "done"  # the node aborts; the supervisor never applies verified
 
 
@@ -138,8 +139,8 @@ def test_end_colour_before_the_start_colour_is_an_anomaly_not_an_endpoint(ca_pla
     t = _to_titrating(sup)
     cmds, t = _frames(sup, t, BLUE, 20.0)
     kinds = _kinds(cmds)
-    assert kinds == ["anomaly", "hold_dispensing"] and cmds[0][1].detail["kind"] == "unexpected_colour"
-    assert "magenta" in cmds[0][1].detail["description"]
+    assert kinds == ["report", "hold_dispensing"] and cmds[0][1].kind == "unexpected_colour"
+    assert "magenta" in cmds[0][1].description
     assert sup.machine.state == "titrating"
     # it was a passing reflection: the start colour shows, the dispenser goes on, the change counts again
     cmds, t = _frames(sup, t, MAGENTA, 2.0)
@@ -152,7 +153,7 @@ def test_end_colour_before_titration_is_an_anomaly_and_needs_the_start_colour_ag
     sup = Supervision(ca_plan, 0.0)
     cmds, t = _frames(sup, 0.0, MAGENTA, 1.0)
     cmds, t = _frames(sup, t, BLUE, 1.0)
-    assert _kinds(cmds) == ["anomaly"] and cmds[0][1].detail["kind"] == "unexpected_colour"
+    assert _kinds(cmds) == ["report"] and cmds[0][1].kind == "unexpected_colour"
     assert not sup.colour_change.armed and sup.machine.state == "initial"
 
 
@@ -164,15 +165,15 @@ def test_stale_camera_is_reported_once_holds_and_does_not_confirm(ca_plan):
     cmds, t = _frames(sup, t, MAGENTA, 2.0)
     assert sup.check_camera(t + 4.0) == []
     cmds = sup.check_camera(t + 6.0)
-    assert [c.kind for c in cmds] == ["anomaly", "hold_dispensing"]
-    assert cmds[0].detail["kind"] == "camera_stale" and "no usable front camera image" in cmds[0].detail["description"]
+    assert [name(c) for c in cmds] == ["report", "hold_dispensing"]
+    assert cmds[0].kind == "camera_stale" and "no usable front camera image" in cmds[0].description
     assert sup.check_camera(t + 7.0) == []  # reported once per outage
     # the camera returns already blue: a candidate again (held), confirmation needs 5 s of frames
     cmds, t2 = _frames(sup, t + 8.0, BLUE, 1.0)
     kinds = _kinds(cmds)
-    assert "anomaly" in kinds and ("apply", "endpoint") not in kinds
-    recovered = [c.detail for _, c in cmds if c.kind == "anomaly"]
-    assert recovered[0]["kind"] == "camera_stale" and recovered[0]["severity"] == "info"  # pairs with the warn
+    assert "report" in kinds and ("apply", "endpoint") not in kinds
+    recovered = [c for _, c in cmds if isinstance(c, Report)]
+    assert recovered[0].kind == "camera_stale" and recovered[0].severity == "info"  # pairs with the warn
     assert sup.holds == {"colour_candidate"}
     # frames stop again during the hold: a long gap restarts the confirmation
     cmds, t3 = _frames(sup, t2 + 4.0, BLUE, 4.5)
@@ -188,7 +189,7 @@ def test_weak_frames_are_not_evidence(ca_plan):
     cmds, t = _frames(sup, t, BLUE, 30.0, confidence=0.1)
     assert cmds == [] and sup.machine.state == "titrating"
     # ... and they do not keep the camera fresh either
-    assert [c.kind for c in sup.check_camera(t)][0] == "anomaly"
+    assert [name(c) for c in sup.check_camera(t)][0] == "report"
 
 
 @pytest.mark.parametrize("hue", [float("nan"), float("inf"), -5.0, 360.0, 725.0])
@@ -243,8 +244,32 @@ def test_ph_endpoint_needs_target_and_hold(ph_plan):
         out += [(stamp, c) for c in sup.on_ph(stamp, 10.02)]
     kinds = _kinds(out)
     assert ("apply", "endpoint") in kinds and kinds[kinds.index(("apply", "endpoint")) - 1] == "stop_dispensing"
-    when = next(s for s, c in out if c.symbol == "endpoint")
+    when = next(s for s, c in out if isinstance(c, Apply) and c.symbol == "endpoint")
     assert when - t > 5.0
+    # the one judge holds the dispenser from the first settled reading at the target until it decides
+    paused = next(s for s, c in out if name(c) == "pause_dispensing")
+    assert [c.reason for _, c in out if name(c) == "pause_dispensing"] == ["endpoint"] and paused < when - 5.0
+
+
+def test_ph_endpoint_hold_is_released_when_the_ph_falls_back_short(ph_plan):
+    """A settled level at the target pauses the dispenser; the level falling back under the target
+    (tolerance 0.01) before the hold is over releases it, so that it squeezes the next drop: nobody
+    else judges the target, and nothing waits for a confirmation that cannot come."""
+    sup = Supervision(ph_plan, 0.0)
+    t = _to_titrating(sup)
+    assert sup.start_dispensing(t, 2.0) == [] and sup.ph_direction == 1
+    out = []
+    for i in range(15):  # 3 s settled at the target: the hold starts
+        out += sup.on_ph(t + 0.2 * i, 10.0)
+    assert [name(c) for c in out] == ["pause_dispensing"] and out[0].reason == "endpoint"
+    back = []
+    for i in range(15, 40):  # then it settles 0.05 below: released, no endpoint
+        back += sup.on_ph(t + 0.2 * i, 9.95)
+    assert [name(c) for c in back] == ["unpause_dispensing"] and sup.pauses == set()
+    # the direction was decided once: a later start keeps it although the pH is now past the target
+    sup.on_ph(t + 9.0, 10.5)
+    sup.start_dispensing(t + 9.1, 10.5)
+    assert sup.ph_direction == 1
     # colour frames never stand in for the pH channel
     sup2 = Supervision(ph_plan, 0.0)
     t = _to_titrating(sup2)

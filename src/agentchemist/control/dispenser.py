@@ -27,9 +27,17 @@ a gently sloped band, where it is `approach_fraction` of the drops S predicts to
 goal's rate): the distance shrinks geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful
 of holds, not fifty.
 
+The endpoint is not the controller's to judge. A pH target paces it (one drop at a time near it) but
+never ends its goal: the supervisor alone decides the endpoint (target reached, then stable over the
+hold), holds the controller while it confirms (reason "endpoint"), releases it when the pH falls back
+short of the target, and cancels the goal once confirmed. The goal's own ends are its hard limits: the
+volume target, an empty pipette, anomalies it cannot recover from, timeouts. The pH direction comes in
+the goal (the supervisor decides it once per experiment).
+
 Supervisor holds. `hold(reason)` keeps the gripper where it is (MOTION -> WAIT) until every reason is
-released (`release`): the supervisor holds while a labware item is missing or moved and while the
-contact microphone is deafened by noise (no drop can be heard, so none may be squeezed). A hold keeps
+released (`release`): the supervisor holds while it confirms an endpoint, while a labware item is
+missing or moved and while the contact microphone is deafened by noise (no drop can be heard, so none
+may be squeezed). A hold keeps
 the goal (Q_stat, the high-water mark, priming); a hold that interrupted MOTION goes back to MOTION on
 release, one that came during a settle WAIT leaves that WAIT as usual. While held, the pH-silence and
 frozen-meter checks wait: the hold already stops dispensing, and they apply as soon as it is released.
@@ -487,14 +495,11 @@ class DispenserController:
         return int(min(max(math.floor(c.approach_fraction * predicted), 1), c.max_increment_drops))
 
     def _goal_reached(self) -> bool:
+        """The goal's own end: its volume target (a hard cap). A pH target is never the dispenser's to
+        judge: the supervisor decides the endpoint (target reached, then stable over its hold), holds the
+        dispenser while it confirms it, and cancels the goal (agentchemist.fsm.supervision)."""
         g = self.goal
-        if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
-            return True
-        if g.target_ph is not None and self._last_ph is not None and self._settle.is_stable():
-            # The window's mean, as the supervisor's endpoint detector judges it: one noisy reading
-            # must not stop (or keep going) on its own.
-            return g.ph_direction * (self._settle.mean() - g.target_ph) >= -self.config.target_tolerance_ph
-        return False
+        return g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml
 
     def _change_rate_high(self) -> bool:
         # A slope through two or three noisy readings is mostly noise: judge only a filled window.
@@ -596,12 +601,9 @@ class DispenserController:
 
     def _finish_goal(self, out: Output, now: float) -> Output:
         g = self.goal
-        if g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml:
-            reason, msg = "target_volume", f"dispensed {self.q_stat:.4f} mL (target {g.target_volume_ml:.4f} mL)"
-        else:
-            reason, msg = "target_ph", f"pH {self._last_ph:.2f} reached the target {g.target_ph:.2f}"
+        msg = f"dispensed {self.q_stat:.4f} mL (target {g.target_volume_ml:.4f} mL)"
         out.transitions.append((self.state, "goal_reached", State.DONE))
-        return self._finish(out, now, True, reason, msg)
+        return self._finish(out, now, True, "target_volume", msg)
 
     def _finish(self, out: Output, now: float, success: bool, reason: str, message: str) -> Output:
         self._flush_estimate(out, now)
@@ -612,6 +614,11 @@ class DispenserController:
         out.command_opening_mm = self.command
         out.done = self.result
         return out
+
+    @property
+    def drop_interval_s(self) -> float:
+        """Seconds between drops while squeezing at the goal's rate: what the audio supervisor expects."""
+        return self.config.drop_volume_ml / (self.config.k_ml_per_mm * self.rate)
 
     def _quantise(self, opening_mm: float) -> float:
         r = self.config.resolution_mm

@@ -54,11 +54,6 @@ class DispenserConfig:
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
     near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
     resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here
-    target_tolerance_ph: float = 0.01   #: a settled pH this close to the target counts as reached: the
-                                        #: supervisor's endpoint tolerance, so the dispenser stops itself
-                                        #: at the settled reading the supervisor will confirm. Tighter, it
-                                        #: squeezes on while the supervisor's hold runs, and the endpoint
-                                        #: cancels it mid-drop: that drop falls after the stop, unexpected
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
                                         #: at or above this: one drop at a time (steep part of the curve)
@@ -184,7 +179,7 @@ class ControllerAnomaly:
 @dataclass(frozen=True)
 class StopResult:
     success: bool
-    reason: str        #: target_volume | target_ph | canceled | anomaly | timeout
+    reason: str        #: target_volume | canceled | anomaly | timeout
     dispensed_ml: float
     drops: int
     final_ph: float
@@ -199,21 +194,3 @@ class Output:
     anomalies: list[ControllerAnomaly] = field(default_factory=list)
     transitions: list[tuple[State, str, State]] = field(default_factory=list)
     done: StopResult | None = None
-
-
-def titration_direction(target_ph: float | None, current_ph: float | None,
-                        earlier: tuple[str, float, int] | None = None, experiment_id: str = "") -> int:
-    """Which way the pH must go to reach ``target_ph``: +1 (up, a base titrant) or -1 (down).
-
-    The first goal of an experiment decides it from the reading at its start. A later goal of the same
-    experiment to the same target (dispensing goes on after a stop the supervisor did not confirm) keeps
-    that direction: by then the pH sits at the target, a reading a hair past it would turn the direction
-    round, and the dispenser would wait for the pH to come back while it squeezed on (a run emptied its
-    pipette so, 55 mL past the endpoint). ``earlier``: (experiment id, target pH, direction) of the first goal.
-    """
-    if earlier is not None and experiment_id and earlier[0] == experiment_id and target_ph is not None \
-            and math.isclose(earlier[1], target_ph, abs_tol=1e-9):
-        return earlier[2]
-    if target_ph is None or current_ph is None or not (math.isfinite(target_ph) and math.isfinite(current_ph)):
-        return 1
-    return 1 if target_ph >= current_ph else -1

@@ -37,6 +37,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from agentchemist.fsm.commands import (Abort, Apply, Command, HoldDispensing, PauseDispensing, Report,
+                                       ResumeDispensing, StopDispensing, UnpauseDispensing)
+from agentchemist.fsm.endpoint import ENDPOINT_HOLD, EndpointJudge, Verdict
 from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
 from agentchemist.fsm.scheduler import SubtaskScheduler
@@ -45,25 +48,15 @@ from agentchemist.perception.frozen_reading import FrozenConfig, FrozenReadingDe
 from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
                                                    HueStabilityConfig, HueStabilityDetector)
-from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
-                                                  ReadingError, StabilityConfig)
+from agentchemist.perception.ph_stability import PhStabilityDetector, ReadingError, StabilityConfig
 
-__all__ = ["COLOUR_WATCH_STATES", "DISPENSING_STATES", "Command", "Supervision", "SupervisionConfig"]
+__all__ = ["COLOUR_WATCH_STATES", "DISPENSING_STATES", "ENDPOINT_HOLD", "Supervision", "SupervisionConfig"]
 
 #: Machine states in which the colour endpoint is watched (the complexometric protocol's names).
 COLOUR_WATCH_STATES = ("titrating", "waiting_mix")
 #: States in which the dispenser is at work (it reports meter faults there itself).
 DISPENSING_STATES = ("titrating", "waiting_ph", "waiting_mix")
 
-
-@dataclass(frozen=True)
-class Command:
-    #: dispatch | apply | stop_dispensing | hold_dispensing | resume_dispensing | pause_dispensing |
-    #: unpause_dispensing | anomaly | abort
-    kind: str
-    subtask: object = None
-    symbol: str = ""
-    detail: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,7 +105,8 @@ class Supervision:
         target = params.get("target_ph")
         self.target_ph = float(target) if isinstance(target, (int, float)) else None
         hold = float(params.get("endpoint_stable_s") or getattr(disp, "endpoint_stable_s", 5.0) or 5.0)
-        self.endpoint: EndpointDetector | None = None
+        self.endpoint: EndpointJudge | None = None
+        self.ph_direction = 0  #: decided by start_dispensing (+1 / -1); 0 before
         self.endpoint_hold_s = hold
         self.verify_since: float | None = None
         self.last_ph: float | None = None
@@ -220,11 +214,14 @@ class Supervision:
         else:
             self.scheduler.mark_failed(subtask_id, reason)
 
-    def start_dispensing(self, now: float, current_ph: float | None) -> None:
-        if self.target_ph is not None:
-            direction = 1 if current_ph is None or self.target_ph >= current_ph else -1
-            self.endpoint = EndpointDetector(EndpointConfig(target_ph=self.target_ph, direction=direction,
-                                                            hold_s=self.endpoint_hold_s))
+    def start_dispensing(self, now: float, current_ph: float | None) -> list[Command]:
+        """A dispensing subtask starts: the titration's direction is decided here, once per experiment
+        (`ph_direction`, +1 rising / -1 falling, sent in the dispenser's goal), from the pH before the first
+        drop. A later start keeps it: by then the pH may sit a hair past the target and would turn it round."""
+        if self.target_ph is not None and self.endpoint is None:
+            self.ph_direction = 1 if current_ph is None or self.target_ph >= current_ph else -1
+            self.endpoint = EndpointJudge(self.target_ph, self.ph_direction, self.endpoint_hold_s)
+        return self.unpause(ENDPOINT_HOLD)  # a new goal is not held by an endpoint hold of an earlier one
 
     # ------------------------------------------------------------------ pH
     def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> list[Command]:
@@ -239,31 +236,35 @@ class Supervision:
         self.frozen.add(stamp, ph, noise_sd)
         if self.frozen.frozen:
             if self.endpoint is not None:
-                self.endpoint = EndpointDetector(self.endpoint.config)  # frozen time is no hold time
+                self.endpoint.restart()  # frozen time is no hold time
+                out += self.unpause(ENDPOINT_HOLD)  # the dispenser RESETs on the frozen meter itself
             if not self._frozen_reported and not self.machine.terminal and state not in DISPENSING_STATES:
                 # While dispensing the dispenser reports it (and RESETs); here nothing else would.
                 self._frozen_reported = True
-                out.append(Command("anomaly", detail={
-                    "kind": "ph_stuck", "severity": "warn", "response": "hold",
-                    "description": self.frozen.describe() + f"; no pH decision is taken on it ({state})"}))
+                out.append(Report("ph_stuck", "warn", self.frozen.describe()
+                                  + f"; no pH decision is taken on it ({state})", response="hold"))
             return out
         if self._frozen_reported:
             self._frozen_reported = False
-            out.append(Command("anomaly", detail={"kind": "ph_stuck", "severity": "info",
-                                                  "description": "the pH meter reading moves again"}))
+            out.append(Report("ph_stuck", "info", "the pH meter reading moves again", resolved=True))
         if self.frozen.suspicious:
             return out  # a settled value made of repeated readings is not trusted yet
         if self.endpoint is not None and state in ("titrating", "waiting_ph"):
-            if self.endpoint.update(stamp, ph):
-                out.append(Command("stop_dispensing", detail={"ph": ph}))
-                out.append(Command("apply", symbol="endpoint", detail={"ph": ph}))
+            # The one judge of the endpoint: the settled level at the target, then stable over the hold.
+            # While the hold runs no drop may fall (the dispenser is paused); should the level fall back
+            # short of the target, the dispenser goes on, one drop at a time near it.
+            verdict = self.endpoint.update(stamp, ph)
+            if verdict is Verdict.REACHED:
+                out.append(StopDispensing({"ph": ph}))
+                out.append(Apply("endpoint", {"ph": ph}))
                 return out
+            out += self.pause(ENDPOINT_HOLD, {"ph": ph}) if verdict is Verdict.HOLD else self.unpause(ENDPOINT_HOLD)
         if state == "waiting_ph" and self.settle.is_stable():
-            out.append(Command("apply", symbol="ph_stable", detail={"ph": ph}))
+            out.append(Apply("ph_stable", {"ph": ph}))
         if state == "done" and self.verify_since is not None and self.target_ph is not None:
             reached = self.endpoint is None or self.endpoint.reached(ph)
             if stamp - self.verify_since >= self.endpoint_hold_s and self.settle.is_stable() and reached:
-                out.append(Command("apply", symbol="verified", detail={"ph": ph}))
+                out.append(Apply("verified", {"ph": ph}))
         return out
 
     def on_temperature(self, value: float) -> None:
@@ -293,8 +294,7 @@ class Supervision:
         if self.camera_stale:
             self.camera_stale = False
             # The same kind as the warn, so that the report pairs the two (an info is a resolution)
-            out.append(Command("anomaly", detail={"kind": "camera_stale", "severity": "info",
-                                                  "description": "front camera images are usable again"}))
+            out.append(Report("camera_stale", "info", "front camera images are usable again", resolved=True))
             out += self._release("camera_stale")
         state = self.machine.state
         if self.machine.terminal or self.machine.paused:
@@ -321,8 +321,8 @@ class Supervision:
             out += self._release("colour_candidate")
         elif event is not None and event.kind == "confirmed":
             self.holds.clear()
-            out.append(Command("stop_dispensing", detail=detail))
-            out.append(Command("apply", symbol="endpoint", detail=detail))
+            out.append(StopDispensing(detail))
+            out.append(Apply("endpoint", detail))
             return out
         if not detector.armed and not self._early_colour_reported \
                 and detector.progress(hue_deg) >= detector.config.enter_fraction:
@@ -333,37 +333,35 @@ class Supervision:
         self.colour_settle.add(stamp, hue_deg)
         if self.machine.state == "waiting_mix" and detector.state in ("unarmed", "before") \
                 and "colour_stable" in self.plan.state_machine.input_symbols and self.colour_settle.is_stable():
-            out.append(Command("apply", symbol="colour_stable", detail=detail))
+            out.append(Apply("colour_stable", detail))
         return out
 
     def _verify(self, stamp: float, hue_deg: float) -> list[Command]:
         detector = self.colour_change
         if not detector.at_end_colour(hue_deg):
-            return [Command("abort", detail={
-                "kind": "endpoint_not_verified", "hue_deg": hue_deg,
-                "reason": f"endpoint not verified: the colour went back to hue {hue_deg:.0f} deg "
-                          f"({self.plan.module_instantiation.vision.colour_from} side) during verification"})]
+            return [Abort("endpoint_not_verified",
+                          f"endpoint not verified: the colour went back to hue {hue_deg:.0f} deg "
+                          f"({self.plan.module_instantiation.vision.colour_from} side) during verification")]
         if self.verify_since is None:
             return []
         if self._verify_last is not None and stamp - self._verify_last > detector.config.max_gap_s:
             self.verify_since = stamp  # no frames in between: the hold starts again
         self._verify_last = stamp
         if stamp >= self.verify_since + self.verify_hold_s:
-            return [Command("apply", symbol="verified", detail={"hue_deg": hue_deg})]
+            return [Apply("verified", {"hue_deg": hue_deg})]
         return []
 
     def _early_colour(self, hue_deg: float, when: str) -> Command:
         vision = self.plan.module_instantiation.vision
         self._early_colour_reported = True
-        return Command("anomaly", detail={
-            "kind": "unexpected_colour", "severity": "warn", "hue_deg": hue_deg,
-            "description": f"the solution already shows the end colour ({vision.colour_to}, hue {hue_deg:.0f} deg) "
-                           f"{when}; expected {vision.colour_from} first: not taken as an endpoint"})
+        return Report("unexpected_colour", "warn",
+                      f"the solution already shows the end colour ({vision.colour_to}, hue {hue_deg:.0f} deg) "
+                      f"{when}; expected {vision.colour_from} first: not taken as an endpoint")
 
     def _hold(self, reason: str, detail: dict) -> list[Command]:
         first = not self.holds
         self.holds.add(reason)
-        return [Command("hold_dispensing", detail={"reason": reason, **detail})] if first else []
+        return [HoldDispensing(reason, detail)] if first else []
 
     def _release(self, reason: str) -> list[Command]:
         if reason not in self.holds:
@@ -371,7 +369,7 @@ class Supervision:
         self.holds.discard(reason)
         if self.holds or self.machine.state not in COLOUR_WATCH_STATES:
             return []
-        return [Command("resume_dispensing", detail={"reason": f"{reason} cleared"})]
+        return [ResumeDispensing(f"{reason} cleared")]
 
     def check_camera(self, now: float) -> list[Command]:
         """Stale front camera while a colour endpoint is watched -> one anomaly and a hold."""
@@ -387,10 +385,9 @@ class Supervision:
             return []
         self.camera_stale = True
         last = "none yet" if self.last_colour_stamp is None else f"the last at {self.last_colour_stamp:.1f} s"
-        out = [Command("anomaly", detail={
-            "kind": "camera_stale", "severity": "warn",
-            "description": f"no usable front camera image for {silent:.1f} s ({last}) while the colour endpoint "
-                           f"is watched; dispensing held until images return"})]
+        out: list[Command] = [Report(
+            "camera_stale", "warn", f"no usable front camera image for {silent:.1f} s ({last}) while the colour "
+                                    f"endpoint is watched; dispensing held until images return")]
         if self.machine.state in COLOUR_WATCH_STATES:
             out += self._hold("camera_stale", {})
         return out
@@ -404,9 +401,9 @@ class Supervision:
         out: list[Command] = []
         for symbol, detail in self.mass.on_mass(stamp, grams, self.machine.state):
             if symbol == "abort":
-                out.append(Command("abort", detail=detail))
+                out.append(Abort(detail.get("kind", "abort"), detail.get("reason", "supervisor abort")))
             else:
-                out.append(Command("apply", symbol=symbol, detail=detail))
+                out.append(Apply(symbol, detail))
         return out
 
     def on_dissolution(self, stamp: float, solid_visible: bool, dissolved: bool) -> list[Command]:
@@ -419,22 +416,19 @@ class Supervision:
             self.dissolved_at = stamp
             self.clear_since = stamp
             took = None if self.stir_started is None else stamp - self.stir_started
-            return [Command("apply", symbol="dissolved", detail={"dissolution_time_s": took})]
+            return [Apply("dissolved", {"dissolution_time_s": took})]
         if state != "solution_ready":
             return []
         if solid_visible:
-            return [Command("abort", detail={
-                "kind": "endpoint_not_verified",
-                "reason": "undissolved solid is seen again in the beaker during verification"})]
+            return [Abort("endpoint_not_verified", "undissolved solid is seen again in the beaker during verification")]
         if self.clear_since is None:
             self.clear_since = stamp
         if stamp - self.clear_since < self.verify_hold_s:
             return []
         problem = self.mass.verify()
         if problem:
-            return [Command("abort", detail={"kind": "mass_out_of_tolerance",
-                                             "reason": f"solution not verified: {problem}"})]
-        return [Command("apply", symbol="verified", detail={"mass_g": self.mass.weighed_g})]
+            return [Abort("mass_out_of_tolerance", f"solution not verified: {problem}")]
+        return [Apply("verified", {"mass_g": self.mass.weighed_g})]
 
     # ------------------------------------------------------------------ bench and pauses
     def start_watch(self, reference: dict[int, tuple[float, float]], image_width: int) -> None:
@@ -454,22 +448,18 @@ class Supervision:
             elif event.kind == "cleared":
                 out += self.unpause("labware")
             elif event.kind == "confirmed":
-                out.append(Command("anomaly", detail={
-                    "kind": kind, "severity": "warn", "response": "hold",
-                    "description": f"{what} (front camera, since {event.since:.1f} s): dispensing is held until "
-                                   f"it is back in place; the run stops if it is not back within "
-                                   f"{self.config.labware.return_timeout_s:.0f} s"}))
+                out.append(Report(kind, "warn", f"{what} (front camera, since {event.since:.1f} s): dispensing is "
+                                                f"held until it is back in place; the run stops if it is not "
+                                                f"back within {self.config.labware.return_timeout_s:.0f} s",
+                                  response="hold"))
             elif event.kind == "restored":
-                out.append(Command("anomaly", detail={
-                    "kind": kind, "severity": "info",
-                    "description": f"back in place after {stamp - event.since:.1f} s ({what} before): "
-                                   f"dispensing resumes"}))
+                out.append(Report(kind, "info", f"back in place after {stamp - event.since:.1f} s ({what} before): "
+                                                f"dispensing resumes", resolved=True))
                 out += self.unpause("labware")
             elif event.kind == "timeout":
-                out.append(Command("abort", detail={
-                    "kind": kind, "reason": f"{what}: not back in place {stamp - event.since:.0f} s after it "
-                                            f"was first seen changed ({event.since:.1f} s); the experiment "
-                                            f"cannot go on safely without it"}))
+                out.append(Abort(kind, f"{what}: not back in place {stamp - event.since:.0f} s after it was first "
+                                       f"seen changed ({event.since:.1f} s); the experiment cannot go on "
+                                       f"safely without it"))
         return out
 
     def pause(self, reason: str, detail: dict | None = None) -> list[Command]:
@@ -477,13 +467,13 @@ class Supervision:
         if reason in self.pauses:
             return []
         self.pauses.add(reason)
-        return [Command("pause_dispensing", detail={"reason": reason, **(detail or {})})]
+        return [PauseDispensing(reason, detail or {})]
 
     def unpause(self, reason: str) -> list[Command]:
         if reason not in self.pauses:
             return []
         self.pauses.discard(reason)
-        return [Command("unpause_dispensing", detail={"reason": reason})]
+        return [UnpauseDispensing(reason)]
 
     def check_timeout(self, now: float) -> str | None:
         return None if self.machine.terminal else self.machine.check_timeout(now)

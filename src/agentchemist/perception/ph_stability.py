@@ -144,6 +144,11 @@ class EndpointDetector:
         return False
 
     @property
+    def confirming(self) -> bool:
+        """The settled level has reached the target and the hold is running (not yet long enough)."""
+        return self._since is not None
+
+    @property
     def held_for(self) -> float:
         latest = self._stability._buf[-1][0] if self._stability._buf else None
         return 0.0 if self._since is None or latest is None else latest - self._since

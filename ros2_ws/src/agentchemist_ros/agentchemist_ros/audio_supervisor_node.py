@@ -1,7 +1,8 @@
 """audio_supervisor: hears every drop in the gripper's contact microphone.
 
 Chunks -> agentchemist.perception.audio.StreamingDetector -> events; DropContext decides expected /
-anomalous / timeout from what the vision supervisor says is being dispensed. Publishes AudioEvent,
+anomalous / timeout from the dispenser's own state (DispenserState: squeezing, at what drop interval,
+whether the next drop primes the pipette again, whether its goal is still running). Publishes AudioEvent,
 audio-channel QuantityEstimate, the `drop` symbol and anomalies.
 
 Noise that deafens a microphone (agentchemist.perception.audio.NoiseMonitor) is an `audio_noise`
@@ -13,7 +14,6 @@ the volume), and no drop timeout runs while no drop can be heard.
 A sound other than a droplet heard while the microphone's own gripper moves (from /joint_states) is that
 gripper's motor: expected, not an anomalous sound (perception/audio/own_motion.py).
 """
-import json
 import threading
 
 import numpy as np
@@ -23,7 +23,8 @@ from sensor_msgs.msg import JointState
 from agentchemist.perception.audio import DetectorConfig, NoiseConfig, NoiseMonitor, StreamingDetector
 from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist.perception.audio.own_motion import GripperMotion
-from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioChunk, AudioEvent, FsmState, QuantityEstimate
+from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioChunk, AudioEvent, DispenserState, FsmState,
+                                         QuantityEstimate)
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
@@ -74,7 +75,7 @@ class AudioSupervisorNode(Node):
             self.create_subscription(AudioChunk, topics.audio_topic(side), lambda m, s=side: self.on_chunk(s, m), AUDIO)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
-        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.create_subscription(DispenserState, topics.DISPENSER_STATE, self.on_dispenser, FSM)
         self.create_timer(0.25, self.check_timeout)
 
     def on_fsm(self, msg):
@@ -89,11 +90,10 @@ class AudioSupervisorNode(Node):
                 if f"{side}_gripper" in positions:
                     motion.update(t, float(positions[f"{side}_gripper"]))
 
-    def on_message(self, msg):
-        """The vision supervisor tells us when drops are expected and how often (from the dispenser rate)."""
-        if msg.receiver != self.get_name() or msg.symbol not in ("expect_drops", "stop_expecting"):
-            return
-        payload = json.loads(msg.payload_json or "{}")
+    def on_dispenser(self, msg):
+        """Drops are expected while the dispenser squeezes (MOTION), about one per its drop interval; not
+        while it waits for the pH to settle (WAIT), retracts (RESET) or pours solid."""
+        squeezing = msg.active and msg.state == "MOTION" and msg.mode in ("drops", "calibration")
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id
             if msg.experiment_id and msg.experiment_id != self.context_experiment:
@@ -105,18 +105,12 @@ class AudioSupervisorNode(Node):
                     old.drop_volume_ml, old.drop_volume_sd_ml)
                 self.context_experiment = msg.experiment_id
             self.subtask_id = msg.subtask_id
-            # The vision supervisor's stop_expecting says why: "dispenser WAIT" / "dispenser RESET" while its
-            # goal runs (the pipette hangs over the vessel), anything else when dispensing has ended.
-            ended = msg.symbol == "stop_expecting" and not str(payload.get("reason", "")).startswith("dispenser ")
-            if msg.symbol == "expect_drops":
-                self.dispensing_subtask = msg.subtask_id
-            elif ended:
-                self.dispensing_subtask = ""
-            self.drop_context.set_expectation(active=msg.symbol == "expect_drops", subtask_id=msg.subtask_id,
-                                              fsm_state=self.fsm_state,
-                                              expected_interval_s=payload.get("expected_interval_s"),
-                                              now=node_now(self), priming=bool(payload.get("priming", False)),
-                                              ended=ended)
+            # A goal that runs holds the pipette over the vessel; its end (active false) ends dispensing.
+            self.dispensing_subtask = msg.subtask_id if msg.active else ""
+            self.drop_context.set_expectation(active=squeezing, subtask_id=msg.subtask_id, fsm_state=self.fsm_state,
+                                              expected_interval_s=msg.drop_interval_s if squeezing else None,
+                                              now=node_now(self),
+                                              priming=msg.priming, ended=not msg.active)
 
     def on_chunk(self, side, msg):
         t0 = to_sec(msg.header.stamp)

@@ -39,19 +39,19 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from agentchemist.control.calibration import CalibrationError, default_calibration_path, save_calibration
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
-from agentchemist.control.dispenser_types import titration_direction
 from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
 from agentchemist.policy.primitives import PrimitiveError, load_poses
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.srv import Calibrate
-from agentchemist_interfaces.msg import AgentMessage, Anomaly, AudioEvent, ChemicalReading, QuantityEstimate
+from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
+                                         QuantityEstimate)
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.qos import READINGS, RELIABLE
+from agentchemist_ros.common.qos import FSM, READINGS, RELIABLE
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
@@ -112,7 +112,6 @@ class DispenserControllerNode(Node):
         self.holds: set[str] = set()  # the supervisor's holds in force (see the module docstring)
         self.holds_experiment = ""    # ... for this experiment (a new one starts with none)
         self.experiment_volume = ("", 0.0)  # (experiment id, cumulative titrant volume published for it)
-        self.experiment_direction = None     # (experiment id, target pH, +1 / -1) of its first pH goal
         self.done_future = None
         self.procedure: CalibrationProcedure | None = None
         self.calibration_future = None
@@ -123,6 +122,8 @@ class DispenserControllerNode(Node):
         self.qty_pub = self.create_publisher(QuantityEstimate, topics.QUANTITY, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
+        # Its own state and drop interval, for the audio supervisor and the recorder (nobody derives them).
+        self.state_pub = self.create_publisher(DispenserState, topics.DISPENSER_STATE, FSM)
         self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_balance, READINGS)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
@@ -253,6 +254,9 @@ class DispenserControllerNode(Node):
             self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved)
         for src, cond, dst in out.transitions:
             self.get_logger().debug(f"{src.value} --{cond}--> {dst.value}")
+            if dst.value != "DONE":  # the goal's end is published when its result goes out
+                self.publish_state(meta, "drops", dst.value, src.value, cond, interval=c.drop_interval_s,
+                                   dispensed_ml=c.q_stat, drops=c.drops)
         if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
                                               or out.transitions):
             self._last_feedback = now
@@ -289,6 +293,8 @@ class DispenserControllerNode(Node):
         for a in out.anomalies:
             self.report(a.kind, a.severity, a.description, response=a.response or "abort")
         phase_changed = out.phase.value != self._last_phase
+        if phase_changed:
+            self.publish_state(meta, "solid_pour", out.phase.value, self._last_phase, "", drops=c.pulse_count)
         self._last_phase = out.phase.value
         if self._goal_handle is not None and (now - self._last_feedback >= self.feedback_period or out.done
                                               or phase_changed):
@@ -348,15 +354,17 @@ class DispenserControllerNode(Node):
             response.message = f"calibration refused: {busy}"
             self.get_logger().error(response.message)
             return response
-        self.tell_audio("expect_drops", {"expected_interval_s": self.config.drop_volume_ml
-                                         / (self.config.k_ml_per_mm * config.rate_mm_s) + config.pause_s})
+        calibration = {"experiment_id": "", "subtask_id": "calibration"}
+        self.publish_state(calibration, "calibration", "MOTION", "IDLE", "calibrate",
+                           interval=self.config.drop_volume_ml / (self.config.k_ml_per_mm * config.rate_mm_s)
+                           + config.pause_s)
         self.get_logger().info(f"calibrating {request.pipette_id} with {request.liquid}: {config.samples} samples "
                                f"of {config.drops_per_sample} drops at {config.rate_mm_s} mm/s")
         step = await self.calibration_future
         with self.lock:
             self.procedure = None
             self.goal_meta = None
-        self.tell_audio("stop_expecting", {"reason": "calibration finished"})
+        self.publish_state(calibration, "calibration", "IDLE", "MOTION", "calibration finished", active=False)
         if step.calibration is None:
             response.message = f"calibration failed: {step.error}"
             self.get_logger().error(response.message)
@@ -383,10 +391,15 @@ class DispenserControllerNode(Node):
         self.get_logger().info(f"calibration: {response.message}")
         return response
 
-    def tell_audio(self, symbol, payload):
-        self.msg_pub.publish(AgentMessage(stamp=to_msg(node_now(self)), experiment_id="", sender=self.get_name(),
-                                          receiver="audio_supervisor", subtask_id="calibration", symbol=symbol,
-                                          payload_json=json.dumps(payload)))
+    def publish_state(self, meta, mode, state, previous, reason, *, interval=0.0, active=True, dispensed_ml=0.0,
+                      drops=0):
+        """DispenserState: what the controller does now, its drop interval while it squeezes, and whether
+        the next drop must prime the pipette again (MOTION after a RESET closes back on a bulb of air)."""
+        self.state_pub.publish(DispenserState(
+            stamp=to_msg(node_now(self)), experiment_id=meta.get("experiment_id", ""),
+            subtask_id=meta.get("subtask_id", ""), mode=mode, state=state, previous_state=previous, reason=reason,
+            active=active, drop_interval_s=float(interval if state == "MOTION" else 0.0),
+            priming=state == "MOTION" and previous == "RESET", dispensed_ml=float(dispensed_ml), drops=int(drops)))
 
     async def execute(self, goal_handle):
         g = goal_handle.request
@@ -403,11 +416,10 @@ class DispenserControllerNode(Node):
         if self.measured_mm is None:
             return self._refuse(goal_handle, result, f"no joint state for {self.side}_gripper yet: gripper position unknown")
         target_ph = g.target_ph if g.use_target_ph else None
-        # The experiment's first goal to this target decides the direction; later ones keep it (see
-        # titration_direction: a reading a hair past the target must not turn it round).
-        direction = titration_direction(target_ph, self.last_ph, self.experiment_direction, g.experiment_id)
-        if target_ph is not None and math.isfinite(target_ph):
-            self.experiment_direction = (g.experiment_id, target_ph, direction)
+        # The supervisor decides the direction once per experiment and sends it; a client that does not
+        # (0) gets it from the latest reading.
+        direction = g.ph_direction if g.ph_direction in (-1, 1) else (
+            -1 if target_ph is not None and self.last_ph is not None and target_ph < self.last_ph else 1)
         goal = DispenseGoal(target_volume_ml=g.target_volume_ml, target_ph=target_ph, ph_direction=direction,
                             rate_mm_s=g.rate_mm_s, settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command,
                             change_rate_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
@@ -422,8 +434,10 @@ class DispenserControllerNode(Node):
                            controller=controller)
         if busy:
             return self._refuse(goal_handle, result, busy)
-        self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph}, "
-                               f"settle each drop {g.settle_each_drop}")
+        meta = self.goal_meta
+        self.publish_state(meta, "drops", controller.state.value, "IDLE", "goal", interval=controller.drop_interval_s)
+        self.get_logger().info(f"dispensing: target {g.target_volume_ml} mL / pH {target_ph} (direction "
+                               f"{direction:+d}), settle each drop {g.settle_each_drop}")
         await self.done_future
         with self.lock:
             self.controller = None
@@ -435,6 +449,8 @@ class DispenserControllerNode(Node):
         result.drops = controller.drops
         result.final_ph = stop.final_ph if stop else float("nan")
         result.message = stop.message if stop else "node shut down"
+        self.publish_state(meta, "drops", "IDLE", controller.state.value, result.stop_reason, active=False,
+                           dispensed_ml=controller.q_stat, drops=controller.drops)
         return self._end_goal(goal_handle, result)
 
     async def execute_solid_pour(self, goal_handle):
@@ -474,6 +490,8 @@ class DispenserControllerNode(Node):
         result.final_mass_g = stop.final_mass_g if stop else float("nan")
         result.drops = controller.pulse_count
         result.message = stop.message if stop else "node shut down"
+        self.publish_state(self.goal_meta or {}, "solid_pour", "IDLE", self._last_phase, result.stop_reason,
+                           active=False, drops=controller.pulse_count)
         text = f"solid pour: {result.stop_reason}: {result.message}"
         if result.success:  # (rclpy ties a severity to its call site: one call per severity)
             self.get_logger().info(text)

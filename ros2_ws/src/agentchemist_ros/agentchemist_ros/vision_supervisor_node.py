@@ -26,7 +26,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
-from agentchemist.fsm.continuation import StopConfirmation
+from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
+                                       StopDispensing, UnpauseDispensing)
+from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
@@ -46,7 +48,6 @@ from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.answers import DROPPED, answered
-from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
@@ -57,9 +58,6 @@ class VisionSupervisorNode(Node):
     def __init__(self, **kwargs):
         super().__init__("vision_supervisor", **kwargs)
         self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))
-        self.k_ml_per_mm, self.drop_volume_ml, *_ = declare_calibration(self)
-        self.dispenser_state = ""
-        self.drop_interval_s = 1.0
         self.require_scene = declare(self, "require_scene_check", True,
                                      "Check the preconditions on the front camera before the first action")
         self.sup_config = SupervisionConfig(
@@ -99,13 +97,8 @@ class VisionSupervisorNode(Node):
         self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(backend, **vlm)
         self.lock = threading.RLock()
         self.sup: Supervision | None = None
-        self.dispense_task = None       # the dispenser subtask (kept to resume it after a hold)
-        self.dispense_held = False
-        self.dispense_pending = False   # a dispense goal is on its way (sent or waiting for the dispenser)
-        self.dispense_stopped = False   # stop_dispensing came for the goal on its way: cancel it on arrival
+        self.book = DispenseBook()      # the dispensing subtask's goals (agentchemist.fsm.dispensing)
         self.policy_goal = None         # the running action-policy goal (an abort cancels it)
-        self.resume_pending = False     # resume once the cancelled goal has returned its result
-        self.dispensed_before_ml = 0.0  # by goals cancelled for a hold (the cap counts them)
         self.last_hue = None
         self.frame_problem = ("", "")   # (kind, stage) of the open bad-frame anomaly (once per episode)
         self.experiment_id = ""
@@ -124,13 +117,6 @@ class VisionSupervisorNode(Node):
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.dispense_goal = None
-        self.max_continuations = declare(self, "max_dispense_continuations", 30,
-                                         "Times dispensing goes on after the dispenser's target stop was not "
-                                         "confirmed by the endpoint hold, before the run aborts", low=0, high=1000)
-        self.confirm_margin_s = declare(self, "endpoint_confirm_margin_s", 5.0,
-                                        "Seconds beyond the endpoint hold to wait for the confirmation of the "
-                                        "dispenser's target stop", low=0.0, high=600.0)
-        self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)  # per experiment
         # DDS discovery of another node's action server can take seconds on a loaded machine: a request goes
         # out once the graph shows the agent or after this wait anyway, and the agent counts as not running
         # only when that request gets no answer within this wait again (common/answers.py).
@@ -155,15 +141,12 @@ class VisionSupervisorNode(Node):
             try:
                 plan = Plan.model_validate_json(msg.plan_json)
                 self.sup = Supervision(plan, now, self.sup_config)
-                self.dispense_task, self.dispense_held, self.dispensed_before_ml = None, False, 0.0
-                self.dispense_pending, self.dispense_stopped = False, False
-                self.resume_pending = False
+                self.book = DispenseBook()
                 self.last_hue, self.frame_problem = None, ("", "")
                 self.tracker.reset()
                 self.dissolution = DissolutionWatch()
                 self.own_moves.reset()
                 self.balance_problem = False
-                self.unconfirmed = StopConfirmation(self.confirm_margin_s, self.max_continuations)
             except InvalidMachineError as exc:
                 self.sup = None
                 self.report("invalid_plan", "halt", "plan rejected: " + "; ".join(exc.reasons), response="abort")
@@ -290,15 +273,12 @@ class VisionSupervisorNode(Node):
                  late=lambda handle: handle.accepted and handle.cancel_goal_async()).add_done_callback(answered_with)
 
     def ask_dispenser(self, task, send):
-        """A Dispense goal: while it is on its way a stop cancels it on arrival (dispense_stopped), a hold
-        too (dispense_held, see on_dispense_accepted), and a resume leaves it be (resume_dispensing)."""
-        self.dispense_pending, self.dispense_stopped = True, False
-
-        def settled():
-            self.dispense_pending = False
-
+        """A Dispense goal: while it is on its way a stop or a hold cancels it on arrival, and a resume
+        leaves it be (agentchemist.fsm.dispensing.DispenseBook)."""
+        book = self.book
+        book.sending()
         self.ask(self.dispenser, send, "the dispenser controller", task, self.on_dispense_accepted,
-                 wanted=lambda: not self.dispense_stopped, settled=settled)
+                 wanted=lambda: not book.stopped, settled=book.settled)
 
     def running(self, experiment_id) -> bool:
         with self.lock:
@@ -353,91 +333,44 @@ class VisionSupervisorNode(Node):
 
     def send_solid_goal(self, task):
         """Pour a mass of solid (the dispenser's solid_pour mode); the balance decides target_mass."""
-        p = task.parameters
+        g = pour_goal(task.parameters)
         goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id, mode="solid_pour",
-                             target_mass_g=float(p.get("target_mass_g") or 0.0),
-                             mass_tolerance_g=float(p.get("mass_tolerance_g") or 0.0),
-                             tilt_rate_deg_s=float(p.get("tilt_rate_deg_s") or 0.0),
-                             side=str(p.get("side") or ""),
-                             wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
-                             stable_window_s=float(p.get("stable_window_s") or 0.0),
-                             settle_each_drop=bool(p.get("settle_each_drop")))
-        self.dispense_task = task
+                             target_mass_g=g.target_mass_g, mass_tolerance_g=g.mass_tolerance_g,
+                             tilt_rate_deg_s=g.tilt_rate_deg_s, side=g.side,
+                             wait_on_change_threshold=g.wait_on_change_threshold,
+                             stable_window_s=g.stable_window_s, settle_each_drop=g.settle_each_drop)
+        self.book.task = task
         # The tilted bottle hangs over the beaker and hides its tag from the front camera: the robot's own
         # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
         self.suspend_watch()
         self.apply("dose", node_now(self), self.get_name(), task.id)
         self.ask_dispenser(task, lambda: self.dispenser.send_goal_async(goal))
 
-    def send_dispense_goal(self, task, resume=False, again=False):
+    def send_dispense_goal(self, task, resume=False):
         if task.primitive == "pour_solid":
             self.send_solid_goal(task)
             return
-        p = task.parameters
-        target_ph = p.get("target_ph")
-        volume = float(p.get("target_volume_ml") or 0.0)
-        with self.lock:
-            colour = bool(self.sup and self.sup.colour_endpoint)
-        if colour and not volume:
-            # The colour endpoint is seen here, not by the dispenser: its goal is the plan's hard cap.
-            volume = float(p.get("max_volume_ml") or 0.0)
-        if resume:
-            volume -= self.dispensed_before_ml
-            if volume <= 0.0:
-                self.abort(f"the volume cap was dispensed before the colour change ({self.dispensed_before_ml:.3f} mL)",
-                           "endpoint_not_reached")
-                return
-        self.dispense_task = task
-        goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id,
-                             target_volume_ml=volume,
-                             use_target_ph=isinstance(target_ph, (int, float)),
-                             target_ph=float(target_ph) if isinstance(target_ph, (int, float)) else 0.0,
-                             rate_mm_s=float(p.get("rate_mm_s") or 0.0),
-                             wait_on_change_threshold=float(p.get("wait_on_change_threshold") or 0.0),
-                             stable_window_s=float(p.get("stable_window_s") or 0.0),
-                             settle_each_drop=bool(p.get("settle_each_drop")),
-                             # The supervisor's ph_stable (which records each drop's settled pH) paces
-                             # the dispenser when the instruction asks to act only on a settled pH.
-                             resume_on_command=bool(p.get("settle_each_drop")))
         now = node_now(self)
         with self.lock:
-            if not resume:
-                self.sup.start_dispensing(now, self.sup.last_ph)
-        # The audio supervisor expects drops while the dispenser squeezes (MOTION), not while it holds
-        # for the pH to settle (WAIT) or retracts (RESET); the interval follows from the closing rate.
-        rate = goal.rate_mm_s or 0.1
-        self.drop_interval_s = self.drop_volume_ml / (self.k_ml_per_mm * max(rate, 1e-6))
-        self.dispenser_state = "MOTION"
-        self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
-        if not resume and not again:
-            self.apply("titrate", now, self.get_name(), task.id)
-        now_or_later = ["now"]
-
-        def send():
-            if now_or_later[0] == "later":
-                # The goal goes out late (the graph did not show the dispenser): the audio supervisor's
-                # wait for the first drop starts again now, or the twin's clock would run it out meanwhile.
-                self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s})
-            return self.dispenser.send_goal_async(goal, feedback_callback=lambda f: self.on_dispense_feedback(task, f))
-
-        self.ask_dispenser(task, send)
-        now_or_later[0] = "later"
-
-    def on_dispense_feedback(self, task, feedback_msg):
-        state = feedback_msg.feedback.controller_state
-        if state == self.dispenser_state:
+            commands = [] if resume else self.sup.start_dispensing(now, self.sup.last_ph)
+            g = self.book.drop_goal(task, colour_endpoint=self.sup.colour_endpoint,
+                                    ph_direction=self.sup.ph_direction, resume=resume)
+        self.run_commands(commands, now)
+        if isinstance(g, str):
+            self.abort(g, "endpoint_not_reached")
             return
-        previous, self.dispenser_state = self.dispenser_state, state
-        if state == "MOTION":
-            # After a RESET the gripper closes back on a bulb full of air: the next drop needs priming.
-            self.tell("audio_supervisor", "expect_drops", task.id, {"expected_interval_s": self.drop_interval_s,
-                                                                    "priming": previous == "RESET"})
-        else:
-            self.tell("audio_supervisor", "stop_expecting", task.id, {"reason": f"dispenser {state}"})
+        goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=task.id, target_volume_ml=g.target_volume_ml,
+                             use_target_ph=g.target_ph is not None, target_ph=g.target_ph or 0.0,
+                             ph_direction=g.ph_direction, rate_mm_s=g.rate_mm_s,
+                             wait_on_change_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
+                             settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command)
+        if not resume:
+            self.apply("titrate", now, self.get_name(), task.id)
+        self.ask_dispenser(task, lambda: self.dispenser.send_goal_async(goal))
 
     def on_dispense_accepted(self, task, handle):
         self.dispense_goal = handle
-        if self.dispense_held or self.dispense_stopped:  # held or stopped while the goal was on its way
+        if self.book.accepted():  # held or stopped while the goal was on its way
             handle.cancel_goal_async()
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_dispense_result(t, f))
 
@@ -446,38 +379,30 @@ class VisionSupervisorNode(Node):
         self.dispense_goal = None
         if self.weighing():
             self.own_moves.moved(node_now(self))
-        self.tell("audio_supervisor", "stop_expecting", task.id, {})
         self.get_logger().info(f"dispensing stopped: {result.stop_reason} ({result.message}), "
                                f"{result.dispensed_ml:.3f} mL, {result.drops} drops")
+        outcome = DispenseOutcome(result.success, result.stop_reason, result.message, result.dispensed_ml,
+                                  result.drops)
         with self.lock:
-            state = self.sup.machine.state if self.sup else ""
-            colour = bool(self.sup and self.sup.colour_endpoint)
-            terminal = bool(self.sup and self.sup.machine.terminal)
-        if self.sup is None or task.id in self.sup.scheduler.done or (terminal and state != "accepted"):
-            return
-        if result.success and result.stop_reason == "target_ph" and state in ("titrating", "waiting_ph"):
-            # The dispenser saw the target in its window; the endpoint is this supervisor's to confirm over
-            # its hold. Its subtask stays open: should the confirmation not come (the pH sits a hair under
-            # the target, within the meter's noise), dispensing goes on (check_unconfirmed_stop).
-            self.unconfirmed.dispenser_stopped(node_now(self))
-            return
-        if state in ("done", "accepted") or (result.success and not colour):
-            with self.lock:
-                self.sup.subtask_finished(task.id, True)
-                if self.sup.mass is not None:
-                    self.sup.mass.dispenser_finished()  # target_mass waits for the balance to agree
+            if self.sup is None:
+                return
+            sup = self.sup
+            step = self.book.decide_result(outcome, state=sup.machine.state, colour_endpoint=sup.colour_endpoint,
+                                           terminal=sup.machine.terminal, subtask_done=task.id in sup.scheduler.done)
+            if step is Next.FINISHED:
+                sup.subtask_finished(task.id, True)
+                if sup.mass is not None:
+                    sup.mass.dispenser_finished()  # target_mass waits for the balance to agree
+            elif step is Next.FAILED:
+                sup.subtask_finished(task.id, False, result.message)
+        if step is Next.FINISHED:
             self.dispatch()
-        elif colour and result.success:
-            self.abort(f"the volume cap was dispensed ({result.dispensed_ml + self.dispensed_before_ml:.3f} mL) "
-                       "without the colour change", "endpoint_not_reached")
-        elif result.stop_reason == "canceled" and (self.dispense_held or self.resume_pending):
-            self.dispensed_before_ml += result.dispensed_ml
-            if self.resume_pending and not self.dispense_held:
-                self.resume_pending = False
-                self.send_dispense_goal(task, resume=True)
-        elif result.stop_reason != "canceled":
-            with self.lock:
-                self.sup.subtask_finished(task.id, False, result.message)
+        elif step is Next.CAP_WITHOUT_COLOUR:
+            self.abort(f"the volume cap was dispensed ({result.dispensed_ml + self.book.dispensed_before_ml:.3f} "
+                       "mL) without the colour change", "endpoint_not_reached")
+        elif step is Next.RESUME:
+            self.send_dispense_goal(task, resume=True)
+        elif step is Next.FAILED:
             self.abort(f"dispensing failed: {result.stop_reason}: {result.message}", "dispense_failed")
 
     # ------------------------------------------------------------------ events
@@ -532,54 +457,36 @@ class VisionSupervisorNode(Node):
         self.run_commands(commands, stamp)
 
     def run_commands(self, commands, stamp):
-        """Carry out what Supervision decided (see agentchemist.fsm.supervision.Command)."""
+        """Carry out what the supervision core decided (agentchemist.fsm.commands); decide nothing here."""
         for cmd in commands:
-            if cmd.kind == "stop_dispensing":
-                self.dispense_stopped = True  # a goal still on its way is cancelled when it arrives
-                if self.dispense_goal is not None:
+            if isinstance(cmd, StopDispensing):
+                if self.book.stop() and self.dispense_goal is not None:  # one on its way: cancelled on arrival
                     self.dispense_goal.cancel_goal_async()
-            elif cmd.kind == "hold_dispensing":
-                self.hold_dispensing(cmd.detail.get("reason", ""))
-            elif cmd.kind == "resume_dispensing":
-                self.resume_dispensing(cmd.detail.get("reason", ""))
-            elif cmd.kind in ("pause_dispensing", "unpause_dispensing"):
+            elif isinstance(cmd, HoldDispensing):
+                if self.book.hold():
+                    self.get_logger().info(f"holding the dispenser: {cmd.reason}")
+                    if self.dispense_goal is not None:
+                        self.dispense_goal.cancel_goal_async()
+            elif isinstance(cmd, ResumeDispensing):
+                with self.lock:
+                    watching = self.sup is not None and self.sup.machine.state in COLOUR_WATCH_STATES
+                if self.book.resume(watching):
+                    self.get_logger().info(f"resuming the dispenser: {cmd.reason}")
+                    self.send_dispense_goal(self.book.task, resume=True)
+            elif isinstance(cmd, (PauseDispensing, UnpauseDispensing)):
                 # The dispenser holds its goal (position, volume, high-water mark) and goes on afterwards.
-                symbol = "hold" if cmd.kind == "pause_dispensing" else "release"
-                self.get_logger().info(f"{symbol} the dispenser: {cmd.detail}")
-                task_id = self.dispense_task.id if self.dispense_task is not None else ""
-                self.tell("dispenser_controller", symbol, task_id, {"reason": cmd.detail.get("reason", "")})
-            elif cmd.kind == "apply":
+                symbol = "hold" if isinstance(cmd, PauseDispensing) else "release"
+                self.get_logger().info(f"{symbol} the dispenser: {cmd}")
+                task_id = self.book.task.id if self.book.task is not None else ""
+                self.tell("dispenser_controller", symbol, task_id, {"reason": cmd.reason})
+            elif isinstance(cmd, Apply):
                 self.apply(cmd.symbol, stamp, self.get_name(), "", cmd.detail)
-            elif cmd.kind == "anomaly":
-                self.report(cmd.detail.get("kind", "vision"), cmd.detail.get("severity", "warn"),
-                            cmd.detail.get("description", ""), response=cmd.detail.get("response", ""),
-                            resolved=cmd.detail.get("severity") == "info")
-                if cmd.detail.get("kind", "").startswith("labware_") and cmd.detail.get("severity") == "warn":
+            elif isinstance(cmd, Report):
+                self.report(cmd.kind, cmd.severity, cmd.description, response=cmd.response, resolved=cmd.resolved)
+                if cmd.kind.startswith("labware_") and cmd.severity == "warn":
                     self.snapshot("anomaly")
-            elif cmd.kind == "abort":
-                self.abort(cmd.detail.get("reason", "supervisor abort"), cmd.detail.get("kind", "abort"))
-
-    def hold_dispensing(self, reason):
-        if self.dispense_held:
-            return
-        self.dispense_held = True
-        self.get_logger().info(f"holding the dispenser: {reason}")
-        if self.dispense_goal is not None:
-            self.dispense_goal.cancel_goal_async()
-
-    def resume_dispensing(self, reason):
-        with self.lock:
-            state = self.sup.machine.state if self.sup else ""
-        if not self.dispense_held or self.dispense_task is None or state not in COLOUR_WATCH_STATES:
-            return
-        self.dispense_held = False
-        self.get_logger().info(f"resuming the dispenser: {reason}")
-        if self.dispense_goal is not None:  # the cancelled goal has not finished yet: resume after it
-            self.resume_pending = True
-            return
-        if self.dispense_pending:  # a goal on its way, not cancelled: it runs as sent once it arrives
-            return
-        self.send_dispense_goal(self.dispense_task, resume=True)
+            elif isinstance(cmd, Abort):
+                self.abort(cmd.reason, cmd.kind)
 
     def on_anomaly(self, msg):
         if msg.source == self.get_name() or msg.experiment_id not in ("", self.experiment_id):
@@ -647,7 +554,7 @@ class VisionSupervisorNode(Node):
         self.qty_pub.publish(QuantityEstimate(
             stamp=msg.header.stamp, experiment_id=self.experiment_id, quantity="colour_hue", unit="deg",
             channel="vision", value=float(m.hue_deg), delta=float(delta), confidence=float(m.confidence),
-            fsm_state=state, subtask_id=self.dispense_task.id if self.dispense_task is not None else "",
+            fsm_state=state, subtask_id=self.book.task.id if self.book.task is not None else "",
             event_id=""))
         self.run_commands(commands, stamp)
 
@@ -705,12 +612,11 @@ class VisionSupervisorNode(Node):
             self.tell("dispenser_controller", "resume", subtask_id, {}, now)
         if symbol == "endpoint":
             self.snapshot("endpoint")
-            task = self.dispense_task
+            task = self.book.task
             with self.lock:
                 # a held (cancelled) dispenser has no result left to report: its subtask ends here
-                if task is not None and self.dispense_goal is None and task.id not in self.sup.scheduler.done:
+                if self.book.endpoint() and task.id not in self.sup.scheduler.done:
                     self.sup.subtask_finished(task.id, True)
-            self.dispense_held = self.resume_pending = False
         if symbol in ("endpoint", "verified"):
             with self.lock:
                 temp = self.sup.last_temperature
@@ -748,25 +654,8 @@ class VisionSupervisorNode(Node):
         self.snapshot("anomaly")
         return True
 
-    def check_unconfirmed_stop(self, now):
-        """The dispenser stopped at its target but the endpoint was not confirmed in time: go on dispensing
-        (a new goal; the dispenser settles and adds what its fresh window says is missing). See
-        agentchemist.fsm.continuation."""
-        with self.lock:
-            state = self.sup.machine.state if self.sup else ""
-            hold = self.sup.endpoint_hold_s if self.sup else 0.0
-        if self.dispense_task is None:
-            return
-        decision = self.unconfirmed.check(now, state, hold)
-        if decision.action == "give_up":
-            self.abort(decision.message, "endpoint_not_confirmed")
-        elif decision.action == "continue":
-            self.get_logger().warn(decision.message)
-            self.send_dispense_goal(self.dispense_task, again=True)
-
     def check_timeouts(self):
         now = node_now(self)
-        self.check_unconfirmed_stop(now)
         kind = "state_timeout"
         try:
             with self.lock:

@@ -6,6 +6,7 @@ QUANTITY = "/agentchemist/quantity"
 ANOMALIES = "/agentchemist/anomalies"
 RECORDS = "/agentchemist/records"
 AUDIO_EVENTS = "/agentchemist/audio_events"
+DISPENSER_STATE = "/agentchemist/dispenser_state"  # DispenserState, latched: from the dispenser only
 PH_READING = "/lab/ph_meter/reading"
 BALANCE_READING = "/lab/balance/reading"
 BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim

@@ -1,0 +1,106 @@
+"""What the executor decides, as typed commands (frozen dataclasses), free of ROS.
+
+The supervision core (`agentchemist.fsm.supervision`, `agentchemist.fsm.executor`) takes typed events
+plus `now` and returns these; the vision supervisor node carries each one out (a goal, a cancel, a
+message, a publish) and decides nothing itself. One class per kind of effect, so a node maps them with
+`match` / `isinstance` and a typo is an error, not a silently ignored string.
+
+Two ways of stopping the dispenser for a while, because the two endpoints need different things:
+
+* `PauseDispensing` / `UnpauseDispensing` (reason): the dispenser holds its running goal (position,
+  volume, high-water mark) and goes on after the last reason is released. Used while the endpoint is
+  being confirmed, while labware is missing or moved, while the microphone is deaf.
+* `HoldDispensing` / `ResumeDispensing` (reason): the goal is cancelled and a new goal for the rest of
+  the volume cap is sent on resume. Used by the colour endpoint, whose hold may last long.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+def _frozen(detail: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(detail or {}))
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Apply `symbol` to the experiment machine (the supervisor's own evidence: ph_stable, endpoint ...)."""
+    symbol: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "detail", _frozen(self.detail))
+
+
+@dataclass(frozen=True)
+class StopDispensing:
+    """The endpoint is reached: end the dispensing goal (cancel it, and one still on its way on arrival)."""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "detail", _frozen(self.detail))
+
+
+@dataclass(frozen=True)
+class PauseDispensing:
+    """The dispenser holds its goal for `reason` (it keeps it and goes on after UnpauseDispensing)."""
+    reason: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "detail", _frozen(self.detail))
+
+
+@dataclass(frozen=True)
+class UnpauseDispensing:
+    reason: str
+
+
+@dataclass(frozen=True)
+class HoldDispensing:
+    """Cancel the dispensing goal for `reason`; ResumeDispensing sends a new one for the rest."""
+    reason: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "detail", _frozen(self.detail))
+
+
+@dataclass(frozen=True)
+class ResumeDispensing:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """An anomaly to publish. severity info with resolved=True closes the earlier one of its kind."""
+    kind: str
+    severity: str                    #: info | warn | halt
+    description: str
+    response: str = ""               #: hold | abort | resume | adjustment | ""
+    resolved: bool = False
+
+    def __post_init__(self):
+        if self.severity not in ("info", "warn", "halt"):
+            raise ValueError(f"Report.severity must be info, warn or halt, got {self.severity!r}")
+
+
+@dataclass(frozen=True)
+class Abort:
+    """End the experiment: an anomaly of `kind` (severity halt) and the machine to `aborted`."""
+    kind: str
+    reason: str
+
+
+def name(command) -> str:
+    """The command's kind in snake case (``StopDispensing`` -> ``stop_dispensing``), for logs and tests."""
+    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in type(command).__name__).lstrip("_")
+
+
+Command = Apply | StopDispensing | PauseDispensing | UnpauseDispensing | HoldDispensing | ResumeDispensing \
+    | Report | Abort
+
+__all__ = ["Abort", "Apply", "Command", "HoldDispensing", "PauseDispensing", "Report", "ResumeDispensing",
+           "StopDispensing", "UnpauseDispensing", "name"]

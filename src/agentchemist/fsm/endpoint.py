@@ -1,0 +1,56 @@
+"""The one judge of a pH endpoint, free of ROS: the settled level at the target, then stable over the hold.
+
+The supervisor runs it (agentchemist.fsm.supervision) and everyone else acts on its verdict: while the hold
+runs the dispenser is paused (no drop falls), a level that falls back short of the target releases it
+(it squeezes the next drop, one at a time near the target), and the endpoint cancels its goal. The
+dispenser never judges the target itself; closed loops without the graph (agentchemist.sim.closed_loop,
+the controller's unit benches) drive a DispenserController with the same verdicts through `steer`.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+from agentchemist.perception.ph_stability import EndpointConfig, EndpointDetector
+
+#: the pause reason while an endpoint is being confirmed
+ENDPOINT_HOLD = "endpoint"
+
+
+class Verdict(str, Enum):
+    GO = "go"              #: not at the target: dispensing goes on
+    HOLD = "hold"          #: at the target, the hold runs: no drop may fall
+    REACHED = "reached"    #: the endpoint: stop dispensing
+
+
+class EndpointJudge:
+    """Feed every pH reading; `update` says what dispensing must do now."""
+
+    def __init__(self, target_ph: float, direction: int, hold_s: float):
+        self.config = EndpointConfig(target_ph=target_ph, direction=direction, hold_s=hold_s)
+        self.detector = EndpointDetector(self.config)
+        self.reached_at: float | None = None
+
+    def update(self, stamp: float, ph: float) -> Verdict:
+        if self.reached_at is not None:
+            return Verdict.REACHED
+        if self.detector.update(stamp, ph):
+            self.reached_at = stamp
+            return Verdict.REACHED
+        return Verdict.HOLD if self.detector.confirming else Verdict.GO
+
+    def restart(self) -> None:
+        """Evidence that cannot be trusted (a frozen meter): the hold starts again."""
+        self.detector = EndpointDetector(self.config)
+
+    def reached(self, ph: float) -> bool:
+        return self.detector.reached(ph)
+
+
+def steer(controller, verdict: Verdict) -> None:
+    """Apply a verdict to a DispenserController directly (closed loops without the supervisor node)."""
+    if verdict is Verdict.REACHED:
+        controller.cancel()
+    elif verdict is Verdict.HOLD:
+        controller.hold(ENDPOINT_HOLD)
+    elif ENDPOINT_HOLD in controller.holds:
+        controller.release(ENDPOINT_HOLD)
