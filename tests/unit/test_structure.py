@@ -77,3 +77,128 @@ def test_bench_check_catches_a_test_import(tmp_path):
     good = tmp_path / "bench_ok.py"
     good.write_text("from agentchemist_ros.tools.bag.replay import replay\nimport testsuite\n")
     assert bench_imports_of_tests(good) == []
+
+
+# ---------------------------------------------------------------- no import cycles in the core
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_level_imports(source: str, module: str, is_package: bool) -> list[tuple[str, tuple[str, ...]]]:
+    """(imported module, names) for every import that runs when `module` is imported: top level, inside
+    if / try / with at top level, and under `if TYPE_CHECKING:` too (a type dependency is a dependency);
+    not inside functions or classes (deferred imports). Relative imports are resolved."""
+    found = []
+
+    def visit(statements):
+        for st in statements:
+            if isinstance(st, ast.Import):
+                found.extend((alias.name, ()) for alias in st.names)
+            elif isinstance(st, ast.ImportFrom):
+                name = st.module or ""
+                if st.level:
+                    base = module.split(".") if is_package else module.split(".")[:-1]
+                    base = base[:len(base) - (st.level - 1)]
+                    name = ".".join(base + ([st.module] if st.module else []))
+                found.append((name, tuple(alias.name for alias in st.names)))
+            elif isinstance(st, ast.If):
+                visit(st.body)
+                visit(st.orelse)
+            elif isinstance(st, ast.Try):
+                visit(st.body)
+                visit(st.orelse)
+                visit(st.finalbody)
+                for handler in st.handlers:
+                    visit(handler.body)
+            elif isinstance(st, ast.With):
+                visit(st.body)
+
+    visit(ast.parse(source).body)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> the modules of the same tree it imports at module level (`from pkg import sub` is an
+    edge to pkg.sub when sub is a module, to pkg for the names that are not)."""
+    files = {_module_name(p, root): p for p in root.rglob("*.py")}
+    graph = {}
+    for module, path in files.items():
+        edges = set()
+        for name, names in module_level_imports(path.read_text(), module, path.name == "__init__.py"):
+            subs = {f"{name}.{n}" for n in names} & files.keys()
+            edges |= subs
+            if name in files and (not names or len(subs) < len(names)):
+                edges.add(name)
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, successors = work[-1]
+            for w in successors:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
+def test_core_has_no_import_cycles():
+    graph = import_graph(CORE)
+    assert "agentchemist.plan.registry" in graph["agentchemist.plan.checks"]  # the graph sees real edges
+    assert import_cycles(graph) == []
+
+
+def test_cycle_check_catches_a_cycle(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    # a -> b at top level, b -> a only for type checking: still a cycle
+    (pkg / "sub" / "a.py").write_text("from pkg.sub.b import B\n")
+    (pkg / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                      "    from .a import A\n")
+    # c -> d -> e -> c through `from package import module` and a relative import
+    (pkg / "c.py").write_text("from pkg import d\n")
+    (pkg / "d.py").write_text("import pkg.e\n")
+    (pkg / "e.py").write_text("from . import c\n")
+    # f -> g at top level, g -> f only inside a function (deferred): no cycle
+    (pkg / "f.py").write_text("from pkg.g import G\n")
+    (pkg / "g.py").write_text("def later():\n    from pkg.f import F\n")
+    assert sorted(import_cycles(import_graph(pkg))) == [["pkg.c", "pkg.d", "pkg.e"], ["pkg.sub.a", "pkg.sub.b"]]

@@ -18,7 +18,7 @@ pH meter reads: activity for a glass electrode).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal
 
 from agentchemist.chemistry.reagents import ReagentLibrary, UnknownReagentError, default_library
 from agentchemist.fsm.validation import reachable_states, topological_order
@@ -29,10 +29,8 @@ from agentchemist.plan.feasibility import (
     ph_after,
     titrant_for_ph,
 )
+from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.schema import Plan
-
-if TYPE_CHECKING:
-    from agentchemist.plan.registry import HardwareRegistry
 
 __all__ = ["Finding", "beaker_of", "rectify_plan", "titrant_needed_ml", "verify_plan"]
 

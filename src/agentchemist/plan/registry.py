@@ -1,8 +1,9 @@
 """Hardware registry (config/hardware_registry.yaml): what the bench and the robot can physically do.
 
 Loaded into a typed, self-validating :class:`HardwareRegistry`. The rule engine that checks plans
-against it is :mod:`agentchemist.plan.rules_engine` (``verify_plan``, ``rectify_plan``), re-exported
-here. Units are in the names: mL, g, mm, mm/s, degrees, rpm.
+against it is :mod:`agentchemist.plan.checks` (``verify_plan``, ``rectify_plan``, also exported by
+:mod:`agentchemist.plan`): it imports the registry, never the reverse. Units are in the names: mL, g,
+mm, mm/s, degrees, rpm.
 """
 
 from __future__ import annotations
@@ -190,9 +191,3 @@ class HardwareRegistry:
         lo, hi = self.joint_limits_deg[joint]
         return math.isfinite(angle_deg) and lo <= angle_deg <= hi
 
-
-# The rule engine lives in plan/checks.py (it needs the chemistry); re-exported here so that callers
-# find ``verify_plan(plan, registry)`` next to the registry it checks against.
-from agentchemist.plan.checks import Finding, rectify_plan, verify_plan  # noqa: E402
-
-__all__ += ["Finding", "rectify_plan", "verify_plan"]
