@@ -13,3 +13,27 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("AGENTCHEMIST_CONFIG_DIR", str(REPO / "config"))
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+import pytest  # noqa: E402
+
+from tests import factories  # noqa: E402
+
+
+# ---------------------------------------------------------------- shared plan fixtures (tests/factories.py)
+@pytest.fixture(scope="module")
+def ph_plan():
+    """The rules planner's plan for the short HCl/NaOH scenario (tests/data/scenarios/hcl_short.yaml)."""
+    return factories.planned(factories.HCL_SHORT)
+
+
+@pytest.fixture(scope="module")
+def ca_plan():
+    """The rules planner's plan for the Ca/EDTA complexometric scenario (colour endpoint)."""
+    return factories.planned(factories.CA_EDTA)
+
+
+@pytest.fixture(scope="module")
+def weighing_plan():
+    """The rules planner's plan for the NaCl weighing scenario, on the weighing bench's scene."""
+    return factories.planned(factories.NACL_WEIGHING, factories.WEIGHING_SCENE)
+

@@ -8,8 +8,6 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from agentchemist.plan.planner import plan_instruction  # noqa: E402
-from agentchemist.sim.scenario import load_scenario  # noqa: E402
 from agentchemist_interfaces.msg import Anomaly, ExperimentPlan, FsmState  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.anomaly import make_anomaly  # noqa: E402
@@ -17,6 +15,7 @@ from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE  # noqa: E402
 from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.factories import planned  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
@@ -56,7 +55,7 @@ def test_a_halt_with_no_experiment_running_stops_nothing_and_one_during_a_run_ab
             "nothing runs: nothing to abort"
         # an experiment starts; the same halt now aborts it (the action policy is absent, but its answer
         # is awaited for agent_wait_s: long enough for the halt to come first)
-        plan = plan_instruction(load_scenario(SCENARIO).instruction).plan
+        plan = planned(SCENARIO)
         peer.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json()))
         assert wait_for(lambda: any(s.experiment_id == plan.experiment_id for s in peer.states), 10.0)
         peer.halt()

@@ -15,7 +15,6 @@ from rclpy.task import Future  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from agentchemist.plan.planner import plan_instruction  # noqa: E402
 from agentchemist.sim.lab import LabTwin  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
 from agentchemist_interfaces.action import ExecuteSubtask  # noqa: E402
@@ -26,6 +25,7 @@ from agentchemist_ros.common.timeconv import to_msg  # noqa: E402
 from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
 from agentchemist_ros.vision_supervisor_node import VisionSupervisorNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.factories import planned  # noqa: E402
 from tests.graph.harness import spinning, wait_for  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "ca_edta_short.yaml"
@@ -58,7 +58,7 @@ def graph(tmp_path_factory):
         Parameter("require_scene_check", value=False)])
     bench = Bench()
     with spinning((node, bench), threads=4):
-        plan = plan_instruction(load_scenario(SCENARIO).instruction).plan
+        plan = planned(SCENARIO)
         bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
                                               stamp=to_msg(1.0)))
         assert wait_for(lambda: node.sup is not None and bench.states)

@@ -13,53 +13,7 @@ from agentchemist.fsm import (
     SubtaskScheduler,
     UnknownSubtaskError,
 )
-from agentchemist.plan.protocols import ProtocolLibrary
-from agentchemist.plan.schema import Plan
-
-PROTO = ProtocolLibrary.load().for_family("acid_base_titration")
-
-
-def titration_plan(settle: bool = True) -> Plan:
-    filled = PROTO.fill(
-        dict(
-            experiment_name="HCl/NaOH",
-            analyte_name="hcl",
-            analyte_display="hydrochloric acid",
-            titrant_name="naoh",
-            titrant_display="sodium hydroxide",
-            analyte_concentration_m=0.1,
-            titrant_concentration_m=0.1,
-            analyte_volume_ml=25.0,
-            target_ph=12.5,
-            draw_volume_ml=54.4,
-            max_volume_ml=54.4,
-            output_format=["report"],
-            settle_each_drop=settle,
-        )
-    )
-    return Plan.model_validate(
-        {
-            "experiment_id": "exp-runtime",
-            "protocol": {"id": PROTO.id, "version": PROTO.version},
-            "parsed_instruction": {
-                "experiment_name": "HCl/NaOH",
-                "family": "acid_base_titration",
-                "entities": {
-                    "instruments": ["pipette", "beaker", "magnetic_stirrer", "ph_meter"],
-                    "reagents": [],
-                    "objects": [],
-                },
-                "initial_conditions": {},
-                "target_conditions": {"target_ph": 12.5},
-                "operation_intent": "titrate",
-            },
-            "environment_check": {"satisfied": True},
-            "state_machine": filled["state_machine"],
-            "task_decomposition": filled["task_decomposition"],
-            "module_instantiation": filled["module_instantiation"],
-        }
-    )
-
+from tests.factories import titration_plan
 
 PREFIX = [
     ("grasp_ok", "action_policy"),
@@ -126,12 +80,12 @@ def test_rejected_symbols_leave_the_state_alone_and_say_why():
 
 
 def test_drop_while_ph_settles_is_rejected_only_when_settling_is_required():
-    strict = ExperimentMachine.from_plan(titration_plan(settle=True), now=0.0)
+    strict = ExperimentMachine.from_plan(titration_plan(settle_each_drop=True), now=0.0)
     run(strict, PREFIX + [("drop", "dispenser_controller")])
     assert strict.state == "waiting_ph"
     with pytest.raises(RejectedSymbolError):
         strict.apply("drop", 20.0)
-    loose = ExperimentMachine.from_plan(titration_plan(settle=False), now=0.0)
+    loose = ExperimentMachine.from_plan(titration_plan(settle_each_drop=False), now=0.0)
     run(loose, PREFIX + [("drop", "dispenser_controller"), ("drop", "dispenser_controller")])
     assert loose.state == "waiting_ph"
 

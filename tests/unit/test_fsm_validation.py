@@ -7,54 +7,8 @@ import copy
 import pytest
 
 from agentchemist.fsm import ExperimentMachine, InvalidMachineError, SubtaskScheduler, validate_machine
-from agentchemist.plan.protocols import ProtocolLibrary
 from agentchemist.plan.schema import Plan
-
-LIB = ProtocolLibrary.load()
-
-TITRATION_VALUES = dict(
-    experiment_name="acid-base titration of 0.1 M hydrochloric acid with 0.1 M sodium hydroxide",
-    analyte_name="hcl",
-    analyte_display="hydrochloric acid",
-    titrant_name="naoh",
-    titrant_display="sodium hydroxide",
-    analyte_concentration_m=0.1,
-    titrant_concentration_m=0.1,
-    analyte_volume_ml=25.0,
-    target_ph=12.5,
-    draw_volume_ml=54.4,
-    max_volume_ml=54.4,
-    output_format=["report"],
-    settle_each_drop=True,
-)
-
-
-def plan_dict(family: str = "acid_base_titration", **values) -> dict:
-    proto = LIB.for_family(family)
-    filled = proto.fill({**TITRATION_VALUES, **values})
-    return {
-        "experiment_id": "exp-test",
-        "protocol": {"id": proto.id, "version": proto.version},
-        "parsed_instruction": {
-            "experiment_name": filled["experiment_name"],
-            "family": family,
-            "entities": {
-                "instruments": list(proto.required_instruments),
-                "reagents": [
-                    {"name": "naoh", "role": "titrant", "concentration_m": 0.1},
-                    {"name": "hcl", "role": "analyte", "concentration_m": 0.1, "volume_ml": 25.0},
-                ],
-                "objects": [],
-            },
-            "initial_conditions": {"initial_ph": 1.06, "analyte_volume_ml": 25.0},
-            "target_conditions": {"target_ph": 12.5},
-            "operation_intent": "titrate",
-        },
-        "environment_check": {"satisfied": True},
-        "state_machine": filled["state_machine"],
-        "task_decomposition": filled["task_decomposition"],
-        "module_instantiation": filled["module_instantiation"],
-    }
+from tests.factories import titration_plan_dict
 
 
 def reasons_for(data: dict) -> list[str]:
@@ -62,7 +16,7 @@ def reasons_for(data: dict) -> list[str]:
 
 
 def test_titration_protocol_machine_is_valid_and_matches_spec():
-    data = plan_dict()
+    data = titration_plan_dict()
     plan = Plan.model_validate(data)
     assert validate_machine(plan) == []
     sm = plan.state_machine
@@ -95,7 +49,7 @@ def test_titration_protocol_machine_is_valid_and_matches_spec():
 
 
 def test_without_settling_a_drop_may_fall_while_waiting():
-    plan = Plan.model_validate(plan_dict(settle_each_drop=False))
+    plan = Plan.model_validate(titration_plan_dict(settle_each_drop=False))
     assert validate_machine(plan) == []
     edges = {(t.source, t.symbol): t.target for t in plan.state_machine.transitions}
     assert edges[("waiting_ph", "drop")] == "waiting_ph"
@@ -115,13 +69,13 @@ def test_other_protocol_machines_are_valid(family):
     )
     if family == "weighing_dissolution":
         values["stop_on"] = "mass"
-    data = plan_dict(family, **values)
+    data = titration_plan_dict(family, **values)
     data["parsed_instruction"]["target_conditions"] = {"target_mass_g": 2.5}
     assert reasons_for(data) == []
 
 
 def test_unreachable_state_is_named():
-    data = plan_dict()
+    data = titration_plan_dict()
     data["state_machine"]["states"].append("orphan")
     data["state_machine"]["transitions"].append({"source": "orphan", "symbol": "verified", "target": "accepted"})
     reasons = reasons_for(data)
@@ -129,7 +83,7 @@ def test_unreachable_state_is_named():
 
 
 def test_no_accepting_state_reachable():
-    data = plan_dict()
+    data = titration_plan_dict()
     sm = data["state_machine"]
     sm["transitions"] = [t for t in sm["transitions"] if t["target"] != "accepted"]
     sm["input_symbols"].remove("verified")
@@ -141,14 +95,14 @@ def test_no_accepting_state_reachable():
 
 
 def test_ambiguous_transition_is_rejected():
-    data = plan_dict()
+    data = titration_plan_dict()
     data["state_machine"]["transitions"].append({"source": "titrating", "symbol": "drop", "target": "done"})
     reasons = reasons_for(data)
     assert any("ambiguous transition" in r and "'titrating'" in r and "'drop'" in r for r in reasons)
 
 
 def test_symbol_produced_by_no_agent():
-    data = plan_dict()
+    data = titration_plan_dict()
     sm = data["state_machine"]
     sm["input_symbols"].append("magic")
     sm["transitions"].append({"source": "ready", "symbol": "magic", "target": "done"})
@@ -169,7 +123,7 @@ def test_symbol_produced_by_no_agent():
 
 
 def test_unknown_agent_and_unknown_dependency_and_cycle():
-    data = plan_dict()
+    data = titration_plan_dict()
     tasks = data["task_decomposition"]
     tasks[0]["receiver"] = "butler"
     tasks[1]["dependencies"] = ["grasp_pipette", "no_such_task"]
@@ -186,7 +140,7 @@ def test_unknown_agent_and_unknown_dependency_and_cycle():
 
 
 def test_subtask_state_and_expected_transition_must_fit_the_machine():
-    data = plan_dict()
+    data = titration_plan_dict()
     tasks = data["task_decomposition"]
     tasks[2]["fsm_state"] = "nowhere"
     tasks[4]["expected_transition"] = {"symbol": "grasp_ok", "target": "pipette_grasped"}  # cannot follow 'done'
@@ -196,7 +150,7 @@ def test_subtask_state_and_expected_transition_must_fit_the_machine():
 
 
 def test_dependency_that_can_never_come_back_is_a_deadlock():
-    data = plan_dict()
+    data = titration_plan_dict()
     tasks = data["task_decomposition"]
     tasks[0]["dependencies"] = ["verify_endpoint"]  # grasp in 'initial' waits for something done in 'done'
     reasons = reasons_for(data)
@@ -204,7 +158,7 @@ def test_dependency_that_can_never_come_back_is_a_deadlock():
 
 
 def test_reserved_names_dead_ends_and_duplicates():
-    data = plan_dict()
+    data = titration_plan_dict()
     sm = data["state_machine"]
     sm["states"].append("aborted")
     sm["states"].append("limbo")
@@ -222,21 +176,21 @@ def test_reserved_names_dead_ends_and_duplicates():
 
 
 def test_schema_rejects_malformed_identifiers_and_extra_keys():
-    data = plan_dict()
+    data = titration_plan_dict()
     data["state_machine"]["states"][0] = "Initial State"
     with pytest.raises(ValueError, match="lower snake case"):
         Plan.model_validate(data)
-    data = plan_dict()
+    data = titration_plan_dict()
     data["state_machine"]["colour"] = "blue"
     with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         Plan.model_validate(data)
 
 
 def test_plan_json_round_trip_is_lossless():
-    plan = Plan.model_validate(plan_dict())
+    plan = Plan.model_validate(titration_plan_dict())
     again = Plan.model_validate_json(plan.model_dump_json())
     assert again == plan
-    broken = copy.deepcopy(plan_dict())
+    broken = copy.deepcopy(titration_plan_dict())
     broken["module_instantiation"]["dispenser"]["rate_mm_s"] = "fast"
     with pytest.raises(ValueError, match="rate_mm_s"):
         Plan.model_validate(broken)

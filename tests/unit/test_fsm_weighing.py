@@ -9,21 +9,7 @@ from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision
 from agentchemist.fsm.weighing import MassConfig, MassSupervision
 from agentchemist.perception.ph_stability import ReadingError
-from agentchemist.plan.planner import plan_instruction
-from agentchemist.plan.scene import SceneInfo
-from agentchemist.sim.scenario import load_scenario
-from tests.conftest import REPO
-
-SCENE = {"objects": [{"id": "balance", "kind": "balance"}, {"id": "beaker_main", "kind": "beaker"},
-                     {"id": "stirrer", "kind": "stirrer"}, {"id": "solid_bottle", "kind": "solid_bottle"}]}
-
-
-@pytest.fixture(scope="module")
-def plan():
-    sc = load_scenario(REPO / "config" / "scenarios" / "nacl_weighing.yaml")
-    outcome = plan_instruction(sc.instruction, SceneInfo.from_dict(SCENE))
-    assert outcome.plan is not None, outcome
-    return outcome.plan
+from tests.factories import HCL_NAOH, planned
 
 
 def feed(sup, t0, t1, grams, step=0.2, noise=0.0, rng=None):
@@ -50,8 +36,8 @@ def run_to(sup, symbol_list, t):
     return t
 
 
-def test_config_comes_from_the_plan(plan):
-    cfg = MassConfig.from_plan(plan)
+def test_config_comes_from_the_plan(weighing_plan):
+    cfg = MassConfig.from_plan(weighing_plan)
     assert cfg.target_g == pytest.approx(2.5)
     assert cfg.tolerance_g == pytest.approx(0.1)
     assert cfg.settle_window_s == pytest.approx(2.0)
@@ -59,8 +45,8 @@ def test_config_comes_from_the_plan(plan):
         MassConfig(target_g=math.nan, tolerance_g=0.1)
 
 
-def test_tare_ok_needs_the_tare_and_a_settled_zero(plan):
-    sup = Supervision(plan, 0.0)
+def test_tare_ok_needs_the_tare_and_a_settled_zero(weighing_plan):
+    sup = Supervision(weighing_plan, 0.0)
     t = run_to(sup, ["place_ok", "grasp_ok"], 1.0)
     # 98 g of beaker and water, settled: no tare_ok before the balance was told to tare
     assert symbols(feed(sup, t, t + 5, 98.02)) == []
@@ -73,8 +59,8 @@ def test_tare_ok_needs_the_tare_and_a_settled_zero(plan):
     assert symbols(cmds).count("tare_ok") == 1
 
 
-def test_pulses_target_mass_and_out_of_tolerance(plan):
-    sup = Supervision(plan, 0.0)
+def test_pulses_target_mass_and_out_of_tolerance(weighing_plan):
+    sup = Supervision(weighing_plan, 0.0)
     t = run_to(sup, ["place_ok", "grasp_ok", "tare_ok", "dose"], 1.0)
     assert sup.machine.state == "dosing"
     sup.apply("tap", t)
@@ -91,7 +77,7 @@ def test_pulses_target_mass_and_out_of_tolerance(plan):
     assert symbols(cmds) == ["target_mass"]
     assert cmds[0].detail["error_g"] == pytest.approx(-0.01, abs=1e-6)
     # another run: the dispenser says done but the balance shows 2.75 g: abort, not target_mass
-    sup2 = Supervision(plan, 0.0)
+    sup2 = Supervision(weighing_plan, 0.0)
     t = run_to(sup2, ["place_ok", "grasp_ok", "tare_ok", "dose"], 1.0)
     sup2.mass.dispenser_finished()
     cmds = feed(sup2, t, t + 3, 2.75)
@@ -99,8 +85,8 @@ def test_pulses_target_mass_and_out_of_tolerance(plan):
     assert cmds[0].kind == "mass_out_of_tolerance"
 
 
-def test_bad_balance_readings_never_advance(plan):
-    sup = Supervision(plan, 0.0)
+def test_bad_balance_readings_never_advance(weighing_plan):
+    sup = Supervision(weighing_plan, 0.0)
     t = run_to(sup, ["place_ok", "grasp_ok", "tare_ok", "dose", "tap"], 1.0)
     for bad in (math.nan, math.inf, 1e6):
         with pytest.raises(ReadingError):
@@ -111,8 +97,8 @@ def test_bad_balance_readings_never_advance(plan):
     assert sup.machine.state == "waiting_mass"
 
 
-def test_dissolved_then_verified_after_the_hold(plan):
-    sup = Supervision(plan, 0.0)
+def test_dissolved_then_verified_after_the_hold(weighing_plan):
+    sup = Supervision(weighing_plan, 0.0)
     t = run_to(sup, ["place_ok", "grasp_ok", "tare_ok", "dose"], 1.0)
     sup.mass.dispenser_finished()
     t0 = t
@@ -133,8 +119,8 @@ def test_dissolved_then_verified_after_the_hold(plan):
     assert cmds[0].detail["mass_g"] == pytest.approx(2.51)
 
 
-def test_crystals_seen_again_during_verification_abort(plan):
-    sup = Supervision(plan, 0.0)
+def test_crystals_seen_again_during_verification_abort(weighing_plan):
+    sup = Supervision(weighing_plan, 0.0)
     sup.mass.weighed_g = 2.5
     t = run_to(sup, ["place_ok", "grasp_ok", "tare_ok", "dose", "target_mass", "transfer_ok", "stir_ok",
                      "dissolved"], 1.0)
@@ -144,8 +130,7 @@ def test_crystals_seen_again_during_verification_abort(plan):
 
 
 def test_titration_plans_have_no_mass_supervision():
-    sc = load_scenario(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
-    sup = Supervision(plan_instruction(sc.instruction).plan, 0.0)
+    sup = Supervision(planned(HCL_NAOH), 0.0)
     assert sup.mass is None
     assert sup.on_mass(1.0, math.nan) == []  # the balance is not this experiment's instrument
 

@@ -9,25 +9,8 @@ from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision, SupervisionConfig
 from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.ph_stability import ReadingError
-from agentchemist.plan.planner import plan_instruction
-from agentchemist.sim.scenario import load_scenario
-from tests.conftest import REPO
 
 MAGENTA, BLUE = 329.0, 228.0
-
-
-@pytest.fixture(scope="module")
-def ca_plan():
-    outcome = plan_instruction(load_scenario(REPO / "config" / "scenarios" / "ca_edta.yaml").instruction)
-    assert outcome.kind == "plan", outcome.message
-    return outcome.plan
-
-
-@pytest.fixture(scope="module")
-def ph_plan():
-    outcome = plan_instruction(load_scenario(REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml").instruction)
-    assert outcome.kind == "plan", outcome.message
-    return outcome.plan
 
 
 def _to_titrating(sup, t=0.0):

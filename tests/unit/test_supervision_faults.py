@@ -7,19 +7,9 @@ import pytest
 from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision, SupervisionConfig
 from agentchemist.perception.scene import LabwareWatchConfig
-from agentchemist.plan.planner import plan_instruction
-from agentchemist.sim.scenario import load_scenario
-from tests.conftest import REPO
 
 SD = 0.005
 BENCH = {1: (164.5, 162.5), 3: (129.5, 201.5), 4: (136.5, 112.5), 6: (251.5, 188.5)}
-
-
-@pytest.fixture(scope="module")
-def ph_plan():
-    outcome = plan_instruction(load_scenario(REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml").instruction)
-    assert outcome.kind == "plan", outcome.message
-    return outcome.plan
 
 
 def to_waiting(sup, t=0.0):
