@@ -4,8 +4,8 @@ falling past the beaker's tag shows nothing."""
 import pytest
 
 from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
+from agentchemist.perception.tags import detect_markers
 from agentchemist.sim.lab import LabTwin
-from agentchemist.sim.markers import detect_markers
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO
 

@@ -6,6 +6,7 @@ import pytest
 from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
                                                   ReadingError, StabilityConfig)
 from agentchemist.perception.scene import describe_scene
+from agentchemist.plan import HardwareRegistry, SceneInfo
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO
@@ -76,7 +77,9 @@ def test_scene_check_passes_on_the_standard_bench():
     assert {"beaker", "pipette", "stirrer", "ph_probe", "ph_meter"} <= kinds
     assert desc.checks == {"beaker_on_stirrer": True, "probe_immersed": True, "pipette_in_beaker": True}
     scene = desc.as_scene_dict()
-    assert any(o["kind"] == "magnetic_stirrer" for o in scene["objects"])
+    # the scene keeps the bench's kind ("stirrer"); the planner reads it as its magnetic_stirrer
+    assert any(o["kind"] == "stirrer" for o in scene["objects"])
+    assert SceneInfo.from_dict(scene).of_kinds(HardwareRegistry.load().kinds_for("magnetic_stirrer"))
 
 
 def test_scene_check_fails_without_the_pipette():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentchemist.perception.scene import PLANNER_KINDS, describe_scene
+from agentchemist.perception.scene import describe_scene
 from agentchemist.plan import Planner, SceneError, SceneInfo
 from agentchemist.plan.parse_text import vessel_location
 from agentchemist.sim.lab import LabTwin
@@ -149,7 +149,7 @@ def test_the_twins_cluttered_benches_resolve_from_the_tags_positions(name):
     sc = load_scenario(REPO / "config" / "scenarios" / f"{name}.yaml")
     desc = describe_scene(LabTwin(sc).render_camera("front", 0.5))
     info = scene(
-        [{"id": o.id, "kind": PLANNER_KINDS.get(o.kind, o.kind), "u": o.u, "v": o.v} for o in desc.objects],
+        [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v} for o in desc.objects],
         preconditions=dict(desc.checks),
         image_size=[sc.cameras.width, sc.cameras.height],
     )

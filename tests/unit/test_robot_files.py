@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentchemist.sim.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
 from tests.conftest import REPO
 
 URDF_DIR = REPO / "urdf"
@@ -48,7 +48,7 @@ generate_urdf = _load(URDF_DIR / "generate_urdf.py", "generate_urdf")
 
 # ============================================================================================ URDF
 def expected_limits() -> dict[str, tuple[float, float]]:
-    """The twin's joint limits (Piper SDK software limits) by joint name."""
+    """The bench's joint limits (Piper SDK software limits, agentchemist.bench.robot) by joint name."""
     limits = {}
     for name in JOINT_NAMES:
         side, joint = name.split("_", 1)

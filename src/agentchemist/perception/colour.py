@@ -1,6 +1,6 @@
 """Liquid colour in the beaker from the front camera (OpenCV, HSV).
 
-The beaker is found by its ArUco tag (:data:`agentchemist.sim.markers.MARKER_TABLE`, id 1 for
+The beaker is found by its ArUco tag (:data:`agentchemist.bench.tags.MARKER_TABLE`, id 1 for
 ``beaker_main``). The tag's side length gives the image scale, so the search region below the tag is
 written in tag sides and works at any camera resolution. Inside that region the liquid is the largest
 connected blob of coloured pixels: grey bench, white glass highlights, the black probe and the white
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.perception.tags import TagFinder
-from agentchemist.sim.markers import MARKER_TABLE
 
 __all__ = [
     "BeakerColourTracker",

@@ -1,6 +1,6 @@
 """Undissolved solid in the working beaker, from the front camera: is anything left to dissolve?
 
-Where to look. The beaker is found by its ArUco tag (:data:`agentchemist.sim.markers.MARKER_TABLE`, id 1
+Where to look. The beaker is found by its ArUco tag (:data:`agentchemist.bench.tags.MARKER_TABLE`, id 1
 for ``beaker_main``), as :class:`agentchemist.perception.colour.BeakerColourTracker` does. The tag's side
 is the image scale: lengths below are in *design px*, 1/18 of the tag's printed side (the twin prints its
 tags 18 px wide in its 320 x 240 layout, so these are pixels of the default front image), and regions are
@@ -79,8 +79,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from agentchemist.bench.tags import MARKER_TABLE, TAG_SIDE_DESIGN_PX
 from agentchemist.perception.tags import TagFinder
-from agentchemist.sim.markers import MARKER_TABLE
 
 __all__ = [
     "BeakerNotFoundError",
@@ -92,8 +92,6 @@ __all__ = [
     "SolidMeasurement",
 ]
 
-#: Design px per printed tag side (the twin's tags are 18 px wide at 320 x 240).
-TAG_SIDE_DESIGN_PX = 18.0
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 

@@ -1,7 +1,9 @@
 """Scene check from the front camera: labware found by their ArUco tags, and the paper's preconditions
 (beaker on the stirrer, probe immersed, pipette in the beaker) from their relative image positions.
 
-The marker table (tag id -> labware id and kind) is the one printed on the bench; see sim/markers.py.
+The tag table (tag id -> labware id and kind) is the one printed on the bench: the bench description's
+(:mod:`agentchemist.bench.tags`). Kinds are the bench's names; the planner reads any alias of them
+(:func:`agentchemist.bench.labware.canonical_kind`), so the scene goes to it as seen.
 
 During the run, `LabwareWatch` compares every front frame's tags with the scene at the scene check: an
 item whose tag disappears (missing) or whose tag moved beyond a tolerance (moved), frame after frame,
@@ -13,11 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agentchemist.sim.markers import MARKER_TABLE, detect_markers
-
-
-#: marker kinds -> the planner's instrument names (plan/scene.py INSTRUMENT_DISPLAY)
-PLANNER_KINDS = {"stirrer": "magnetic_stirrer"}
+from agentchemist.bench.labware import platform_kinds
+from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.perception.tags import detect_markers
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,9 @@ class SceneDescription:
         return next((o for o in self.objects if o.kind == kind), None)
 
     def as_scene_dict(self) -> dict:
-        """The planner's SceneInfo.from_dict shape."""
+        """The planner's SceneInfo.from_dict shape (kinds as the bench names them)."""
         # Image positions go along: with clutter, which beaker stands on the stirrer is read from them.
-        out = {"objects": [{"id": o.id, "kind": PLANNER_KINDS.get(o.kind, o.kind), "u": o.u, "v": o.v}
+        out = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v}
                            for o in self.objects],
                "preconditions": dict(self.checks)}
         if self.image_size is not None:
@@ -195,7 +195,7 @@ class LabwareWatch:
             if kind in ("ph_probe", "pipette"):
                 wanted, below = ("beaker",), None
             elif kind in ("beaker", "reagent_bottle", "solid_bottle"):
-                wanted, below = ("stirrer", "balance"), True
+                wanted, below = platform_kinds(), True
             else:
                 continue
             near = [(abs(hu - u), h) for h, (hu, hv) in self.reference.items()

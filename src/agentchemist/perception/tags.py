@@ -1,27 +1,53 @@
-"""Finding one labware's ArUco tag in a front frame, frame after frame.
+"""Finding the labware's ArUco tags in camera frames (the tag table itself is the bench description's,
+:mod:`agentchemist.bench.tags`).
 
-The colour tracker and the dissolution watch both need where the beaker's tag is (its centre and side
-in pixels) in every frame. The tag moves little between frames, so the search starts in a crop round
-where it was last (a few tag sides wide, much cheaper than the whole image) and falls back to the whole
-image when the crop does not show it.
+:func:`detect_markers` finds every tag of the bench's dictionary in an image (the scene check, the
+bench watch). :class:`TagFinder` follows one labware's tag frame after frame: the colour tracker and the
+dissolution watch both need where the beaker's tag is (its centre and side in pixels) in every frame.
+The tag moves little between frames, so the search starts in a crop round where it was last (a few tag
+sides wide, much cheaper than the whole image) and falls back to the whole image when the crop does not
+show it.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import cv2
 import numpy as np
 
-from agentchemist.sim.markers import ARUCO_DICTIONARY
+from agentchemist.bench.tags import ARUCO_DICTIONARY
+
+__all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_markers"]
 
 #: (u, v, side): the tag's centre and mean side length, in image pixels
 Tag = tuple[float, float, float]
+
+
+@lru_cache(maxsize=1)
+def aruco_dictionary() -> "cv2.aruco.Dictionary":
+    """OpenCV's dictionary of the bench's tags (:data:`agentchemist.bench.tags.ARUCO_DICTIONARY`)."""
+    return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, ARUCO_DICTIONARY))
+
+
+def detect_markers(image_rgb: np.ndarray) -> dict[int, tuple[float, float]]:
+    """Tag id -> centre (u, v) in pixels of every tag of the bench's dictionary found in an RGB image."""
+    grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY)
+    detector = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
+    corners, ids, _ = detector.detectMarkers(grey)
+    found: dict[int, tuple[float, float]] = {}
+    if ids is None:
+        return found
+    for c, i in zip(corners, ids.ravel()):
+        centre = c.reshape(-1, 2).mean(axis=0)
+        found[int(i)] = (float(centre[0]), float(centre[1]))
+    return found
 
 
 class TagFinder:
     def __init__(self, marker_id: int, search_pad_sides: float):
         self.marker_id = int(marker_id)
         self.search_pad_sides = float(search_pad_sides)
-        self._detector = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(ARUCO_DICTIONARY),
-                                                 cv2.aruco.DetectorParameters())
+        self._detector = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
 
     def find(self, grey: np.ndarray, near: Tag | None = None) -> Tag | None:
         """The tag in a grey image, or None; ``near`` is where it was last seen (searched first)."""

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from agentchemist.bench.labware import kind_names
 from agentchemist.paths import config_dir
 
 __all__ = ["HardwareRegistry", "RegistryError", "default_registry_path"]
@@ -87,6 +88,9 @@ class HardwareRegistry:
     solid_pour_tilt_rate_deg_s: Range = (0.5, 90.0)
 
     def __post_init__(self) -> None:
+        # A scene may name an item by any of its bench names (agentchemist.bench.labware): the stirrer's tag
+        # says "stirrer" where the registry says "magnetic_stirrer"; each listed kind counts with its aliases.
+        object.__setattr__(self, "instrument_kinds", {k: kind_names(v) for k, v in self.instrument_kinds.items()})
         if not self.beakers:
             raise RegistryError("beakers: at least one beaker is needed")
         if self.default_beaker not in self.beakers:
@@ -173,8 +177,10 @@ class HardwareRegistry:
         return None
 
     def kinds_for(self, instrument: str) -> tuple[str, ...]:
-        """Scene kinds that count as ``instrument`` (the instrument name itself when not listed)."""
-        return self.instrument_kinds.get(instrument, (instrument,))
+        """Scene kinds that count as ``instrument`` (the instrument name itself when not listed), each with
+        every other bench name of the same item."""
+        listed = self.instrument_kinds.get(instrument)
+        return listed if listed is not None else kind_names(instrument)
 
     def clamp_gripper_mm(self, opening_mm: float) -> tuple[float, bool]:
         """(opening within the gripper's travel, whether it was clamped). ValueError on NaN."""
@@ -190,4 +196,3 @@ class HardwareRegistry:
             raise RegistryError(f"unknown joint {joint!r}; known: {sorted(self.joint_limits_deg)}")
         lo, hi = self.joint_limits_deg[joint]
         return math.isfinite(angle_deg) and lo <= angle_deg <= hi
-

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import yaml
 
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS
+from agentchemist.bench.stations import BUTTON_SUFFIX, STATION_PREFIX, button_pose, station_name, station_pose
 from agentchemist.paths import config_dir
 from agentchemist.perception.scene import aligned
 
-JOINTS_PER_ARM = 6
+JOINTS_PER_ARM = ARM_JOINTS
 
 
 class PrimitiveError(ValueError):
@@ -80,21 +82,13 @@ BOTTLE_SIDE = "left"
 #: Left-arm poses of the weighing: the bottle where it stands, and held upright above the beaker.
 BOTTLE_POSE = "solid_bottle"
 POUR_POSE = "pour_over_beaker"
-#: Right-arm pose prefix of the carry stations: `beaker_at_balance`, `beaker_at_stirrer`, ...
-STATION_PREFIX = "beaker_at_"
-BUTTON_SUFFIX = "_button"
-#: Names the planner gives a station or device -> the pose's station name.
-STATION_ALIASES = {"magnetic_stirrer": "stirrer", "stir_plate": "stirrer", "scale": "balance"}
+# Carry stations (`beaker_at_<station>` poses) and device buttons (`<device>_button`) are named by the bench
+# description (agentchemist.bench.stations: STATION_PREFIX, BUTTON_SUFFIX; station_name takes a plan's
+# name of a station or device, "magnetic_stirrer", to the bench's, "stirrer").
 #: Grasp objects: the plan's object id, without a numeric suffix ("pipette_1"), -> the primitive.
 GRASP_OBJECTS = {"pipette": "grasp_pipette", "solid_bottle": "grasp_bottle"}
-#: Piper SDK upper limit of joint6 (rad; sim/robot.py ARM_JOINT_LIMITS_RAD, not imported: that would load
-#: the whole twin package into the policy); the bottle's tilt turns the left wrist toward it.
-JOINT6_MAX_RAD = 2.0944
-
-
-def station_name(name: str) -> str:
-    """The pose name of a station or device as the plan names it ("magnetic_stirrer" -> "stirrer")."""
-    return STATION_ALIASES.get(name, name)
+#: Piper SDK upper limit of joint6 (rad; the bench's robot); the bottle's tilt turns the left wrist toward it.
+JOINT6_MAX_RAD = ARM_JOINT_LIMITS_RAD[5][1]
 
 
 def stations(poses: Poses, side: str = "right") -> list[str]:
@@ -194,9 +188,9 @@ def _carry(name: str, poses: Poses, side: str, p: dict, beaker_at: str | None) -
                              f"up from (known: {', '.join(known)})")
     g = poses.gripper_mm
     return [_gripper(side, g["open_mm"], "open"),
-            _arm(side, poses, STATION_PREFIX + frm),
+            _arm(side, poses, station_pose(frm)),
             _gripper(side, g["beaker_grasp_mm"], "close on the beaker"),
-            _arm(side, poses, STATION_PREFIX + to, 3.0),
+            _arm(side, poses, station_pose(to), 3.0),
             _gripper(side, g["open_mm"], "release the beaker"),
             _arm(side, poses, "home")]
 
@@ -206,7 +200,7 @@ def _press(poses: Poses, side: str, p: dict) -> list[Step]:
     known = devices(poses, side)
     if device not in known:
         raise PrimitiveError(f"press: unknown device '{p.get('device', '')}' (known: {', '.join(known)})")
-    return [_arm(side, poses, device + BUTTON_SUFFIX, 2.0), _arm(side, poses, "home")]
+    return [_arm(side, poses, button_pose(device), 2.0), _arm(side, poses, "home")]
 
 
 def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,

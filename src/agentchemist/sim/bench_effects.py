@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from agentchemist.policy.primitives import (BOTTLE_POSE, BOTTLE_SIDE, BUTTON_SUFFIX, POUR_POSE, STATION_PREFIX,
-                                            Poses, bottle_tilt_deg)
+from agentchemist.bench.stations import BUTTON_SUFFIX, STATION_PREFIX
+from agentchemist.policy.primitives import BOTTLE_POSE, BOTTLE_SIDE, POUR_POSE, Poses, bottle_tilt_deg
 from agentchemist.sim.lab import BOTTLE_UPRIGHT_DEG
 
 __all__ = ["BenchEffects", "BenchEffectsConfig", "BenchEvent", "TwinBench", "UPRIGHT_DEG"]

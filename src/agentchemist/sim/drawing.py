@@ -3,7 +3,7 @@
 Geometry is written in "design pixels" of a 320 x 240 front view and multiplied by a scale ``s``;
 every function takes the canvas, the item's base centre (u, v) in design pixels and ``s``.
 Glass is drawn as thin bright outlines over a faint tint, liquids by alpha blending, labels carry the
-item's ArUco tag on a white quiet zone (see :mod:`agentchemist.sim.markers`).
+item's ArUco tag on a white quiet zone (the bench's tags, :mod:`agentchemist.bench.tags`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from agentchemist.bench.tags import TAG_CELLS, TAG_SIDE_DESIGN_PX
 from agentchemist.sim.markers import marker_image
 
 __all__ = [
@@ -43,7 +44,7 @@ GLASS = (232, 240, 246)
 RUBBER = (150, 40, 30)
 STEEL = (150, 155, 160)
 DARK = (45, 48, 52)
-MARKER_CELL = 3  # design pixels per tag cell: 18 px tags at 320 x 240
+MARKER_CELL = TAG_SIDE_DESIGN_PX / TAG_CELLS  # design pixels per tag cell: 3 (18 px tags at 320 x 240)
 STIRRER_H, BALANCE_H = 24.0, 20.0
 
 

@@ -36,13 +36,13 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from agentchemist.bench.tags import default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.sim.audio import AudioEventTruth, AudioSynthError, ContactAudioConfig, ContactAudioSynth
 from agentchemist.sim.beaker import Beaker
 from agentchemist.sim.errors import SimCommandError
 from agentchemist.sim.faults import ActiveFault, FaultBook
 from agentchemist.sim.instruments import Balance, PhProbe
-from agentchemist.sim.markers import default_marker_id
 from agentchemist.sim.pipette import Drop, RubberBulbPipette
 from agentchemist.sim.robot import JOINT_NAMES, SIDES, Arm, Gripper, check_side
 from agentchemist.sim.scenario import FaultSpec, Scenario, ScenarioError, _format_errors

@@ -1,9 +1,8 @@
-"""Kinematic stand-in for the two Piper arms: joint limits, clamping, first-order follow, gripper stall.
+"""Kinematic stand-in for the two Piper arms: clamping, first-order follow, gripper stall.
 
-Joint limits are the Piper SDK's software limits (piper_sdk ``C_PiperParamManager``: joint1 +-150 deg,
-joint2 0..180 deg, joint3 -170..0 deg, joint4 +-100 deg, joint5 +-70 deg, joint6 +-120 deg; gripper
-0..0.07 m). The Piper URDF is slightly wider on joint4 (+-105 deg) and joint6 (+-180 deg); the firmware
-enforces the SDK values, so commands are clamped to those.
+The arms' sides, joint names, joint limits and gripper range are the bench description's
+(:mod:`agentchemist.bench.robot`: the Piper SDK's software limits, which the firmware enforces);
+commands are clamped to those.
 
 Arms follow their command with a first-order lag (``arm_tau_s``); grippers with a first-order lag whose
 speed is capped at ``gripper_max_speed_m_s`` (a closed-form update, exact for any step length). A stalled
@@ -16,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from agentchemist.bench import robot as _bench
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES, SIDES
 from agentchemist.sim.errors import SimCommandError
 
 __all__ = [
@@ -28,25 +29,13 @@ __all__ = [
     "check_side",
 ]
 
-SIDES = ("left", "right")
-ARM_JOINT_LIMITS_RAD: tuple[tuple[float, float], ...] = (
-    (-2.618, 2.618),
-    (0.0, 3.14),
-    (-2.967, 0.0),
-    (-1.745, 1.745),
-    (-1.22, 1.22),
-    (-2.0944, 2.0944),
-)
-GRIPPER_RANGE_M = (0.0, 0.07)
-JOINT_NAMES: tuple[str, ...] = tuple(
-    f"{side}_{j}" for side in SIDES for j in (*(f"joint{i}" for i in range(1, 7)), "gripper")
-)
-
 
 def check_side(side: str) -> str:
-    if side not in SIDES:
-        raise SimCommandError(f"side must be 'left' or 'right', got {side!r}")
-    return side
+    """The bench's check of an arm's side, raising the twin's SimCommandError."""
+    try:
+        return _bench.check_side(side)
+    except ValueError as exc:
+        raise SimCommandError(str(exc)) from None
 
 
 def _finite(value: float, what: str) -> float:
@@ -128,8 +117,8 @@ class Arm:
             values = [_finite(p, f"joint{i + 1} position (rad)") for i, p in enumerate(positions_rad)]
         except TypeError:
             raise SimCommandError(f"arm command must be a sequence of 6 numbers, got {positions_rad!r}") from None
-        if len(values) != 6:
-            raise SimCommandError(f"arm command needs 6 joint positions, got {len(values)}")
+        if len(values) != len(ARM_JOINT_LIMITS_RAD):
+            raise SimCommandError(f"arm command needs {len(ARM_JOINT_LIMITS_RAD)} joint positions, got {len(values)}")
         applied, notes = [], []
         for i, (v, (lo, hi)) in enumerate(zip(values, ARM_JOINT_LIMITS_RAD)):
             a = min(max(v, lo), hi)

@@ -29,10 +29,11 @@ from typing import Any, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentchemist.bench.labware import LABWARE_KINDS
+from agentchemist.bench.tags import FREE_IDS, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.sim.errors import ScenarioError
 from agentchemist.sim.indicators import INDICATORS, indicator_for
-from agentchemist.sim.markers import FREE_IDS, default_marker_id
 
 __all__ = [
     "AudioSpec",
@@ -68,19 +69,8 @@ FAULT_KINDS = (
     "labware_missing",
     "labware_moved",
 )
-LAYOUT_KINDS = (
-    "beaker",
-    "pipette",
-    "stirrer",
-    "ph_probe",
-    "ph_meter",
-    "reagent_bottle",
-    "solid_bottle",
-    "balance",
-    "wash_bottle",
-    "weighing_boat",
-    "stand",
-)
+#: The bench's labware kinds (agentchemist.bench.labware), by their bench names.
+LAYOUT_KINDS = tuple(k.name for k in LABWARE_KINDS)
 Side = Literal["left", "right"]
 
 
@@ -416,7 +406,7 @@ class Scenario(_Model):
             mid = it.marker_id if it.marker_id is not None else default_marker_id(it.id)
             if mid is None:
                 raise ValueError(
-                    f"layout: {it.id} is not in the marker table (sim/markers.py); give marker_id in {FREE_IDS.start}..{FREE_IDS.stop - 1}"
+                    f"layout: {it.id} is not in the marker table (agentchemist/bench/tags.py); give marker_id in {FREE_IDS.start}..{FREE_IDS.stop - 1}"
                 )
             if mid in markers:
                 raise ValueError(f"layout: marker id {mid} used by both {markers[mid]} and {it.id}")

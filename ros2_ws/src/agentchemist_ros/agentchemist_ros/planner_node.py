@@ -28,9 +28,6 @@ def new_experiment_id() -> str:
     return time.strftime("exp-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-MARKER_KINDS = {"stirrer": "magnetic_stirrer"}
-
-
 class PlannerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
@@ -95,7 +92,7 @@ class PlannerNode(Node):
             return None
         extra = json.loads(response.checks_json or "{}")
         checks = extra.get("checks", {})
-        scene = {"objects": [{"id": o.id, "kind": MARKER_KINDS.get(o.kind, o.kind), "u": o.u, "v": o.v}
+        scene = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v}
                              for o in response.objects],
                  "preconditions": {k: bool(v) for k, v in checks.items()}}
         if len(extra.get("image_size") or ()) == 2:  # positions are in this image's pixels

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import can
 
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M
 from agentchemist.hardware.piper import codec
-from agentchemist.sim.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M
 
 
 def _toward(value: float, target: float, max_step: float) -> float:
