@@ -88,7 +88,7 @@ def titrate(name: str, target: float, seed: int | None = None, **beaker):
 
 
 def check_hcl_endpoint(loop, run, outcome):
-    assert run.result.success and run.result.reason == "target_ph", run.result.message
+    assert run.result.reason == "canceled" and run.judge.reached_at is not None, run.result.message
     assert outcome.cross_ml == pytest.approx(25.0, abs=0.05)  # the twin's equivalence volume
     assert outcome.drops_after_crossing == 0, f"{outcome.drops_after_crossing} drop(s) after pH 7 was crossed"
     assert 0.0 <= outcome.overshoot_ml <= MAX_DROP
@@ -114,7 +114,7 @@ def test_titrate_hcl_to_ph_7_more_seeds(seed):
 def test_titrate_acetic_acid_to_ph_5_within_0_1():
     """Buffered (0.004 pH per drop near pH 5): the approach band is crossed in shrinking increments."""
     loop, run, outcome = titrate("acetic_naoh", 5.0, 2)
-    assert run.result.success and run.result.reason == "target_ph", run.result.message
+    assert run.result.reason == "canceled" and run.judge.reached_at is not None, run.result.message
     assert abs(outcome.true_ph - 5.0) <= 0.1, f"stopped at true pH {outcome.true_ph:.3f}"
     assert abs(outcome.reading_ph - outcome.true_ph) <= 0.05
     holds = [t for t, _, cond, _ in run.transitions if cond == "near_target_drop"]
@@ -126,7 +126,7 @@ def test_titrate_acetic_acid_to_ph_5_within_0_1():
 def test_titrate_maleic_acid_to_ph_7_within_0_1():
     """Maleic acid's second pKa buffers pH 7 (0.02 pH per drop): +/- 0.1 is within reach there."""
     loop, run, outcome = titrate("maleic_naoh", 7.0)
-    assert run.result.success and run.result.reason == "target_ph", run.result.message
+    assert run.result.reason == "canceled" and run.judge.reached_at is not None, run.result.message
     assert abs(outcome.true_ph - 7.0) <= 0.1, f"stopped at true pH {outcome.true_ph:.3f}"
     assert outcome.overshoot_ml <= 3 * DROP
     assert_estimates_account_for_everything(run)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-from agentchemist.perception.ph_stability import EndpointConfig, EndpointDetector
+from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
+                                                  StabilityConfig)
 
 #: the pause reason while an endpoint is being confirmed
 ENDPOINT_HOLD = "endpoint"
@@ -23,24 +24,39 @@ class Verdict(str, Enum):
 
 
 class EndpointJudge:
-    """Feed every pH reading; `update` says what dispensing must do now."""
+    """Feed every pH reading; `update` says what dispensing must do now.
 
-    def __init__(self, target_ph: float, direction: int, hold_s: float):
+    The hold must come no later than the next drop may: the dispenser squeezes again once its own short
+    window has settled (or the supervisor's ph_stable resumes it), while the endpoint's window is longer
+    (2 s) and its mean lags a jump. So until that long window has settled, the mean of a window as long
+    as the settle window (`settle_window_s`) already holds at the target; once it has settled, it alone
+    says whether the level is at the target (hold, then the endpoint after `hold_s`) or short of it
+    (dispensing goes on: a level sitting a hair under the target cannot keep the dispenser waiting)."""
+
+    def __init__(self, target_ph: float, direction: int, hold_s: float, settle_window_s: float = 1.0):
         self.config = EndpointConfig(target_ph=target_ph, direction=direction, hold_s=hold_s)
         self.detector = EndpointDetector(self.config)
+        self.settle_window_s = settle_window_s
+        self.recent = PhStabilityDetector(StabilityConfig(window_s=settle_window_s))
         self.reached_at: float | None = None
 
     def update(self, stamp: float, ph: float) -> Verdict:
         if self.reached_at is not None:
             return Verdict.REACHED
+        self.recent.add(stamp, ph)
         if self.detector.update(stamp, ph):
             self.reached_at = stamp
             return Verdict.REACHED
-        return Verdict.HOLD if self.detector.confirming else Verdict.GO
+        if self.detector.confirming:
+            return Verdict.HOLD
+        if self.detector.stable:
+            return Verdict.GO  # settled short of the target
+        return Verdict.HOLD if self.detector.reached(self.recent.mean()) else Verdict.GO
 
     def restart(self) -> None:
         """Evidence that cannot be trusted (a frozen meter): the hold starts again."""
         self.detector = EndpointDetector(self.config)
+        self.recent = PhStabilityDetector(StabilityConfig(window_s=self.settle_window_s))
 
     def reached(self, ph: float) -> bool:
         return self.detector.reached(ph)

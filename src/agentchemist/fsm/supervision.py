@@ -220,7 +220,8 @@ class Supervision:
         drop. A later start keeps it: by then the pH may sit a hair past the target and would turn it round."""
         if self.target_ph is not None and self.endpoint is None:
             self.ph_direction = 1 if current_ph is None or self.target_ph >= current_ph else -1
-            self.endpoint = EndpointJudge(self.target_ph, self.ph_direction, self.endpoint_hold_s)
+            self.endpoint = EndpointJudge(self.target_ph, self.ph_direction, self.endpoint_hold_s,
+                                          self.settle.config.window_s)
         return self.unpause(ENDPOINT_HOLD)  # a new goal is not held by an endpoint hold of an earlier one
 
     # ------------------------------------------------------------------ pH

@@ -144,6 +144,11 @@ class EndpointDetector:
         return False
 
     @property
+    def stable(self) -> bool:
+        """The detector's own window has settled (whether at the target or not)."""
+        return self._stability.is_stable()
+
+    @property
     def confirming(self) -> bool:
         """The settled level has reached the target and the hold is running (not yet long enough)."""
         return self._since is not None

@@ -6,8 +6,11 @@ What each side sees is what the ROS nodes see (ros2_ws/src/agentchemist_ros):
   contact audio in 0.1 s chunks; gripper commands apply at its current tick.
 - audio_supervisor: StreamingDetector on the chunks, DropContext judges every event; the dispenser node
   takes only droplets classified "expected", stamped with the event's start.
-- vision_supervisor: tells the audio supervisor to expect drops while the dispenser is in MOTION and to
-  stop expecting them in WAIT / RESET / DONE (its `on_dispense_feedback`).
+- the dispenser's state (DispenserState) tells the audio supervisor to expect drops while it is in MOTION
+  and to stop expecting them in WAIT / RESET / DONE.
+- vision_supervisor: with a pH target, the one endpoint judge (agentchemist.fsm.endpoint) on every pH
+  reading: it holds the controller while it confirms the hold, releases it if the level falls back,
+  and cancels the goal at the endpoint (the controller never ends a goal at its pH target).
 - dispenser_controller: `update(now, measured)` every control period (0.05 s) on the latest joint state.
 
 Everything is deterministic for a given scenario seed. The twin's `truth()` grades the result.
@@ -27,6 +30,7 @@ from typing import Callable
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationStep, Phase
 from agentchemist.control.dispenser import (ControllerAnomaly, DispenseGoal, DispenserConfig, DispenserController,
                                             Estimate, State, StopResult)
+from agentchemist.fsm.endpoint import EndpointJudge, steer
 from agentchemist.perception.audio import ContextConfig, DetectorConfig, DropContext, StreamingDetector
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import Scenario
@@ -66,6 +70,7 @@ class LoopRun:
     started: float = 0.0
     ended: float = 0.0
     controller: DispenserController | None = None
+    judge: EndpointJudge | None = None   #: the supervisor's endpoint judge (pH goals)
 
     def first_transition(self, condition: str, after: float = -math.inf) -> float | None:
         for t, _src, cond, _dst in self.transitions:
@@ -139,6 +144,8 @@ class ClosedLoop:
                     run.ph_readings.append((now, reading.value))
                 if controller is not None:
                     controller.on_ph(now, reading.value)
+                    if run is not None and run.judge is not None and controller.state != State.DONE:
+                        steer(controller, run.judge.update(now, reading.value))
         if procedure is not None and now >= self._next_balance - 1e-9:
             self._next_balance += r.balance_period_s
             reading = self.twin.read_balance(now)
@@ -192,16 +199,20 @@ class ClosedLoop:
                                          expected_interval_s=None, now=now)
 
     # ------------------------------------------------------------------ goals
-    def start(self, goal: DispenseGoal, config: DispenserConfig) -> tuple[DispenserController, LoopRun]:
+    def start(self, goal: DispenseGoal, config: DispenserConfig,
+              endpoint_hold_s: float = 5.0) -> tuple[DispenserController, LoopRun]:
         controller = DispenserController(config, goal, start_opening_mm=self._measured_mm, now=self.now)
-        run = LoopRun(started=self.now, controller=controller)
+        judge = None if goal.target_ph is None else EndpointJudge(goal.target_ph, goal.ph_direction, endpoint_hold_s)
+        run = LoopRun(started=self.now, controller=controller, judge=judge)
         self._next_control = self.now
         self._set_expectation(True, self.now)
         return controller, run
 
-    def run(self, goal: DispenseGoal, config: DispenserConfig, *, max_s: float = 600.0) -> LoopRun:
-        """Execute one goal until the controller stops (or `max_s` of sim time passes: result None)."""
-        controller, run = self.start(goal, config)
+    def run(self, goal: DispenseGoal, config: DispenserConfig, *, max_s: float = 600.0,
+            endpoint_hold_s: float = 5.0) -> LoopRun:
+        """Execute one goal until the controller stops (or `max_s` of sim time passes: result None); a pH
+        goal stops when the endpoint judge cancels it (`run.judge.reached_at`)."""
+        controller, run = self.start(goal, config, endpoint_hold_s)
         end = self.now + max_s
         while run.result is None and self.now < end - 1e-9:
             self.tick(controller, run)
