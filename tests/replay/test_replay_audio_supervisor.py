@@ -11,6 +11,7 @@ from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode  # noqa: 
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
 from agentchemist_ros.common.timeconv import to_sec  # noqa: E402
+from tests.replay.legacy import DispenserStateFromMessages  # noqa: E402
 from tests.replay.harness import FIXTURES, NODE_KW, ensure_rclpy, live_summary, recorded, replay  # noqa: E402
 
 BAG = FIXTURES / "hcl_short_audio"
@@ -24,7 +25,8 @@ MARGIN_S = 0.5  # events this close to the cut at the window's end may have been
 def _replay():
     ensure_rclpy()
     node = AudioSupervisorNode(**NODE_KW)
-    result = replay(BAG, [node], INPUTS, OUTPUTS, senders={"audio_supervisor"})
+    # the bag predates DispenserState: its expect_drops / stop_expecting messages are translated
+    result = replay(BAG, [DispenserStateFromMessages(), node], INPUTS, OUTPUTS, senders={"audio_supervisor"})
     events = result.probe.on(topics.AUDIO_EVENTS)
     estimates = [m for m in result.probe.on(topics.QUANTITY) if m.channel == "audio"]
     drops = [m for m in result.probe.on(topics.MESSAGES) if m.sender == "audio_supervisor" and m.symbol == "drop"]

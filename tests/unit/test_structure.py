@@ -153,13 +153,7 @@ def test_twin_import_check_catches_a_violation():
     assert module_package(CORE / "plan" / "rules.py", CORE.parent) == "agentchemist.plan"
 
 
-def _node_case(path: Path):
-    if path.stem == "vision_supervisor_node":
-        return pytest.param(path.name, marks=pytest.mark.xfail(strict=False, reason="being fixed in the same change"))
-    return path.name
-
-
-@pytest.mark.parametrize("node", [_node_case(p) for p in sorted(NODES.glob("*_node.py")) if p.stem != "lab_sim_node"])
+@pytest.mark.parametrize("node", [p.name for p in sorted(NODES.glob("*_node.py")) if p.stem != "lab_sim_node"])
 def test_node_modules_never_import_the_twin(node):
     """Nodes that run on the robot take tags, kinds and limits from the bench, not from the twin (lab_sim,
     the twin's own node, is the exception)."""

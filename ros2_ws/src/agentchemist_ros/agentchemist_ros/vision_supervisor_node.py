@@ -32,13 +32,14 @@ from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pou
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
+from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
 from agentchemist.perception.frozen_reading import FrozenConfig
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist.perception.scene import LabwareWatchConfig, describe_scene
-from agentchemist.sim.markers import MARKER_TABLE, detect_markers
+from agentchemist.perception.tags import detect_markers
 from agentchemist.perception.vlm import VlmError, make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
@@ -86,7 +87,7 @@ class VisionSupervisorNode(Node):
                                          low=1.0, high=3600.0)),
         )
         self.region = LiquidRegionConfig(marker_id=declare(self, "beaker_marker_id", 1,
-                                                           "ArUco id of the titration beaker (sim/markers.py)",
+                                                           "ArUco id of the titration beaker (agentchemist/bench/tags.py)",
                                                            low=0, high=49))
         self.tracker = BeakerColourTracker(self.region)
         backend = declare(self, "vision_backend", "opencv",
