@@ -49,6 +49,69 @@ def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
     return bool(condition())
 
 
+def before_marker(received: list, send_marker: Callable[[], object], is_marker: Callable[[object], bool], *,
+                  since: int = 0, seconds: float = 10.0,
+                  wait: Callable[[Callable[[], bool], float], bool] = wait_for) -> list:
+    """What arrived in `received` (from index `since`) before a marker: the "nothing arrived" check
+    without a sleep, which would pass on a slow machine whether or not the code works.
+
+    `send_marker()` causes one last message after the stimulus on a path ordered after whatever must not
+    arrive: the same publisher (a node's next output), or, in one process, any publisher on the same topic
+    (Fast DDS delivers intra-process messages during publish(), so what was published before the marker is
+    in the subscriber's queue ahead of it). Waits (with `wait(condition, seconds)`: a test that spins its
+    own executor passes its spinning wait) until a message that `is_marker` accepts is in `received`, and
+    returns the messages before it; the test asserts on those.
+    """
+    send_marker()
+    assert wait(lambda: any(is_marker(m) for m in received[since:]), seconds), \
+        f"the marker did not arrive within {seconds} s"
+    arrived = received[since:]
+    return arrived[:next(i for i, m in enumerate(arrived) if is_marker(m))]
+
+
+MARKER_JOINT = "__end_of_test_marker__"
+
+
+class MotionProbe(Node):
+    """Every arm and gripper command anyone sends (`commands`), and the anomalies; `flush()` (called by
+    run_experiment after the result, while the graph still spins) sends one marker command on each of
+    those topics and waits for them, so that `commands` then holds everything sent before: no sleep."""
+
+    def __init__(self, name: str = "motion_probe"):
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+
+        from agentchemist_interfaces.msg import Anomaly
+        from agentchemist_ros.common.qos import RELIABLE
+
+        super().__init__(name)
+        self.commands, self.anomalies, self.markers = [], [], []
+        self._marker_pubs = []
+        for topic, cls, marker in [
+                *[(topics.arm_trajectory_topic(side), JointTrajectory, JointTrajectory(joint_names=[MARKER_JOINT]))
+                  for side in topics.SIDES],
+                *[(topics.gripper_command_topic(side), Float64MultiArray, Float64MultiArray(data=[-1.0]))
+                  for side in topics.SIDES]]:
+            self.create_subscription(cls, topic, lambda m, t=topic: self._on_command(t, m), 10)
+            self._marker_pubs.append((topic, self.create_publisher(cls, topic, 10), marker))
+        self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
+        self._flushing = False
+
+    def _on_command(self, topic, msg):
+        if self._flushing and (list(getattr(msg, "joint_names", ())) == [MARKER_JOINT]
+                               or list(getattr(msg, "data", ())) == [-1.0]):
+            self.markers.append(topic)
+        else:
+            self.commands.append(msg)
+
+    def flush(self, seconds: float = 10.0) -> None:
+        self._flushing = True
+        for _topic, pub, marker in self._marker_pubs:
+            pub.publish(marker)
+        assert wait_for(lambda: len(set(self.markers)) == len(self._marker_pubs), seconds), \
+            f"markers arrived on {sorted(set(self.markers))} only"
+
+
 @contextmanager
 def spinning(nodes, threads: int | None = None):
     """Spin ``nodes`` in one executor on a background thread for the ``with`` block; then stop it, destroy
@@ -108,7 +171,10 @@ def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str |
         result_future = sent.result().get_result_async()
         while not result_future.done() and time.monotonic() < end:
             time.sleep(0.05)
-        time.sleep(settle_s)  # let the last messages reach the probe
+        if callable(getattr(extra, "flush", None)):
+            extra.flush()  # a marker after the last message the probe must see (see before_marker)
+        else:
+            time.sleep(settle_s)  # let the last messages reach the probe
         truth = graph.nodes["lab_sim"].twin.truth() if "lab_sim" in graph.nodes else {}
         leftovers = per_experiment_leftovers(graph)
     finally:

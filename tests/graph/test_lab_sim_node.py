@@ -20,6 +20,7 @@ from agentchemist_ros.common.qos import READINGS  # noqa: E402
 from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import before_marker  # noqa: E402
 
 SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
 
@@ -28,6 +29,14 @@ def spin_for(executor, seconds):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.02)
+
+
+def spin_until(executor, condition, seconds):
+    """Spin until `condition` holds or `seconds` of wall time pass; its last value."""
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+    return bool(condition())
 
 
 @pytest.fixture
@@ -68,8 +77,11 @@ def test_clock_readings_and_fault_injection(ros):
     assert future.result().success, future.result().message
     t_fault = sim.t
     readings.clear()
-    spin_for(executor, 1.0)
-    during = [t for t, q, _ in readings if q == "pH" and t_fault + 0.2 < t < t_fault + 2.8]
+    # the marker: the first pH reading after the 3 s dropout, from the same publisher as any reading
+    # during it (so those would have arrived first)
+    before = before_marker(readings, lambda: None, lambda r: r[1] == "pH" and r[0] > t_fault + 3.2,
+                           seconds=30.0, wait=lambda cond, s: spin_until(executor, cond, s))
+    during = [t for t, q, _ in before if q == "pH" and t_fault + 0.2 < t < t_fault + 2.8]
     assert during == [], "the pH meter must be silent during a dropout"
     for n in (sim, probe):
         n.destroy_node()
@@ -107,8 +119,13 @@ def test_beside_gazebo_follows_the_external_clock(ros):
     for k in range(1, 31):  # "Gazebo" advances its clock to 4.0 s
         gazebo.publish(Clock(clock=Time(sec=1 + k // 10, nanosec=(k % 10) * 100_000_000)))
         spin_for(executor, 0.02)
-    spin_for(executor, 0.2)
-    assert all(m.clock.sec <= 4 for m in clocks), "lab_sim must not publish its own /clock"
+    assert spin_until(executor, lambda: sim.t >= 3.89, 10.0), sim.t
+    # the marker: Gazebo's last tick (4 s + 1 ns), published in this process after lab_sim has followed the
+    # clock to 4 s: a /clock of lab_sim's own would be ahead of it
+    before = before_marker(clocks, lambda: gazebo.publish(Clock(clock=Time(sec=4, nanosec=1))),
+                           lambda m: (m.clock.sec, m.clock.nanosec) == (4, 1),
+                           wait=lambda cond, s: spin_until(executor, cond, s))
+    assert all(m.clock.sec <= 4 for m in before), "lab_sim must not publish its own /clock"
     assert sim.t == pytest.approx(4.0, abs=0.11)
     assert json.loads(json.dumps(sim.twin.truth_summary(), default=float))["t"] == pytest.approx(sim.t)
     for n in (sim, probe):

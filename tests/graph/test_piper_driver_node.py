@@ -23,7 +23,7 @@ from agentchemist_interfaces.msg import Anomaly  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import RELIABLE  # noqa: E402
 from agentchemist_ros.piper_driver_node import PiperDriverNode  # noqa: E402
-from tests.graph.harness import spinning  # noqa: E402
+from tests.graph.harness import before_marker, spinning  # noqa: E402
 
 START = (0.1, 0.5, -0.5, 0.2, 0.3, -1.0)
 ARM = [f"right_joint{i}" for i in range(1, 7)]
@@ -65,6 +65,11 @@ def wait_for(condition, what: str, timeout: float = 15.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def stamp(msg) -> float:
+    t = msg.header.stamp if hasattr(msg, "header") else msg.stamp
+    return t.sec + t.nanosec * 1e-9
+
+
 def command(pub, arm, gripper):
     pub.publish(JointState(name=NAMES, position=[*map(float, arm), float(gripper)]))
 
@@ -80,6 +85,10 @@ def test_piper_driver_node_follows_commands_only_when_trustworthy():
             parameter_overrides=[Parameter("side", value="right"), Parameter("can_interface", value=channel),
                                  Parameter("can_bustype", value="virtual"),
                                  Parameter("feedback_timeout_s", value=0.25)])
+        # every cycle's joint state (None: nothing published), recorded on the executor thread: the
+        # test counts the driver's own cycles instead of sleeping
+        ticks, step = [], driver.driver.step
+        driver.driver.step = lambda now: ticks.append(step(now)) or ticks[-1]
         probe = Node("piper_probe")
         states, anomalies = [], []
         probe.create_subscription(JointState, "/right_piper/joint_states", states.append, 10)
@@ -126,9 +135,15 @@ def test_piper_driver_node_follows_commands_only_when_trustworthy():
             wait_for(lambda: any(a.kind == "piper_feedback_timeout" for a in anomalies), "the dead-bus anomaly")
             dead = next(a for a in anomalies if a.kind == "piper_feedback_timeout")
             assert dead.severity == "halt" and not dead.resolved
-            time.sleep(0.2)                                     # what was already in flight arrives
-            seen = len(states)
+            dead_at, first_dead_tick = stamp(dead), len(ticks)
             frames = driver.driver.frames_sent
-            time.sleep(0.3)
-            assert len(states) == seen
+            wait_for(lambda: len(ticks) >= first_dead_tick + 20, "20 driver cycles on the dead bus")
             assert driver.driver.frames_sent == frames          # no motion frames to a dead arm
+            seen = len(states)
+            # the marker: the arm comes back, and the first joint state it brings (stamped after the
+            # anomaly) follows, on the same publisher, whatever the driver published while it was dead
+            with arm.lock:
+                arm.fw.silent = False
+            before_marker(states, lambda: None, lambda m: stamp(m) > dead_at, since=seen)
+            back = next(i for i in range(first_dead_tick, len(ticks)) if ticks[i] is not None)
+            assert back >= first_dead_tick + 20                 # no joint state in any dead cycle
