@@ -6,7 +6,8 @@
 - launch files are read with ast, then run against small stand-ins of the launch API whose constructors
   have the real (Jazzy) signatures, so a misspelt keyword, an undeclared LaunchConfiguration or an
   unknown executable fails here rather than on the robot;
-- node parameters are read from the node sources with ast (`declare(self, "<name>", default, ...)`).
+- node parameters are read from the node sources with ast (`declare(self, "<name>", default, ...)`, and
+  `declare_config(self, ConfigClass)`: the class's param() fields).
 Each checker returns a list of problems; one test per checker feeds it a broken input to show it can fail.
 """
 import ast
@@ -22,6 +23,7 @@ import yaml
 
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
 from tests.conftest import REPO
+from tests.unit.node_params import config_call_specs, ros_default
 
 URDF_DIR = REPO / "urdf"
 LAUNCH_DIR = REPO / "launch"
@@ -261,6 +263,9 @@ def declared_parameters(source: str) -> tuple[str, dict]:
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "node")
                 and isinstance(node.args[1], ast.Constant)):
             params[node.args[1].value] = _default_value(node.args[2], local_objects)
+        if isinstance(func, ast.Name) and func.id == "declare_config":
+            # Parameters from a config dataclass's param() fields (read as tests/unit/node_params.py does).
+            params.update((s.name, ros_default(s)) for s in config_call_specs(node, imports))
         if isinstance(func, ast.Name) and func.id in SHARED_DECLARERS:
             # Parameters declared for the node by a shared helper in agentchemist_ros/common/.
             params.update(declared_parameters((NODES_DIR / "common" / SHARED_DECLARERS[func.id]).read_text())[1])

@@ -22,10 +22,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from agentchemist.fsm.validation import validate_machine
+from agentchemist.params import param
 from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan
 
 __all__ = [
+    "BackendConfig",
     "BackendError",
     "BackendOutputError",
     "OpenAICompatibleBackend",
@@ -338,3 +340,22 @@ class TransformersBackend(_ChatBackend):
             out = self._model.generate(input_ids, attention_mask=None if attention is None else attention.to(self.device),
                                        max_new_tokens=self.max_new_tokens, do_sample=False)
         return self._tokenizer.decode(out[0, input_ids.shape[-1] :], skip_special_tokens=True)
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """Which backend plans and where its model is (the planner node declares these as its parameters)."""
+
+    backend: str = param("rules", choices=("rules", "openai", "transformers"), description="Planner backend")
+    llm_url: str = param("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint (backend openai)")
+    llm_model: str = param("", description="Model name or local path for the LLM backends")
+    llm_timeout_s: float = param(60.0, unit="s", low=1.0, high=600.0, description="LLM request timeout")
+
+    def create(self) -> str | PlannerBackend:
+        """The backend for one planning call: "rules" by name; an LLM backend is built each time, so a
+        missing endpoint or model is that call's error (a planner with no LLM still starts)."""
+        if self.backend == "openai":
+            return OpenAICompatibleBackend(self.llm_url, self.llm_model, timeout_s=self.llm_timeout_s)
+        if self.backend == "transformers":
+            return TransformersBackend(self.llm_model)
+        return "rules"

@@ -8,7 +8,12 @@ Bench effects of the arms (agentchemist.sim.bench_effects, fed every tick with t
 the right gripper closing on the beaker at `beaker_at_<X>` and opening at `beaker_at_<Y>` moves it onto
 station Y; the left gripper closing at `solid_bottle` grasps the bottle, whose tilt then follows the
 left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switches the stirrer on.
-Service /lab/balance/tare (std_srvs/Trigger) tares the balance.
+Service /lab/balance/tare (std_srvs/Trigger) tares the balance. The pipette draws titrant when its arm
+squeezes and releases the bulb at the titrant bottle (agentchemist.sim.pipette_draw).
+
+Pacing: parameters are agentchemist.sim.lab_sim_config.LabSimConfig; each tick advances sim time by
+clock_period, the streams go out when due (agentchemist.sim.streams), and while a gripper controller
+streams commands the next tick waits for its answer (agentchemist.sim.lockstep).
 
 For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (agentchemist.sim.bench_view:
 the front-image layout mapped onto a bench top in front of the robot), in base_link (no bench TF is
@@ -28,13 +33,16 @@ from visualization_msgs.msg import Marker, MarkerArray
 from agentchemist.policy.primitives import load_poses
 from agentchemist.sim.bench_effects import TwinBench
 from agentchemist.sim.bench_view import twin_markers
-from agentchemist.sim.draw_trigger import DrawTrigger, DrawTriggerConfig
 from agentchemist.sim.lab import LabTwin
+from agentchemist.sim.lab_sim_config import LabSimConfig
+from agentchemist.sim.lockstep import Lockstep
+from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
+from agentchemist.sim.streams import StreamSchedule
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import AUDIO, LATCHED, READINGS, SENSOR
 from agentchemist_ros.common.timeconv import node_now, to_msg
@@ -45,77 +53,39 @@ SAMPLE_RATE = 48000
 class LabSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__("lab_sim", **kwargs)
-        scenario_path = declare(self, "scenario", "", "Scenario YAML (config/scenarios/*.yaml)")
-        self.rtf = declare(self, "real_time_factor", 0.0,
-                           "Sim seconds per wall second; 0 = the scenario's value (capped at max_real_time_factor)",
-                           low=0.0, high=1000.0)
-        self.max_rtf = declare(self, "max_real_time_factor", 50.0, "Upper bound of the pace", low=0.1, high=1000.0)
-        self.period = declare(self, "clock_period", 0.05, "Sim seconds per /clock tick", low=0.001, high=0.5)
-        self.ph_period = 1.0 / declare(self, "ph_rate_hz", 5.0, "pH meter publish rate", low=0.1, high=100.0)
-        self.balance_period = 1.0 / declare(self, "balance_rate_hz", 5.0,
-                                              "Balance publish rate (the solid pour reads it between pulses)",
-                                              low=0.1, high=50.0)
-        self.joint_period = 1.0 / declare(self, "joint_state_rate_hz", 10.0, "Joint state rate", low=1.0, high=500.0)
-        self.audio_chunk = declare(self, "audio_chunk_s", 0.1, "Audio chunk length (s)", low=0.01, high=1.0)
-        camera_rate = declare(self, "camera_rate_hz", 0.5, "Camera rate (Hz); 0 = the scenario's", low=0.0, high=30.0)
-        # Rendering audio and images nobody listens to is most of the twin's cost at 50x.
-        self.lazy = declare(self, "publish_only_with_subscribers", True,
-                            "Skip rendering audio/camera streams that have no subscriber")
-        self.cameras = list(declare(self, "cameras", ["front"], "Cameras to render (front, left_wrist, right_wrist)"))
-        self.truth_period = declare(self, "ground_truth_period", 1.0, "Ground truth publish period (sim s)",
-                                    low=0.05, high=60.0)
-        self.start_time = declare(self, "start_time", 1.0, "Sim time of the first tick (s)", low=0.0, high=1e9)
-        # Wall-clock rate, not sim time: the markers are for a person watching rviz, and at 50x a sim-time
-        # rate would flood it with 100 arrays a second.
-        marker_rate = declare(self, "marker_rate_hz", 2.0,
-                              "Bench markers for rviz (/lab/bench_markers), wall-clock Hz; 0 = off",
-                              low=0.0, high=30.0)
-        self.marker_period = 1.0 / marker_rate if marker_rate > 0.0 else 0.0
-        self.next_marker_wall = 0.0
-        # Lock-step with the gripper controller: while a controller streams gripper commands (a dispense
-        # is running), the next tick waits until it has answered the last one (up to a wall timeout), so
-        # the squeeze does not depend on how loaded the graph is. Drop size depends on the squeeze.
-        self.lockstep_timeout = declare(self, "lockstep_timeout_s", 0.25,
-                                        "Wall seconds a tick waits for the gripper controller's answer while it "
-                                        "streams commands (0 = no lock-step)", low=0.0, high=5.0)
-        self.streak = 0          # consecutive ticks answered by a gripper command (a streaming controller)
-        self.answered = True
-        self.waiting_since: float | None = None
-        # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
-        self.publish_clock = declare(self, "publish_clock", True,
-                                     "Publish /clock; false beside Gazebo: the twin then follows the ROS clock "
-                                     "(use_sim_time true) instead of pacing itself")
-        self.publish_joints = declare(self, "publish_joint_states", True,
-                                      "Publish /joint_states (false when ros2_control publishes them)")
-        if not scenario_path:
+        self.config = cfg = declare_config(self, LabSimConfig)
+        if not cfg.scenario:
             raise ValueError("lab_sim needs the 'scenario' parameter (a config/scenarios/*.yaml file)")
-        if not self.publish_clock and not self.get_parameter("use_sim_time").value:
+        if not cfg.publish_clock and not self.get_parameter("use_sim_time").value:
             raise ValueError("lab_sim with publish_clock false follows an external /clock: set use_sim_time true")
-        self.scenario = load_scenario(scenario_path)
+        self.scenario = load_scenario(cfg.scenario)
         self.twin = LabTwin(self.scenario)
-        self.rtf = min(self.rtf or self.scenario.real_time_factor, self.max_rtf)
-        self.camera_period = 1.0 / (camera_rate or self.scenario.cameras.rate_hz)
+        self.rtf = cfg.pace(self.scenario.real_time_factor)
+        self.lazy = cfg.publish_only_with_subscribers
+        self.next_marker_wall = 0.0
+        self.lockstep = Lockstep(cfg.lockstep_timeout_s)
         poses = load_poses()
-        side = self.scenario.pipette.held_by
-        self.pipette_side = side
-        self.draw_trigger = DrawTrigger(DrawTriggerConfig(poses.pose(side, "titrant_bottle"), poses.tolerance_rad))
+        self.pipette_side = self.scenario.pipette.held_by
+        self.draw = PipetteDraw(self.twin, poses)
         self.bench = TwinBench(self.twin, poses)
 
-        self.t = self.start_time
+        self.t = cfg.start_time
         self.twin.step(self.t)
-        self.next = {"ph": self.t, "balance": self.t, "joint": self.t, "camera": self.t, "truth": self.t,
-                     "audio": self.t}
+        self.streams = StreamSchedule(self.t, {
+            "ph": 1.0 / cfg.ph_rate_hz, "balance": 1.0 / cfg.balance_rate_hz, "joint": 1.0 / cfg.joint_state_rate_hz,
+            "camera": cfg.camera_period(self.scenario.cameras.rate_hz), "truth": cfg.ground_truth_period},
+            cfg.audio_chunk_s)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.ph_pub = self.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
         self.balance_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
         self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, 10)
         self.audio_pubs = {s: self.create_publisher(AudioChunk, topics.audio_topic(s), AUDIO) for s in topics.SIDES}
         self.camera_pubs = {c: self.create_publisher(type(images.to_msg(_blank())), topics.camera_topic(c), SENSOR)
-                            for c in self.cameras}
+                            for c in cfg.cameras}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
         # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
         self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
-                           if self.marker_period else None)
+                           if cfg.marker_period else None)
         for s in topics.SIDES:
             self.create_subscription(Float64MultiArray, topics.gripper_command_topic(s),
                                      lambda m, s=s: self.on_gripper(s, m), 10)
@@ -126,7 +96,7 @@ class LabSimNode(Node):
         self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
-        self.timer = self.create_timer(self.period / self.rtf, self.tick)
+        self.timer = self.create_timer(cfg.clock_period / self.rtf, self.tick)
         self.get_logger().info(f"twin '{self.scenario.name}' at up to {self.rtf:.0f}x real time")
 
     # ------------------------------------------------------------------ commands
@@ -134,9 +104,8 @@ class LabSimNode(Node):
         if not msg.data:
             self.get_logger().warn(f"empty gripper command for {side}")
             return
-        if side == self.pipette_side and not self.answered:
-            self.answered = True
-            self.streak += 1
+        if side == self.pipette_side:
+            self.lockstep.command()
         result = self.twin.command_gripper(side, float(msg.data[0]), self.t)
         if result.clamped:
             self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
@@ -186,96 +155,55 @@ class LabSimNode(Node):
         return response
 
     # ------------------------------------------------------------------ pacing
-    def _held_for_controller(self) -> bool:
-        """True while the streaming gripper controller has not yet answered the last tick."""
-        # One-off commands (the action policy's grasp) are not a stream: wait only for a controller that
-        # has answered the last few ticks in a row.
-        streaming = self.streak >= 3
-        if not (self.lockstep_timeout and streaming) or self.answered:
-            self.waiting_since = None
-            return False
-        now = time.monotonic()
-        if self.waiting_since is None:
-            self.waiting_since = now
-        if now - self.waiting_since > self.lockstep_timeout:
-            self.waiting_since = None  # the controller stopped or is stuck: do not stall the world
-            self.streak = 0
-            return False
-        return True
-
     def tick(self):
-        if self.publish_clock and self._held_for_controller():
+        cfg = self.config
+        if cfg.publish_clock and self.lockstep.hold(time.monotonic()):
             return
-        if not self.answered:
-            self.streak = 0  # a tick went by without a command: not (or no longer) streaming
-        self.answered = False
-        if self.publish_clock:
-            self.t = round(self.t + self.period, 9)
+        self.lockstep.ticked()
+        if cfg.publish_clock:
+            self.t = round(self.t + cfg.clock_period, 9)
         else:
             ros_now = node_now(self)  # Gazebo's /clock: step the chemistry up to it, never backwards
             if ros_now <= self.t:
                 return
             self.t = ros_now
         self.twin.step(self.t)
-        if self.publish_clock:
+        if cfg.publish_clock:
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
-        self._check_draw()
-        self._check_bench()
+        # Effects of the arms' motions: the pipette's draw, then the bench (see the module docstring).
+        for level, message in self.draw.tick(self.t) + self.bench.tick(self.t):
+            getattr(self.get_logger(), level)(message)
         if self.marker_pub is not None:
             wall = time.monotonic()
             if wall >= self.next_marker_wall:
-                self.next_marker_wall = wall + self.marker_period
+                self.next_marker_wall = wall + cfg.marker_period
                 if not (self.lazy and self.marker_pub.get_subscription_count() == 0):
                     self.publish_markers()
-        if self.t >= self.next["ph"]:
-            self.next["ph"] += self.ph_period
+        if self.streams.due("ph", self.t):
             self._publish_ph()
-        if self.t >= self.next["balance"]:
-            self.next["balance"] += self.balance_period
+        if self.streams.due("balance", self.t):
             self._publish_reading(self.balance_pub, self.twin.read_balance(self.t), "balance", "mass", "g")
-        if self.publish_joints and self.t >= self.next["joint"]:
-            self.next["joint"] += self.joint_period
+        if cfg.publish_joint_states and self.streams.due("joint", self.t):
             names, positions = self.twin.joint_states()
             self.joint_pub.publish(JointState(header=Header(stamp=to_msg(self.t)), name=names,
                                               position=[float(p) for p in positions]))
-        while self.t >= self.next["audio"] + self.audio_chunk:
-            t0 = self.next["audio"]
-            n = int(round(self.audio_chunk * SAMPLE_RATE))
+        for t0 in self.streams.audio_chunks(self.t):
+            n = int(round(cfg.audio_chunk_s * SAMPLE_RATE))
             for side, pub in self.audio_pubs.items():
                 if self.lazy and pub.get_subscription_count() == 0:
                     continue
-                samples = self.twin.audio(side, t0, n)
                 msg = AudioChunk(header=Header(stamp=to_msg(t0), frame_id=f"{side}_gripper_mic"),
                                  sample_rate=SAMPLE_RATE, channels=1)
-                msg.data = _as_array(samples)
+                msg.data = _as_array(self.twin.audio(side, t0, n))
                 pub.publish(msg)
-            self.next["audio"] = round(t0 + self.audio_chunk, 9)
-        if self.t >= self.next["camera"]:
-            self.next["camera"] += self.camera_period
+        if self.streams.due("camera", self.t):
             for name, pub in self.camera_pubs.items():
                 if self.lazy and pub.get_subscription_count() == 0:
                     continue
                 frame = self.twin.render_camera(name, self.t)
                 pub.publish(images.to_msg(frame, "rgb8", Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")))
-        if self.t >= self.next["truth"]:
-            self.next["truth"] += self.truth_period
+        if self.streams.due("truth", self.t):
             self.publish_truth()
-
-    def _check_draw(self):
-        names, positions = self.twin.joint_states()
-        side = self.pipette_side
-        arm = [p for n, p in zip(names, positions) if n.startswith(f"{side}_joint")]
-        opening_mm = self.twin.gripper_opening_m(side) * 1000.0
-        if self.draw_trigger.update(arm, opening_mm):
-            titrant = next(iter(self.scenario.titrant))
-            result = self.twin.draw(titrant, self.scenario.pipette.capacity_ml, self.t)
-            level = "info" if result.accepted else "warn"
-            getattr(self.get_logger(), level)(f"draw {titrant}: {result.accepted_value} mL {result.reason}")
-
-    def _check_bench(self):
-        """Turn this tick's arm and gripper state into bench effects (see the module docstring)."""
-        for level, message in self.bench.tick(self.t):
-            getattr(self.get_logger(), level)(message)
 
     def _publish_ph(self):
         reading = self.twin.read_ph(self.t)

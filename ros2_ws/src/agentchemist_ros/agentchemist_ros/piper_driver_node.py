@@ -24,40 +24,24 @@ from agentchemist.hardware.piper.codec import FEEDBACK_IDS
 from agentchemist_interfaces.msg import Anomaly
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
-
-DEFAULTS = DriverConfig()
 
 
 class PiperDriverNode(Node):
     def __init__(self, **kwargs):
         super().__init__("piper_driver", **kwargs)
-        side = declare(self, "side", "left", "Arm this driver runs: left | right (joints <side>_joint1..6, "
-                                             "<side>_gripper)")
+        config = declare_config(self, DriverConfig)
+        side = config.side
+        # The bus and the cycle are the node's, not the driver logic's: plain parameters.
         channel = declare(self, "can_interface", "can0", "CAN channel: the SocketCAN interface (can_left, can0) "
                                                          "or, with can_bustype virtual, the virtual channel name")
         bustype = declare(self, "can_bustype", "socketcan", "python-can interface type: socketcan on the robot; "
                                                             "virtual (one process) or udp_multicast in tests")
         rate_hz = declare(self, "rate_hz", 200.0, "Driver cycle and joint_states rate (Hz); the Piper's feedback "
                                                   "is ~200 Hz", low=10.0, high=1000.0)
-        timeout = declare(self, "feedback_timeout_s", DEFAULTS.feedback_timeout_s,
-                          "Feedback older than this (s) is a dead bus: reported, motion frames stop",
-                          low=0.01, high=5.0)
-        tolerance = declare(self, "hold_tolerance_rad", DEFAULTS.hold_tolerance_rad,
-                            "Startup hold: arm commands move the arm only once one is within this of the "
-                            "measured position on every joint (rad)", low=0.001, high=0.5)
-        speed = declare(self, "speed_percent", DEFAULTS.speed_percent, "MOVE J speed sent to the arm (%)", low=1, high=100)
-        effort = declare(self, "gripper_effort_nm", DEFAULTS.gripper_effort_nm,
-                         "Gripper force limit sent with each gripper command (N m, Piper range 0..5)",
-                         low=0.0, high=5.0)
-        retry = declare(self, "mode_retry_s", DEFAULTS.mode_retry_s,
-                        "Re-send motor enable + CAN command mode this often (s) until the arm's status confirms it",
-                        low=0.05, high=10.0)
-        if side not in topics.SIDES:
-            raise ValueError(f"piper_driver: side must be left or right, got {side!r}")
         if self.get_name() != f"{side}_piper_driver":
             self.get_logger().warn(f"node name {self.get_name()} is not {side}_piper_driver "
                                    "(remap it with -r __node:=<side>_piper_driver)")
@@ -67,9 +51,7 @@ class PiperDriverNode(Node):
                                can_filters=[{"can_id": i, "can_mask": 0x7FF, "extended": False} for i in FEEDBACK_IDS])
         except (can.CanError, OSError, ValueError, ImportError) as exc:
             raise RuntimeError(f"piper_driver: cannot open CAN bus {bustype}:{channel}: {exc}") from None
-        self.driver = PiperDriver(self.bus, DriverConfig(side=side, feedback_timeout_s=timeout,
-                                                         hold_tolerance_rad=tolerance, speed_percent=speed,
-                                                         gripper_effort_nm=effort, mode_retry_s=retry))
+        self.driver = PiperDriver(self.bus, config)
         self.arm_names = self.driver.names[:6]
         self.gripper_name = self.driver.names[6]
         # Reliable publisher: matches reliable and best-effort subscribers. Best-effort subscription: hears

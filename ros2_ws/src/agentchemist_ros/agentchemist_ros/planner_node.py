@@ -12,12 +12,13 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from agentchemist.plan import plan_instruction
+from agentchemist.plan.backends import BackendConfig
 from agentchemist.plan.scene import SceneInfo
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
@@ -31,15 +32,12 @@ def new_experiment_id() -> str:
 class PlannerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
-        self.backend = declare(self, "backend", "rules", "Planner backend: rules | openai | transformers")
+        self.backend = declare_config(self, BackendConfig)
         self.scene_timeout = declare(self, "scene_timeout_s", 10.0, "Wait for DescribeScene (wall s)", low=0.0, high=120.0)
         self.report_timeout = declare(self, "report_timeout_s", 120.0, "Wait for the report after the end (wall s)",
                                       low=1.0, high=3600.0)
         self.group = ReentrantCallbackGroup()
         self.lock = threading.Lock()
-        self.llm_url = declare(self, "llm_url", "http://127.0.0.1:8000/v1", "OpenAI-compatible endpoint (backend openai)")
-        self.llm_model = declare(self, "llm_model", "", "Model name or local path for the LLM backends")
-        self.llm_timeout = declare(self, "llm_timeout_s", 60.0, "LLM request timeout (s)", low=1.0, high=600.0)
         # Per running experiment only (a long run sends goal after goal to this node): its goal handle, the
         # futures its execute() awaits and the anomalies it reports; execute() drops them when it returns.
         self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}
@@ -104,7 +102,7 @@ class PlannerNode(Node):
         result = RunExperiment.Result()
         try:
             scene = await self.scene(goal.scene_json)
-            outcome = plan_instruction(goal.instruction, scene, backend=self.backend_instance(),
+            outcome = plan_instruction(goal.instruction, scene, backend=self.backend.create(),
                                        experiment_id=new_experiment_id())
         except Exception as exc:  # a planner failure is a refusal with the reason, never a half-plan
             result.outcome, result.message = "failed", f"planning failed: {exc!r}"
@@ -154,18 +152,6 @@ class PlannerNode(Node):
             result.message = "; ".join(f"{a.kind}: {a.description}" for a in halts) or f"ended in {state.state}"
             goal_handle.abort()
         return result
-
-    def backend_instance(self):
-        """The planner backend from parameters (rules by default; LLM backends need their endpoint)."""
-        if self.backend == "rules":
-            return "rules"
-        if self.backend == "openai":
-            from agentchemist.plan.backends import OpenAICompatibleBackend
-            return OpenAICompatibleBackend(self.llm_url, self.llm_model, timeout_s=self.llm_timeout)
-        if self.backend == "transformers":
-            from agentchemist.plan.backends import TransformersBackend
-            return TransformersBackend(self.llm_model)
-        raise ValueError(f"unknown planner backend {self.backend!r} (rules | openai | transformers)")
 
 
 def main(args=None):

@@ -30,16 +30,27 @@ import can
 
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, check_side
 from agentchemist.hardware.piper import codec
+from agentchemist.params import param
 
 
 @dataclass(frozen=True)
 class DriverConfig:
-    side: str = "left"
-    feedback_timeout_s: float = 0.1      # 20 periods of the Piper's ~200 Hz feedback
-    hold_tolerance_rad: float = 0.05     # largest |command - measured| on any joint that arms the driver
-    speed_percent: int = 50              # MOVE J speed sent in the mode frame
-    gripper_effort_nm: float = 1.0       # gripper force limit sent with every gripper command (0..5 N m)
-    mode_retry_s: float = 0.5            # re-send enable + mode this often until the arm confirms CAN mode
+    """The driver's settings; the fields made with param() are also the piper_driver node's parameters."""
+    side: str = param("left", choices=("left", "right"),
+                      description="Arm this driver runs: left | right (joints <side>_joint1..6, <side>_gripper)")
+    # 20 periods of the Piper's ~200 Hz feedback
+    feedback_timeout_s: float = param(0.1, unit="s", low=0.01, high=5.0,
+                                      description="Feedback older than this is a dead bus: reported, motion "
+                                                  "frames stop")
+    hold_tolerance_rad: float = param(0.05, unit="rad", low=0.001, high=0.5,
+                                      description="Startup hold: arm commands move the arm only once one is within "
+                                                  "this of the measured position on every joint")
+    speed_percent: int = param(50, unit="%", low=1, high=100, description="MOVE J speed sent to the arm")
+    gripper_effort_nm: float = param(1.0, unit="N m", low=0.0, high=codec.GRIPPER_EFFORT_MAX / 1000.0,
+                                     description="Gripper force limit sent with each gripper command")
+    mode_retry_s: float = param(0.5, unit="s", low=0.05, high=10.0,
+                                description="Re-send motor enable + CAN command mode this often until the arm's "
+                                            "status confirms it")
     gripper_startup_eps_m: float = 1e-6  # a gripper command this close to the startup value is "unchanged"
 
     def __post_init__(self):

@@ -1,0 +1,351 @@
+"""One experiment's record: what the recorder keeps of each observation and which records it makes.
+
+The recorder node turns messages into the typed inputs below and publishes what comes back; every rule
+of what is stored lives here (no ROS, no clock: times are the inputs' stamps, `now` only where an input
+has none):
+
+- every estimate, reading, anomaly and audio event is kept raw; late (out-of-order) ones are flagged
+  and kept out of fusion (StampOrder);
+- titrant volume: each drop heard by the audio channel is fused with the statistical channel's
+  estimate (VolumeFuser); while an ``audio_noise`` anomaly gates the microphone the statistical channel
+  carries the per-drop records; other anomalies reduce every channel's confidence around their stamp;
+- pH and temperature go through the single-source filter and make a record every `ph_record_period`;
+  the balance, the only source of mass, makes one from its reading at the same period;
+- the agents' messages: ``ph_stable`` -> ph_settled, ``mass_settled`` -> mass_settled or (``final``)
+  mass_weighed, ``dissolved`` -> a raw dissolution time, ``endpoint``/``verified`` -> raw pH and
+  temperature at that moment, ``artifact`` -> an artifact row;
+- a terminal FSM state finishes the experiment (completed when accepting, else aborted), once.
+
+A record is published only after it is durable in the store (the publication is the acknowledgement):
+each :class:`Record` returned has been flushed.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentchemist.params import param
+from agentchemist.record.ordering import StampOrder
+from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
+from agentchemist.record.store import RecordStore, open_store
+from agentchemist.record.volume_fusion import VolumeFuser
+
+KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
+#: the record name of each filtered single-source quantity
+FILTERED = {"pH": "ph", "temperature": "temperature"}
+
+
+@dataclass(frozen=True)
+class RecorderConfig:
+    runs_dir: str = param("runs", description="Folder of the experiment run folders (runs/<experiment_id>/)")
+    store_url: str = param("", description="'' = SQLite at runs/<id>/records.db; or sqlite:///path.db or "
+                                           "postgresql://...")
+    ph_record_period: float = param(1.0, unit="s", low=0.0, high=60.0,
+                                    description="Time between smoothed pH (and temperature, mass) records")
+
+    def store_url_for(self, experiment_id: str) -> str:
+        return self.store_url or str(Path(self.runs_dir) / experiment_id / "records.db")
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class FsmUpdate:
+    experiment_id: str
+    stamp: float
+    state: str
+    previous_state: str
+    symbol: str
+    subtask_id: str
+    accepting: bool
+    terminal: bool
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A channel's estimate of a quantity (dispenser, audio, vision)."""
+    stamp: float
+    channel: str
+    quantity: str
+    value: float
+    unit: str
+    confidence: float
+    delta: float
+    event_id: str
+    fsm_state: str
+    subtask_id: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An instrument reading (pH meter, balance)."""
+    stamp: float
+    sensor: str
+    quantity: str
+    value: float
+    unit: str
+    self_check_ok: bool
+    noise: float
+
+
+@dataclass(frozen=True)
+class AgentNote:
+    """An agent's message addressed to the recorder."""
+    experiment_id: str
+    stamp: float
+    sender: str
+    symbol: str
+    subtask_id: str
+    payload_json: str
+
+
+@dataclass(frozen=True)
+class AnomalyNote:
+    stamp: float
+    source: str
+    kind: str
+    severity: str
+    description: str
+    fsm_state: str
+    subtask_id: str
+    response: str
+    resolved: bool
+
+
+@dataclass(frozen=True)
+class AudioEventNote:
+    stamp: float
+    event_id: str
+    kind: str
+    classification: str
+    start: float
+    end: float
+    snr_db: float
+    peak_frequency_hz: float
+    quantity: float
+    confidence: float
+
+
+# --------------------------------------------------------------------------------------------- outputs
+@dataclass(frozen=True)
+class Record:
+    """A fused record, durable in the store: publish it."""
+    experiment_id: str
+    seq: int
+    stamp: float
+    quantity: str
+    unit: str
+    value: float
+    confidence: float
+    channels: tuple
+    channel_values: tuple
+    channel_confidences: tuple
+    fsm_state: str
+    subtask_id: str
+    quality_flags: tuple
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The experiment was finished in the store: tell the summarizer where it is."""
+    experiment_id: str
+    stamp: float
+    status: str      # completed | aborted
+    store: str
+
+
+class Recording:
+    """The record of one experiment in `store` (see the module docstring)."""
+
+    def __init__(self, experiment_id: str, store: RecordStore, config: RecorderConfig = RecorderConfig(), *,
+                 url: str = "", previous: Recording | None = None):
+        self.experiment_id = experiment_id
+        self.store = store
+        self.url = url
+        self.config = config
+        self.closed = False
+        self.fuser = VolumeFuser()
+        self.order = StampOrder()
+        # The FSM state heard last, the sensors' filters and when each made its last record follow the bench,
+        # not one experiment: they carry over from the previous recording (until this experiment's first
+        # FSM state arrives, records keep the state heard last).
+        if previous is not None:
+            self.fsm_state, self.subtask_id = previous.fsm_state, previous.subtask_id
+            self.filters, self.last_record = previous.filters, previous.last_record
+        else:
+            self.fsm_state, self.subtask_id = "", ""
+            self.filters = {"pH": SingleSourceFilter(PH_FILTER), "temperature": SingleSourceFilter(TEMPERATURE_FILTER)}
+            self.last_record: dict[str, float] = {}
+
+    @classmethod
+    def open(cls, config: RecorderConfig, experiment_id: str, *, now: float, instruction: str = "",
+             plan_json: str = "", previous: Recording | None = None, on_failure=None) -> Recording:
+        """Open the experiment's store (SQLite in its run folder unless `config.store_url` names one),
+        start the experiment with its plan and make that durable. `now` is the plan's stamp."""
+        url = config.store_url_for(experiment_id)
+        if not config.store_url:
+            Path(url).parent.mkdir(parents=True, exist_ok=True)
+        store = open_store(url, on_failure=on_failure)
+        try:
+            plan = json.loads(plan_json)
+        except json.JSONDecodeError:
+            plan = {"unparsed": plan_json}
+        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
+        store.flush()
+        return cls(experiment_id, store, config, url=url, previous=previous)
+
+    def close(self) -> None:
+        self.store.flush()
+        self.store.close()
+
+    # ------------------------------------------------------------------ inputs
+    def on_fsm(self, msg: FsmUpdate) -> Closed | None:
+        if msg.experiment_id != self.experiment_id:
+            return None
+        if msg.previous_state or msg.symbol:
+            self.store.add_transition(self.experiment_id, stamp=msg.stamp, from_state=msg.previous_state,
+                                      to_state=msg.state, symbol=msg.symbol, subtask_id=msg.subtask_id,
+                                      agent="vision_supervisor")
+        self.fsm_state, self.subtask_id = msg.state, msg.subtask_id
+        if not msg.terminal or self.closed:
+            return None
+        status = "completed" if msg.accepting else "aborted"
+        self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
+                                     reason="" if msg.accepting else f"ended in {msg.state}")
+        self.store.flush()
+        self.closed = True
+        return Closed(self.experiment_id, msg.stamp, status, self.url)
+
+    def on_estimate(self, msg: Estimate) -> list[Record]:
+        flags = [] if math.isfinite(msg.value) and 0.0 <= msg.confidence <= 1.0 else ["invalid_input"]
+        if msg.channel not in KNOWN_CHANNELS:
+            flags.append(f"unknown_channel:{msg.channel}")
+        late = self.order.check(f"{msg.channel}/{msg.quantity}", msg.stamp)
+        if late:
+            flags.append(late)  # stored as raw, excluded from fusion
+        self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel=msg.channel, sensor=msg.channel,
+                           quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=msg.confidence,
+                           fsm_state=msg.fsm_state or self.fsm_state, subtask_id=msg.subtask_id,
+                           flags=flags, payload={"delta": msg.delta, "event_id": msg.event_id})
+        if flags or msg.quantity != "titrant_volume":
+            return []
+        if msg.channel == "statistical":
+            return [self._carried(at, result, msg.subtask_id)
+                    for at, result in self.fuser.add_statistical(msg.value, msg.confidence, msg.stamp, msg.delta,
+                                                                 self.fsm_state)]
+        if msg.channel != "audio":
+            return []
+        result = self.fuser.fuse_drop(msg.value, msg.confidence, msg.stamp, msg.delta, self.fsm_state)
+        return [self._carried(msg.stamp, result, msg.subtask_id)]
+
+    def on_reading(self, msg: Reading) -> list[Record]:
+        stamp = msg.stamp
+        late = self.order.check(f"{msg.sensor}/{msg.quantity}", stamp)
+        if late:  # an old or unstamped reading: keep it raw, never feed it to the filter
+            self.store.add_raw(self.experiment_id, stamp=stamp, channel="sensor", sensor=msg.sensor,
+                               quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
+                               fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=[late])
+            return []
+        filt = self.filters.get(msg.quantity)
+        filtered = filt.update(msg.value, stamp, msg.self_check_ok, msg.noise) if filt else None
+        flags = list(filtered.flags) if filtered else ([] if math.isfinite(msg.value) else ["invalid_input"])
+        self.store.add_raw(self.experiment_id, stamp=stamp, channel="sensor", sensor=msg.sensor,
+                           quantity=msg.quantity, value=msg.value, unit=msg.unit,
+                           confidence=filtered.confidence if filtered else (1.0 if msg.self_check_ok else 0.3),
+                           fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=flags)
+        if msg.quantity == "mass" and not flags and msg.self_check_ok:
+            # One balance is the only source of mass: its reading is the record (the supervisor's settled
+            # values are recorded as mass_settled); the periodic trace is for the chart.
+            if not self._due("mass", stamp):
+                return []
+            return [self._record(stamp, "mass", msg.unit, msg.value, 1.0, ["sensor"], [msg.value], [1.0], [],
+                                 self.subtask_id)]
+        if filtered is None or filtered.outlier or not math.isfinite(filtered.value):
+            return []
+        name = FILTERED[msg.quantity]
+        if not self._due(name, stamp):
+            return []
+        return [self._record(stamp, name, msg.unit, filtered.value, filtered.confidence, ["sensor"], [msg.value],
+                             [filtered.confidence], flags, self.subtask_id)]
+
+    def on_note(self, msg: AgentNote) -> list[Record]:
+        if msg.experiment_id != self.experiment_id:
+            return []
+        payload = json.loads(msg.payload_json or "{}")
+        stamp = msg.stamp
+        if msg.symbol == "ph_stable" and payload.get("ph") is not None:
+            ph = float(payload["ph"])
+            return [self._record(stamp, "ph_settled", "pH", ph, 1.0, ["sensor"], [ph], [1.0], [], msg.subtask_id)]
+        if msg.symbol == "mass_settled" and payload.get("mass_g") is not None:
+            # The settled mass after each pour pulse, and the weighed mass at the end of the pour (the
+            # supervisor's target_mass): the one the report states.
+            mass = float(payload["mass_g"])
+            quantity = "mass_weighed" if payload.get("final") else "mass_settled"
+            return [self._record(stamp, quantity, "g", mass, 1.0, ["sensor"], [mass], [1.0], [], msg.subtask_id)]
+        if msg.symbol == "dissolved" and payload.get("dissolution_time_s") is not None:
+            self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
+                               quantity="dissolution_time_s", value=float(payload["dissolution_time_s"]),
+                               unit="s", confidence=1.0, fsm_state=self.fsm_state, subtask_id=msg.subtask_id)
+            self.store.flush()
+        elif msg.symbol in ("endpoint", "verified"):
+            for key, unit in (("ph", "pH"), ("temperature_c", "degC")):
+                if payload.get(key) is not None:
+                    self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
+                                       quantity=f"{key}_at_{msg.symbol}", value=float(payload[key]), unit=unit,
+                                       confidence=1.0, fsm_state=self.fsm_state, subtask_id=msg.subtask_id)
+        elif msg.symbol == "artifact":
+            self.store.add_artifact(self.experiment_id, stamp=stamp, kind=payload.get("kind", "file"),
+                                    path=payload.get("path", ""), label=payload.get("label", ""))
+            self.store.flush()
+        return []
+
+    def on_anomaly(self, msg: AnomalyNote) -> list[Record]:
+        self.store.add_anomaly(self.experiment_id, stamp=msg.stamp, source=msg.source, kind=msg.kind,
+                               severity=msg.severity, description=msg.description,
+                               # agents below the supervisor (dispenser, audio) do not know the FSM state
+                               fsm_state=msg.fsm_state or self.fsm_state,
+                               subtask_id=msg.subtask_id, response=msg.response, resolved=msg.resolved)
+        records = []
+        if msg.kind == "audio_noise":
+            # The microphone was deaf from the noise's onset (this stamp) to its end (the resolution).
+            if msg.resolved:
+                self.fuser.close_gate("audio", msg.stamp)
+            else:
+                records = [self._carried(at, result, self.subtask_id)
+                           for at, result in self.fuser.open_gate("audio", msg.stamp, msg.kind, self.fsm_state)]
+        else:
+            self.fuser.add_failure(msg.stamp, msg.kind, msg.severity)
+        self.store.flush()
+        return records
+
+    def on_audio_event(self, msg: AudioEventNote) -> None:
+        self.store.add_audio_event(self.experiment_id, stamp=msg.stamp, event_id=msg.event_id, kind=msg.kind,
+                                   classification=msg.classification, start=msg.start, end=msg.end,
+                                   snr_db=msg.snr_db, peak_frequency_hz=msg.peak_frequency_hz,
+                                   quantity=msg.quantity, confidence=msg.confidence)
+
+    # ------------------------------------------------------------------ records
+    def _due(self, name: str, stamp: float) -> bool:
+        """True (and noted) when `name`'s last record is at least a record period old."""
+        if stamp - self.last_record.get(name, -1e9) < self.config.ph_record_period:
+            return False
+        self.last_record[name] = stamp
+        return True
+
+    def _carried(self, stamp, result, subtask) -> Record:
+        """A titrant volume record from a fusion result (a heard drop, or one the statistical channel
+        carries while the audio channel is gated)."""
+        return self._record(stamp, "titrant_volume", "mL", result.value, result.confidence, result.channels,
+                            result.channel_values, result.channel_confidences, result.quality_flags, subtask)
+
+    def _record(self, stamp, quantity, unit, value, confidence, channels, values, confidences, flags,
+                subtask) -> Record:
+        channels, values, confidences, flags = list(channels), list(values), list(confidences), list(flags)
+        seq = self.store.add_fused(self.experiment_id, stamp=stamp, quantity=quantity, unit=unit, value=value,
+                                   confidence=confidence, channels=channels, channel_values=values,
+                                   channel_confidences=confidences, fsm_state=self.fsm_state,
+                                   subtask_id=subtask, quality_flags=flags)
+        self.store.flush()  # durable before acknowledged
+        return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
+                      tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))

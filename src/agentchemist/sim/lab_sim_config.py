@@ -1,0 +1,56 @@
+"""The lab_sim node's settings: pace, stream rates, what it publishes (declared as its ROS parameters)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentchemist.params import param
+from agentchemist.sim.camera import CAMERA_NAMES
+
+
+@dataclass(frozen=True)
+class LabSimConfig:
+    scenario: str = param("", description="Scenario YAML (config/scenarios/*.yaml); required")
+    real_time_factor: float = param(0.0, low=0.0, high=1000.0,
+                                    description="Sim seconds per wall second; 0 = the scenario's value (capped at "
+                                                "max_real_time_factor)")
+    max_real_time_factor: float = param(50.0, low=0.1, high=1000.0, description="Upper bound of the pace")
+    clock_period: float = param(0.05, unit="sim s", low=0.001, high=0.5, description="Sim time per /clock tick")
+    ph_rate_hz: float = param(5.0, unit="Hz (sim time)", low=0.1, high=100.0, description="pH meter publish rate")
+    balance_rate_hz: float = param(5.0, unit="Hz (sim time)", low=0.1, high=50.0,
+                                   description="Balance publish rate (the solid pour reads it between pulses)")
+    joint_state_rate_hz: float = param(10.0, unit="Hz (sim time)", low=1.0, high=500.0,
+                                       description="/joint_states publish rate")
+    audio_chunk_s: float = param(0.1, unit="s", low=0.01, high=1.0, description="Audio per AudioChunk message")
+    camera_rate_hz: float = param(0.5, unit="Hz (sim time)", low=0.0, high=30.0,
+                                  description="Camera rate; 0 = the scenario's")
+    # Rendering audio and images nobody listens to is most of the twin's cost at 50x.
+    publish_only_with_subscribers: bool = param(True, description="Skip rendering audio/camera streams (and "
+                                                                  "markers) that have no subscriber")
+    cameras: tuple = param(("front",), choices=CAMERA_NAMES, description="Cameras to render")
+    ground_truth_period: float = param(1.0, unit="sim s", low=0.05, high=60.0,
+                                       description="Time between ground-truth messages")
+    start_time: float = param(1.0, unit="sim s", low=0.0, high=1e9, description="Sim time of the first tick")
+    # Wall-clock rate, not sim time: the markers are for a person watching rviz, and at 50x a sim-time rate
+    # would flood it with 100 arrays a second.
+    marker_rate_hz: float = param(2.0, unit="Hz (wall)", low=0.0, high=30.0,
+                                  description="Bench markers for rviz (/lab/bench_markers); 0 = off")
+    lockstep_timeout_s: float = param(0.25, unit="wall s", low=0.0, high=5.0,
+                                      description="How long a tick waits for the gripper controller's answer while "
+                                                  "it streams commands (0 = no lock-step)")
+    # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
+    publish_clock: bool = param(True, description="Publish /clock; false beside Gazebo: the twin then follows the "
+                                                  "ROS clock (use_sim_time true) instead of pacing itself")
+    publish_joint_states: bool = param(True, description="Publish /joint_states (false when ros2_control "
+                                                         "publishes them)")
+
+    def pace(self, scenario_rtf: float) -> float:
+        """Sim seconds per wall second: this config's factor, else the scenario's, capped."""
+        return min(self.real_time_factor or scenario_rtf, self.max_real_time_factor)
+
+    def camera_period(self, scenario_rate_hz: float) -> float:
+        return 1.0 / (self.camera_rate_hz or scenario_rate_hz)
+
+    @property
+    def marker_period(self) -> float:
+        """Wall seconds between bench marker arrays; 0 = none."""
+        return 1.0 / self.marker_rate_hz if self.marker_rate_hz > 0.0 else 0.0
