@@ -249,6 +249,29 @@ def bottle_tilt_deg(poses: Poses, left_arm_positions) -> float | None:
     return max(0.0, math.degrees(float(left_arm_positions[5]) - base[5]))
 
 
+def pour_kinematics(side: str, poses: Poses | None = None):
+    """(joints(tilt_deg) -> 6 joint targets, tilt(positions) -> deg or None) for a bottle held by `side`
+    at the pour pose (the contract's tilt convention: tilt = joint6 - the pose's joint6, with joints 1..5
+    at the pose within tolerance_rad; elsewhere None). The bottle's arm (BOTTLE_SIDE) uses the helpers
+    above, which also refuse a tilt beyond the wrist's limit. Raises PrimitiveError naming the known poses
+    when the poses (config/poses.yaml unless given) have no such pose."""
+    poses = poses if poses is not None else load_poses()
+    pose = poses.pose(side, POUR_POSE)
+    if side == BOTTLE_SIDE:
+        return (lambda tilt_deg: tuple(bottle_tilt_joints(poses, tilt_deg)),
+                lambda positions: bottle_tilt_deg(poses, positions))
+
+    def joints(tilt_deg):
+        return (*pose[:5], pose[5] + math.radians(tilt_deg))
+
+    def tilt(positions):
+        if len(positions) != JOINTS_PER_ARM or any(abs(q - p) > poses.tolerance_rad
+                                                   for q, p in zip(positions[:5], pose[:5])):
+            return None
+        return max(0.0, math.degrees(positions[5] - pose[5]))
+    return joints, tilt
+
+
 def step_reached(step: Step, arm_positions: tuple[float, ...] | None, gripper_opening_m: float | None,
                  tolerance_rad: float, gripper_tolerance_m: float = 0.0005) -> bool:
     """Whether the measured state satisfies the step (waits are timed by the executor)."""
