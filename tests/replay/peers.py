@@ -27,9 +27,11 @@ import json
 from dataclasses import dataclass, field
 
 from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message
+from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 
 from agentchemist.bag import BagReader
@@ -177,3 +179,171 @@ class RecordedPeers(Node):
         if (result_at is not None and result_at < self.now) or (result_at is None and handle.is_cancel_requested):
             self.dispense = None  # executed once; finish_dispense runs as the executor's next task
             handle.execute()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The node fixtures (nodes_*: tests/replay/make_fixtures.py, `Taps`) also hold what the live nodes' action
+# servers and scene service were asked and answered, on /replay_tap/... topics: every goal a server started
+# (`<Action>_SendGoal_Request`), every cancel it accepted (GoalInfo), how each goal ended (GoalStatus, then
+# `<Action>_GetResult_Response`), and each DescribeScene answer (JSON). Here they are read back as installed
+# rclpy messages (by field name: an interface that gained a field since still reads), replayed as a client
+# sending the same goals at the same sim times (`GoalSender`) and as the scene service (`RecordedScene`).
+
+TAP = "/replay_tap"
+
+
+def tap_time(ns: int) -> float:
+    """Sim seconds of a tap: the live node's clock (the twin's ticks), which the bag writer may have moved by
+    a few ns to keep time stamps distinct: rounded to the microsecond."""
+    return round(ns / 1e3) * 1e-6
+
+
+@dataclass
+class TappedGoal:
+    """One goal the live server ran: when it started executing it, was asked to cancel it, and ended it."""
+
+    goal_id: str                    # hex of the live goal's UUID
+    goal: object                    # the installed action type's Goal
+    started: float                  # sim s
+    canceled: float | None = None
+    ended: float | None = None
+    status: int | None = None       # action_msgs GoalStatus (4 succeeded, 5 canceled, 6 aborted)
+    result: object | None = None    # the installed action type's Result
+
+
+def tapped_goals(bag, action: str, action_type) -> list[TappedGoal]:
+    """The goals the live server of `action` (e.g. topics.DISPENSE) ran, in the order it started them."""
+    from tests.replay.harness import from_rosbags
+
+    name = {kind: f"{TAP}{action}/{kind}" for kind in ("goal", "cancel", "status", "result")}
+    goals: dict[str, TappedGoal] = {}
+    finished: list[str] = []   # goal ids in the order they ended
+    results: list = []         # their results, in the same order (a status and its result share a time)
+    with BagReader(bag) as reader:
+        for msg in reader.messages(list(name.values())):
+            data = reader.decode(msg)
+            if msg.topic == name["goal"]:
+                gid = bytes(data.goal_id.uuid).hex()
+                goals[gid] = TappedGoal(gid, from_rosbags(data.goal, action_type.Goal), tap_time(msg.timestamp))
+            elif msg.topic == name["cancel"]:
+                goals[bytes(data.goal_id.uuid).hex()].canceled = to_sec(data.stamp)
+            elif msg.topic == name["status"]:
+                gid = bytes(data.goal_info.goal_id.uuid).hex()
+                goals[gid].ended, goals[gid].status = to_sec(data.goal_info.stamp), int(data.status)
+                finished.append(gid)
+            else:
+                results.append(from_rosbags(data.result, action_type.Result))
+    for gid, result in zip(finished, results):
+        goals[gid].result = result
+    return list(goals.values())
+
+
+class GoalSender(Node):
+    """A client of `action` that sends the recorded goals when the replay's /clock reaches the sim time the
+    live server started each (so the server under test starts it then too), asks to cancel each when the
+    live server was asked, and keeps the answers: results[goal id] = (sim s, status, result), accepted,
+    feedback[goal id] = [(sim s, feedback)]. `adapt(tapped) -> goal` may fill fields the recording lacks.
+    Nothing waits: every step is a callback of the lock-step executor."""
+
+    def __init__(self, action_type, action: str, goals: list[TappedGoal], adapt=None, name="replay_goal_sender"):
+        from rclpy.action import ActionClient
+        super().__init__(name, start_parameter_services=False)
+        self.client = ActionClient(self, action_type, action)
+        self.pending = sorted(goals, key=lambda g: g.started)
+        self.cancels = sorted((g for g in goals if g.canceled is not None), key=lambda g: g.canceled)
+        self.adapt = adapt
+        self.now: float | None = None
+        self.handles: dict[str, object] = {}
+        self.accepted: dict[str, bool] = {}
+        self.results: dict[str, tuple[float, int, object]] = {}
+        self.feedback: dict[str, list] = {}
+        self.log: list[str] = []
+        self.create_subscription(Clock, "/clock", self.on_clock, QoSProfile(depth=10))
+
+    def due_times(self) -> list[float]:
+        """Sim times at which this client acts (a replay steps /clock there)."""
+        return sorted({g.started for g in self.pending} | {g.canceled for g in self.cancels})
+
+    def on_clock(self, msg):
+        self.now = to_sec(msg.clock)
+        while self.pending and self.pending[0].started <= self.now + 1e-9:
+            tapped = self.pending.pop(0)
+            goal = self.adapt(tapped) if self.adapt else tapped.goal
+            self.log.append(f"goal {tapped.goal_id[:8]} sent at {self.now:.6f}")
+            sent = self.client.send_goal_async(
+                goal, feedback_callback=lambda fb, g=tapped.goal_id: self.feedback.setdefault(g, []).append(
+                    (self.now, fb.feedback)))
+            sent.add_done_callback(lambda future, g=tapped.goal_id: self._answered(g, future.result()))
+        while self.cancels and self.cancels[0].canceled <= self.now + 1e-9:
+            tapped = self.cancels.pop(0)
+            handle = self.handles.get(tapped.goal_id)
+            self.log.append(f"cancel {tapped.goal_id[:8]} at {self.now:.6f}" + ("" if handle else ": not accepted"))
+            if handle is not None:
+                handle.cancel_goal_async()
+
+    def _answered(self, gid: str, handle) -> None:
+        self.accepted[gid] = bool(handle.accepted)
+        if not handle.accepted:
+            return
+        self.handles[gid] = handle
+        handle.get_result_async().add_done_callback(
+            lambda future: self.results.__setitem__(gid, (self.now, future.result().status, future.result().result)))
+
+
+def tapped_scenes(bag) -> list[tuple[float, object]]:
+    """(sim s, DescribeScene.Response) of every scene the live vision supervisor described, in order."""
+    from types import SimpleNamespace
+
+    from agentchemist_interfaces.srv import DescribeScene
+    from tests.replay.harness import from_rosbags
+
+    def namespace(value):
+        if isinstance(value, dict):
+            return SimpleNamespace(**{k: namespace(v) for k, v in value.items()})
+        return [namespace(v) for v in value] if isinstance(value, list) else value
+
+    with BagReader(bag) as reader:
+        return [(tap_time(m.timestamp),
+                 from_rosbags(namespace(json.loads(reader.decode(m).data)), DescribeScene.Response))
+                for m in reader.messages([f"{TAP}{topics.DESCRIBE_SCENE}/response"])]
+
+
+class RecordedScene(Node):
+    """The DescribeScene service, answering a call made at sim time t with the first scene the live service
+    gave at or after t (the live answer to the same question; the last one when asked later than live),
+    when the replay's /clock reaches the time the live answer went out (the live round trip took a tick or
+    so; a caller that polls must see the same delays). `asked` lists the sim times of the calls."""
+
+    def __init__(self, scenes: list[tuple[float, object]]):
+        from agentchemist_interfaces.srv import DescribeScene
+        super().__init__("recorded_scene", start_parameter_services=False)
+        self.scenes = scenes
+        self.now: float | None = None
+        self.asked: list[float] = []
+        self.waiting: list[tuple[float, Future]] = []
+        # the clock must get through while an answer waits for it: not one mutually exclusive group
+        group = ReentrantCallbackGroup()
+        self.create_subscription(Clock, "/clock", self.on_clock, QoSProfile(depth=10), callback_group=group)
+        self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=group)
+
+    def due_times(self) -> list[float]:
+        return [t for t, _answer in self.scenes]
+
+    def on_clock(self, msg):
+        self.now = to_sec(msg.clock)
+        for item in [w for w in self.waiting if w[0] <= self.now + 1e-9]:
+            self.waiting.remove(item)
+            item[1].set_result(True)
+
+    async def describe(self, request, response):
+        now = self.now if self.now is not None else 0.0
+        self.asked.append(now)
+        if not self.scenes:
+            response.success, response.message = False, "no scene was described in the recorded run"
+            return response
+        at, answer = next(((t, a) for t, a in self.scenes if t >= now - 1e-6), self.scenes[-1])
+        if at > now + 1e-9:
+            ready = Future()
+            self.waiting.append((at, ready))
+            await ready
+        return answer
