@@ -60,7 +60,7 @@ def graph(tmp_path_factory):
         plan = planned(SCENARIO)
         bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
                                               stamp=to_msg(1.0)))
-        assert wait_for(lambda: node.sup is not None and bench.states)
+        assert wait_for(lambda: node.ex is not None and bench.states)
         frame = LabTwin(load_scenario(SCENARIO)).render_camera("front", 1.0)
         yield node, bench, frame
 
@@ -125,4 +125,4 @@ def test_bad_frames_are_anomalies_once_per_episode(graph):
     assert wait_for(lambda: any(a.kind == "colour_unreadable" and a.resolved for a in bench.anomalies[n:]))
     _good(bench, frame, 22.0)
     assert wait_for(lambda: any(a.kind == "bad_image" and a.resolved for a in bench.anomalies[n:]))
-    assert node.sup.machine.state == "initial" and len(bench.states) == states_before
+    assert node.ex.machine.state == "initial" and len(bench.states) == states_before

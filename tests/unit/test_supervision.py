@@ -142,7 +142,7 @@ def test_end_colour_before_titration_is_an_anomaly_and_needs_the_start_colour_ag
 
 # ---------------------------------------------------------------- bad evidence never advances
 def test_stale_camera_is_reported_once_holds_and_does_not_confirm(ca_plan):
-    sup = Supervision(ca_plan, 0.0, SupervisionConfig(stale_camera_s=5.0, colour_max_gap_s=2.0))
+    sup = Supervision(ca_plan, 0.0, SupervisionConfig(camera_stale_s=5.0, colour_max_gap_s=2.0))
     _frames(sup, 0.0, MAGENTA, 2.0)
     t = _to_titrating(sup, 2.0)
     cmds, t = _frames(sup, t, MAGENTA, 2.0)

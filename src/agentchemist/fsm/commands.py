@@ -81,6 +81,7 @@ class Report:
     description: str
     response: str = ""               #: hold | abort | resume | adjustment | ""
     resolved: bool = False
+    fsm_state: str | None = None     #: the machine's state when it was decided (None: whatever it is now)
 
     def __post_init__(self):
         if self.severity not in ("info", "warn", "halt"):

@@ -15,7 +15,7 @@ from ``colour_from`` to ``colour_to``, see :mod:`agentchemist.perception.colour_
 * verification: every usable frame stays on the end colour for ``verify_hold_s``; a frame back on the
   start side aborts (the endpoint was false);
 * ``colour_stable`` (waiting_mix -> titrating) when the hue settled over the plan's settle window;
-* no usable front image for ``stale_camera_s`` while the colour is watched: an anomaly and a hold.
+* no usable front image for ``camera_stale_s`` while the colour is watched: an anomaly and a hold.
 
 Bad evidence never advances the machine: readings that are not finite or out of range raise
 :class:`ReadingError` / :class:`HueReadingError` before any detector sees them. A frozen pH meter
@@ -44,6 +44,7 @@ from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
 from agentchemist.fsm.scheduler import SubtaskScheduler
 from agentchemist.fsm.weighing import MassConfig, MassSupervision
+from agentchemist.params import nested, param
 from agentchemist.perception.frozen_reading import FrozenConfig, FrozenReadingDetector
 from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
@@ -63,22 +64,25 @@ DISPENSING_STATES = ("titrating", "waiting_ph", "waiting_mix")
 class SupervisionConfig:
     """Thresholds of the supervisor's own checks (seconds, degrees C, degrees of hue)."""
 
-    stale_camera_s: float = 5.0                  #: no usable front frame this long while the colour is watched
+    camera_stale_s: float = param(10.0, unit="s", low=0.5, high=600.0, description=(
+        "No usable front image this long while a colour endpoint is watched: anomaly + hold"))
     temperature_range_c: tuple[float, float] = (-5.0, 105.0)   #: a liquid-water probe outside this is broken
     hue_spread_deg: float = 6.0                  #: colour settled: hue spread over the settle window
     colour_min_samples: int = 3                  #: frames needed inside the settle window
-    colour_confirm_frames: int = 3               #: frames a candidate colour change must hold for
-    colour_max_gap_s: float = 2.0                #: longer gaps between frames restart confirmation
+    colour_confirm_frames: int = param(3, low=1, high=100, description=(
+        "Frames a colour change must hold before the endpoint"))
+    colour_max_gap_s: float = param(2.0, unit="s", low=0.1, high=60.0, description=(
+        "A longer gap between usable frames restarts a colour confirmation"))
     colour_min_confidence: float = 0.5           #: frames below this are ignored
-    frozen: FrozenConfig = FrozenConfig()        #: when the pH meter counts as frozen
-    labware: LabwareWatchConfig = LabwareWatchConfig()  #: when a change of the bench counts
+    frozen: FrozenConfig = nested(FrozenConfig, prefix="ph_")            #: when the pH meter counts as frozen
+    labware: LabwareWatchConfig = nested(LabwareWatchConfig, prefix="labware_")  #: when a bench change counts
 
     def __post_init__(self):
         lo, hi = self.temperature_range_c
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(f"temperature_range_c must be (low, high), got {self.temperature_range_c}")
-        if not (self.stale_camera_s > 0 and self.colour_max_gap_s > 0 and 0 < self.hue_spread_deg < 180):
-            raise ValueError("stale_camera_s, colour_max_gap_s must be > 0 and hue_spread_deg in (0, 180)")
+        if not (self.camera_stale_s > 0 and self.colour_max_gap_s > 0 and 0 < self.hue_spread_deg < 180):
+            raise ValueError("camera_stale_s, colour_max_gap_s must be > 0 and hue_spread_deg in (0, 180)")
         if self.colour_min_samples < 2 or self.colour_confirm_frames < 1:
             raise ValueError("colour_min_samples must be >= 2 and colour_confirm_frames >= 1")
         if not 0.0 <= self.colour_min_confidence <= 1.0:
@@ -382,7 +386,7 @@ class Supervision:
             return []
         since = max(self.watch_since, self.last_colour_stamp if self.last_colour_stamp is not None else -math.inf)
         silent = now - since
-        if silent <= self.config.stale_camera_s:
+        if silent <= self.config.camera_stale_s:
             return []
         self.camera_stale = True
         last = "none yet" if self.last_colour_stamp is None else f"the last at {self.last_colour_stamp:.1f} s"

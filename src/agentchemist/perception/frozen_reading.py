@@ -26,12 +26,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from agentchemist.params import param
+
 __all__ = ["FrozenConfig", "FrozenReadingDetector"]
 
 
 @dataclass(frozen=True)
 class FrozenConfig:
-    resolution: float = 0.001      #: the meter's display step (pH); the twin's meter shows three decimals
+    resolution: float = param(0.001, unit="pH", low=1e-6, high=1.0, description=(
+        "Display step of the pH meter (pH): identical readings its noise makes improbable are a frozen meter "
+        "(ph_stuck); the twin's meter shows three decimals"))
     false_alarm_p: float = 1e-9    #: an identical run is frozen once noise alone explains it less often
     min_run_s: float = 1.0         #: ... and it lasted at least this long (s)
     min_noise_ratio: float = 0.5   #: identity evidence only when noise sd >= this x resolution

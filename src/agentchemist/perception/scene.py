@@ -17,6 +17,7 @@ import numpy as np
 
 from agentchemist.bench.labware import platform_kinds
 from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.params import param
 from agentchemist.perception.tags import detect_markers
 
 
@@ -111,9 +112,13 @@ class LabwareWatchConfig:
         changes are consequences of their host's, not another fault (as describe_scene's alignment).
     """
 
-    move_tolerance_px: float = 8.0
-    confirm_frames: int = 2
-    return_timeout_s: float = 30.0
+    move_tolerance_px: float = param(8.0, unit="px", low=0.5, high=500.0, description=(
+        "A tag this far (front image px) from where the scene check saw it: the item moved"))
+    confirm_frames: int = param(2, low=1, high=100, description=(
+        "Consecutive front frames an item must be missing or moved before it is an anomaly (the first one "
+        "already holds dispensing)"))
+    return_timeout_s: float = param(30.0, unit="s", low=1.0, high=3600.0, description=(
+        "An item not back in place this long after it was first missed: abort"))
     movable_kinds: tuple[str, ...] = ("pipette",)
     host_tolerance: float = 0.12
 

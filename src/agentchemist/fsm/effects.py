@@ -1,0 +1,95 @@
+"""What the executor asks the vision supervisor node to do: typed effects (frozen dataclasses), free of ROS.
+
+`agentchemist.fsm.executor.Executor` returns a list of these for every event; the node carries them out
+in order (publish, send or cancel a goal, call a service, write a snapshot) and decides nothing itself.
+A `Report` (agentchemist.fsm.commands) is an effect too: an anomaly to publish.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from agentchemist.fsm.dispensing import DropGoal, PourGoal
+
+
+@dataclass(frozen=True)
+class PublishState:
+    """The machine's state (FsmState, latched)."""
+    state: str
+    previous: str
+    symbol: str
+    subtask_id: str = ""
+    accepting: bool = False
+    terminal: bool = False
+
+
+@dataclass(frozen=True)
+class Tell:
+    """An AgentMessage to `receiver`; `stamp` None: the node's clock now."""
+    receiver: str
+    symbol: str
+    subtask_id: str = ""
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    stamp: float | None = None
+
+
+@dataclass(frozen=True)
+class Announce:
+    """The `dispatch` AgentMessage of a subtask (receiver, instruction, target state, primitive, parameters)."""
+    task: Any
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Save the latest front frame under the run folder as `label` and tell the recorder."""
+    label: str
+
+
+@dataclass(frozen=True)
+class SendPolicyGoal:
+    task: Any
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SendDropGoal:
+    task: Any
+    goal: DropGoal
+
+
+@dataclass(frozen=True)
+class SendPourGoal:
+    task: Any
+    goal: PourGoal
+
+
+@dataclass(frozen=True)
+class CallTare:
+    task: Any
+
+
+@dataclass(frozen=True)
+class CancelDispenseGoal:
+    """Cancel the running dispense goal (one on its way is cancelled on arrival by the executor's book)."""
+
+
+@dataclass(frozen=True)
+class CancelPolicyGoal:
+    """Cancel the running action-policy goal."""
+
+
+@dataclass(frozen=True)
+class PublishHue:
+    """A vision-channel QuantityEstimate of the liquid's hue (deg)."""
+    stamp: float
+    hue_deg: float
+    delta_deg: float
+    confidence: float
+    fsm_state: str
+    subtask_id: str
+
+
+@dataclass(frozen=True)
+class Log:
+    text: str
+    level: str = "info"   #: info | warn | error

@@ -1,0 +1,364 @@
+"""The experiment executor, free of ROS: typed events plus `now` in, typed effects out.
+
+One `Executor` runs one experiment's plan. It owns the machine and the supervisor's perception
+(`Supervision`), the dispensing subtask's goals (`DispenseBook`), the robot's own labware moves
+(`OwnMoves`), the colour tracker and the dissolution watch. The vision supervisor node feeds it what
+arrives (readings, frames, goal results, other agents' symbols, the timer) and carries out the returned
+effects (agentchemist.fsm.effects: publish the state, tell an agent, send or cancel a goal, call the tare
+service, save a snapshot, publish an anomaly) in order. Every decision is taken here, once:
+
+* which subtask goes out when (the scheduler, after every transition);
+* what a symbol means beyond the transition (the recorder is told ph_stable / endpoint / verified / the
+  settled mass, the dispenser may squeeze the next drop after a settle, snapshots at the milestones);
+* what a goal's result means (agentchemist.fsm.dispensing.DispenseBook.decide_result);
+* the endpoint (agentchemist.fsm.endpoint, inside Supervision), the pauses and holds of the dispenser;
+* when the experiment aborts.
+
+Calls may nest (a symbol dispatches a subtask whose goal applies `titrate` ...): effects come out in the
+order the old node produced its messages, which the replay tests compare message by message.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
+                                       StopDispensing, UnpauseDispensing)
+from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
+from agentchemist.fsm.effects import (Announce, CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
+                                      PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell)
+from agentchemist.fsm.frame_problems import FrameProblems
+from agentchemist.fsm.own_moves import OwnMoves
+from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
+from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
+from agentchemist.perception.colour_change import HueReadingError
+from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
+from agentchemist.perception.ph_stability import ReadingError
+from agentchemist.perception.scene import describe_scene
+from agentchemist.perception.tags import detect_markers
+
+#: symbols after which the scheduler is asked again although the state did not change
+REDISPATCH = ("grasp_ok", "draw_ok", "act", "titrate", "verified")
+
+
+def unmet_preconditions(frame, required) -> dict[str, str]:
+    """The plan's preconditions the front camera does not see met (name -> why). Only the plan's are
+    required (a weighing needs no probe in the beaker); one the camera cannot judge is not taken as met."""
+    desc = describe_scene(frame)
+    return {k: desc.reasons.get(k, "") if k in desc.checks else "the front camera check does not know it"
+            for k in required if not desc.checks.get(k, False)}
+
+
+class Executor:
+    """One experiment. Raises InvalidMachineError / ValueError on a plan it cannot run."""
+
+    def __init__(self, plan, now: float, config: SupervisionConfig = SupervisionConfig(),
+                 region: LiquidRegionConfig = LiquidRegionConfig(), frames: FrameProblems | None = None):
+        self.sup = Supervision(plan, now, config)
+        self.book = DispenseBook()
+        self.own_moves = OwnMoves()   # the robot's own labware moves: the bench watch restarts after each
+        self.tracker = BeakerColourTracker(region)
+        self.dissolution = DissolutionWatch()
+        self.frames = frames if frames is not None else FrameProblems()
+        self.last_hue: float | None = None
+        self.balance_problem = False
+
+    # ------------------------------------------------------------------ state
+    @property
+    def machine(self):
+        return self.sup.machine
+
+    @property
+    def running(self) -> bool:
+        return not self.sup.machine.terminal
+
+    @property
+    def weighing(self) -> bool:
+        return self.sup.mass is not None
+
+    def _state(self, previous: str, symbol: str, subtask_id: str = "") -> PublishState:
+        m = self.sup.machine
+        return PublishState(m.state, previous, symbol, subtask_id, bool(m.accepting), bool(m.terminal))
+
+    def initial_state(self) -> PublishState:
+        return self._state("", "")
+
+    def _stamped(self, reports) -> list:
+        """Reports carry the state they were decided in (effects are carried out after the whole chain)."""
+        return [dataclasses.replace(r, fsm_state=self.sup.machine.state) if isinstance(r, Report)
+                and r.fsm_state is None else r for r in reports]
+
+    # ------------------------------------------------------------------ start
+    def start(self, now: float, frame, require_scene: bool) -> list:
+        """The plan arrived: check the scene before anything moves, keep the bench, dispatch."""
+        out: list = []
+        if require_scene:
+            if frame is None:
+                return self.abort("no front camera image: cannot check the scene before moving",
+                                  "scene_unavailable", now)
+            failed = unmet_preconditions(frame, list(self.sup.plan.module_instantiation.vision.preconditions))
+            if failed:
+                return self.abort("preconditions not met: " + "; ".join(f"{k}: {v}" for k, v in failed.items()),
+                                  "precondition_failed", now)
+        out += self.start_watch(frame)
+        out.append(Snapshot("start"))
+        return out + self.dispatch(now)
+
+    def start_watch(self, frame) -> list:
+        """The bench as the scene check saw it (or as the robot left it after moving labware) is the one to
+        keep during the run; items the robot holds are not part of it."""
+        if frame is None:
+            return [Log("no front image at the start: the bench is not watched during this run", "warn")]
+        held = {m for m, info in MARKER_TABLE.items() if info.labware_id in self.own_moves.held}
+        seen = {m: uv for m, uv in detect_markers(frame).items() if m not in held}
+        self.sup.start_watch(seen, frame.shape[1])
+        return []
+
+    def suspend_watch(self, now: float) -> list:
+        """The robot itself is about to move labware (weighing: the beaker between balance and stirrer,
+        the bottle into the gripper): its own moves are not faults of the bench."""
+        self.own_moves.moving()  # no frame is the bench before this motion is over
+        self.sup.watch = None
+        return self.carry_out(self.sup.unpause("labware"), now)
+
+    # ------------------------------------------------------------------ dispatch
+    def dispatch(self, now: float) -> list:
+        out: list = []
+        for task in self.sup.dispatchable():
+            out.append(Announce(task))
+            if task.receiver == "action_policy":
+                if self.weighing:
+                    out += self.suspend_watch(now)
+                symbol = task.expected_transition.symbol if task.expected_transition else ""
+                out.append(SendPolicyGoal(task, {"primitive": task.primitive, "symbol": symbol,
+                                                 "parameters": task.parameters}))
+            elif task.receiver == "dispenser_controller":
+                out += self.send_dispense_goal(task, now)
+            elif task.receiver == "vision_supervisor":
+                if task.primitive == "tare":
+                    out.append(CallTare(task))
+                # verification runs on the pH stream (Supervision.on_ph), the balance or the camera
+            elif task.receiver == "summarizer":
+                self.sup.subtask_finished(task.id, True)
+        return out
+
+    def send_dispense_goal(self, task, now: float, resume: bool = False) -> list:
+        if task.primitive == "pour_solid":
+            # The tilted bottle hangs over the beaker and hides its tag from the front camera: the robot's own
+            # pour is not a missing beaker. The bench is watched again from the first frame after the pour.
+            self.book.task = task
+            out = self.suspend_watch(now)
+            out += self.apply("dose", now, "vision_supervisor", task.id)
+            self.book.sending()
+            return out + [SendPourGoal(task, pour_goal(task.parameters))]
+        out = [] if resume else self.carry_out(self.sup.start_dispensing(now, self.sup.last_ph), now)
+        goal = self.book.drop_goal(task, colour_endpoint=self.sup.colour_endpoint,
+                                   ph_direction=self.sup.ph_direction, resume=resume)
+        if isinstance(goal, str):
+            return out + self.abort(goal, "endpoint_not_reached", now)
+        if not resume:
+            out += self.apply("titrate", now, "vision_supervisor", task.id)
+        self.book.sending()
+        return out + [SendDropGoal(task, goal)]
+
+    # ------------------------------------------------------------------ symbols
+    def apply(self, symbol: str, now: float, source: str, subtask_id: str, detail=None) -> list:
+        """Apply a symbol; what it means beyond the transition follows here, once."""
+        if not symbol:
+            return []
+        previous = self.sup.machine.state
+        if self.sup.apply(symbol, now, source, subtask_id) is None:
+            return []
+        state = self.sup.machine.state
+        detail = dict(detail or {})
+        out: list = [self._state(previous, symbol, subtask_id)]
+        if symbol == "ph_stable":
+            out.append(Tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph")}, now))
+        if symbol in ("mass_stable", "target_mass") and detail:
+            out.append(Tell("recorder", "mass_settled", subtask_id, {"mass_g": detail.get("mass_g"),
+                                                                     "final": symbol == "target_mass"}, now))
+        if symbol == "dissolved":
+            out += [Tell("recorder", "dissolved", subtask_id, detail, now), Snapshot("dissolved")]
+        if symbol == "target_mass":
+            out.append(Snapshot("weighed"))
+        if symbol in ("ph_stable", "colour_stable", "mass_stable"):
+            # The solution settled after the drop: the dispenser may squeeze the next one.
+            out.append(Tell("dispenser_controller", "resume", subtask_id, {}, now))
+        if symbol == "endpoint":
+            out.append(Snapshot("endpoint"))
+            task = self.book.task
+            # a held (cancelled) dispenser has no result left to report: its subtask ends here
+            if self.book.endpoint() and task.id not in self.sup.scheduler.done:
+                self.sup.subtask_finished(task.id, True)
+        if symbol in ("endpoint", "verified"):
+            out.append(Tell("recorder", symbol, subtask_id, {"ph": detail.get("ph"),
+                                                              "temperature_c": self.sup.last_temperature}, now))
+        if state != previous or symbol in REDISPATCH:
+            out += self.dispatch(now)
+        return out
+
+    def on_agent_symbol(self, symbol: str, now: float, source: str, subtask_id: str) -> list:
+        """A drop heard (audio supervisor) or a pour pulse (dispenser)."""
+        return self.apply(symbol, now, source, subtask_id) if symbol in ("drop", "tap") else []
+
+    def carry_out(self, commands, now: float) -> list:
+        """Supervision's decisions (agentchemist.fsm.commands) -> effects."""
+        out: list = []
+        for cmd in commands:
+            if isinstance(cmd, StopDispensing):
+                if self.book.stop():  # a goal on its way is cancelled on arrival
+                    out.append(CancelDispenseGoal())
+            elif isinstance(cmd, HoldDispensing):
+                if not self.book.held:
+                    out.append(Log(f"holding the dispenser: {cmd.reason}"))
+                if self.book.hold():
+                    out.append(CancelDispenseGoal())
+            elif isinstance(cmd, ResumeDispensing):
+                if self.book.resume(self.sup.machine.state in COLOUR_WATCH_STATES):
+                    out.append(Log(f"resuming the dispenser: {cmd.reason}"))
+                    out += self.send_dispense_goal(self.book.task, now, resume=True)
+            elif isinstance(cmd, (PauseDispensing, UnpauseDispensing)):
+                # The dispenser holds its goal (position, volume, high-water mark) and goes on afterwards.
+                symbol = "hold" if isinstance(cmd, PauseDispensing) else "release"
+                task_id = self.book.task.id if self.book.task is not None else ""
+                out += [Log(f"{symbol} the dispenser: {cmd}"), Tell("dispenser_controller", symbol, task_id,
+                                                                   {"reason": cmd.reason})]
+            elif isinstance(cmd, Apply):
+                out += self.apply(cmd.symbol, now, "vision_supervisor", "", cmd.detail)
+            elif isinstance(cmd, Report):
+                out += self._stamped([cmd])
+                if cmd.kind.startswith("labware_") and cmd.severity == "warn":
+                    out.append(Snapshot("anomaly"))
+            elif isinstance(cmd, Abort):
+                out += self.abort(cmd.reason, cmd.kind, now)
+        return out
+
+    # ------------------------------------------------------------------ agents' results
+    def on_policy_result(self, task, success: bool, symbol: str, message: str, now: float) -> list:
+        if not success:
+            self.sup.subtask_finished(task.id, False, message)
+            return self.abort(f"subtask {task.id} failed: {message}", "subtask_failed", now)
+        self.sup.subtask_finished(task.id, True)
+        if self.weighing:
+            held = str(task.parameters.get("object", "")) if task.primitive == "grasp" else None
+            self.own_moves.moved(now, held)  # the first frame after the motion is the bench to keep
+        return self.apply(symbol, now, "action_policy", task.id)
+
+    def on_tared(self, now: float) -> list:
+        """The balance tared; tare_ok follows from its readings (Supervision.on_mass), not from its word."""
+        if self.sup.mass is not None:
+            self.sup.mass.tare_sent(now)
+        return []
+
+    def on_dispense_result(self, task, outcome: DispenseOutcome, now: float) -> list:
+        if self.weighing:
+            self.own_moves.moved(now)
+        sup = self.sup
+        step = self.book.decide_result(outcome, state=sup.machine.state, colour_endpoint=sup.colour_endpoint,
+                                       terminal=sup.machine.terminal, subtask_done=task.id in sup.scheduler.done)
+        if step is Next.FINISHED:
+            sup.subtask_finished(task.id, True)
+            if sup.mass is not None:
+                sup.mass.dispenser_finished()  # target_mass waits for the balance to agree
+            return self.dispatch(now)
+        if step is Next.CAP_WITHOUT_COLOUR:
+            return self.abort(f"the volume cap was dispensed ({outcome.dispensed_ml + self.book.dispensed_before_ml:.3f}"
+                              " mL) without the colour change", "endpoint_not_reached", now)
+        if step is Next.RESUME:
+            return self.send_dispense_goal(task, now, resume=True)
+        if step is Next.FAILED:
+            sup.subtask_finished(task.id, False, outcome.message)
+            return self.abort(f"dispensing failed: {outcome.stop_reason}: {outcome.message}", "dispense_failed", now)
+        return []
+
+    # ------------------------------------------------------------------ readings
+    def on_ph(self, stamp: float, value: float, noise: float | None) -> list:
+        try:
+            commands = self.sup.on_ph(stamp, value, noise)
+        except ReadingError as exc:
+            return self._stamped([Report("bad_reading", "warn", f"pH reading refused: {exc}")])
+        return self.carry_out(commands, stamp)
+
+    def on_temperature(self, value: float) -> list:
+        try:
+            self.sup.on_temperature(value)
+        except ReadingError as exc:
+            return self._stamped([Report("bad_reading", "warn", f"temperature reading refused: {exc}")])
+        return []
+
+    def on_mass(self, stamp: float, grams: float) -> list:
+        if self.sup.mass is None:
+            return []
+        try:
+            commands = self.sup.on_mass(stamp, grams)
+        except ReadingError as exc:
+            if self.balance_problem:  # once per episode, not at the balance's rate
+                return []
+            self.balance_problem = True
+            return self._stamped([Report("bad_reading", "warn", f"balance reading refused: {exc}")])
+        out: list = []
+        if self.balance_problem:
+            self.balance_problem = False
+            out += self._stamped([Report("bad_reading", "info", "balance readings are valid again", resolved=True)])
+        return out + self.carry_out(commands, stamp)
+
+    def on_audio_noise(self, resolved: bool, stamp: float) -> list:
+        """No drop can be heard: none may be squeezed (the dispenser relies on hearing each one)."""
+        return self.carry_out(self.sup.unpause("audio_noise") if resolved else self.sup.pause("audio_noise"), stamp)
+
+    def on_frame(self, stamp: float, frame) -> list:
+        """A decoded front frame: the bench watch, the dissolution watch, the liquid's colour."""
+        sup = self.sup
+        out: list = []
+        if self.own_moves.rebaseline(stamp):
+            out += self.start_watch(frame)
+        if sup.mass is not None and sup.machine.state in ("dissolving", "solution_ready"):
+            try:
+                seen = self.dissolution.update(stamp, frame)
+            except DissolutionError as exc:
+                out += self._stamped(self.frames.issue("bad_image", "dissolution",
+                                                       f"front camera: cannot see the beaker's contents: {exc}"))
+            else:
+                out += self._stamped(self.frames.passed("dissolution", "front camera shows the beaker's contents again"))
+                out += self.carry_out(sup.on_dissolution(stamp, seen.solid_visible, seen.dissolved), stamp)
+        if sup.watch is not None and not sup.machine.terminal:
+            out += self.carry_out(sup.on_scene(stamp, detect_markers(frame)), stamp)
+        if not sup.track_colour or sup.machine.terminal:
+            return out
+        try:
+            m = self.tracker.measure(frame, stamp)
+        except ColourError as exc:
+            return out + self._stamped(self.frames.issue("colour_unreadable", "colour", f"front camera: {exc}"))
+        try:
+            commands = sup.on_colour(stamp, m.hue_deg, m.confidence)
+        except HueReadingError as exc:
+            return out + self._stamped(self.frames.issue("bad_image", "colour", f"front camera colour refused: {exc}"))
+        out += self._stamped(self.frames.passed("colour", "front camera colour readable again"))
+        delta = 0.0 if self.last_hue is None else (m.hue_deg - self.last_hue + 180.0) % 360.0 - 180.0
+        self.last_hue = m.hue_deg
+        out.append(PublishHue(stamp, float(m.hue_deg), float(delta), float(m.confidence), sup.machine.state,
+                              self.book.task.id if self.book.task is not None else ""))
+        return out + self.carry_out(commands, stamp)
+
+    # ------------------------------------------------------------------ time and the end
+    def on_tick(self, now: float) -> list:
+        """The node's timer: state timeouts and a stale camera."""
+        if not math.isfinite(now):
+            return []
+        reason = self.sup.check_timeout(now)  # FsmTimeError when the clock went back: the node says why
+        if reason:
+            return self.abort(reason, "state_timeout", now)
+        return self.carry_out(self.sup.check_camera(now), now)
+
+    def abort(self, reason: str, kind: str, now: float) -> list:
+        """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""
+        out: list[Any] = [Log(f"abort: {reason}", "error"),
+                          *self._stamped([Report(kind, "halt", reason, response="abort")]),
+                          CancelDispenseGoal(), CancelPolicyGoal()]
+        if self.sup.machine.terminal:
+            return out + [PublishState("aborted", "", "abort", terminal=True)]
+        previous = self.sup.machine.state
+        self.sup.abort(reason, now)
+        return out + [self._state(previous, "abort"), Snapshot("anomaly")]
