@@ -31,12 +31,15 @@ class Tell:
     subtask_id: str = ""
     payload: Mapping[str, Any] = field(default_factory=dict)
     stamp: float | None = None
+    instruction: str = ""      #: a dispatch: the subtask's description
+    target_state: str = ""     #: a dispatch: the state its transition leads to
 
 
-@dataclass(frozen=True)
-class Announce:
-    """The `dispatch` AgentMessage of a subtask (receiver, instruction, target state, primitive, parameters)."""
-    task: Any
+def announce(task) -> Tell:
+    """The `dispatch` message of a subtask to its agent (what, where to, with which primitive)."""
+    return Tell(task.receiver, "dispatch", task.id, {"primitive": task.primitive, "parameters": task.parameters},
+                instruction=task.description,
+                target_state=task.expected_transition.target if task.expected_transition else "")
 
 
 @dataclass(frozen=True)

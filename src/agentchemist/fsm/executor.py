@@ -27,8 +27,9 @@ from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
-from agentchemist.fsm.effects import (Announce, CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
-                                      PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell)
+from agentchemist.fsm.effects import (CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
+                                      PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell,
+                                      announce)
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
@@ -49,6 +50,19 @@ def unmet_preconditions(frame, required) -> dict[str, str]:
     desc = describe_scene(frame)
     return {k: desc.reasons.get(k, "") if k in desc.checks else "the front camera check does not know it"
             for k in required if not desc.checks.get(k, False)}
+
+
+def rejected(exc: Exception) -> list:
+    """A plan that cannot run (InvalidMachineError or ValueError): nothing moves, the run is over."""
+    why = "; ".join(exc.reasons) if hasattr(exc, "reasons") else str(exc)
+    return [Report("invalid_plan", "halt", f"plan rejected: {why}", response="abort", fsm_state=""),
+            PublishState("aborted", "", "reject", terminal=True)]
+
+
+def idle_abort(reason: str, kind: str) -> list:
+    """An abort with no experiment: the anomaly and a terminal state, nothing to cancel."""
+    return [Log(f"abort: {reason}", "error"), Report(kind, "halt", reason, response="abort", fsm_state=""),
+            PublishState("aborted", "", "abort", terminal=True)]
 
 
 class Executor:
@@ -127,7 +141,7 @@ class Executor:
     def dispatch(self, now: float) -> list:
         out: list = []
         for task in self.sup.dispatchable():
-            out.append(Announce(task))
+            out.append(announce(task))
             if task.receiver == "action_policy":
                 if self.weighing:
                     out += self.suspend_watch(now)

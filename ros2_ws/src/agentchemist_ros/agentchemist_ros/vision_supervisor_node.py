@@ -1,22 +1,16 @@
 """vision_supervisor: runs the experiment executor (agentchemist.fsm.executor) on the graph.
 
-Every decision is the executor's: the scene check before anything moves, which subtask goes out when,
-ph_stable / colour_stable / endpoint / verified from the pH meter, the camera and the balance, what a
-goal's result means, the dispenser's pauses and holds, anomalies and aborts. This node maps messages to
-the executor's events, carries out its effects in order (publish the FSM state, tell an agent, send or
-cancel an ExecuteSubtask / Dispense goal, call the balance's tare service, save a snapshot), and owns the
-subscriptions, QoS, the timer and the lock. It also serves DescribeScene.
-
-Agents are asked without blocking the executor (common/answers.py): a request goes out when the graph
-shows the agent or after `agent_wait_s` anyway, and the agent counts as not running (agent_unavailable)
-only when that request got no answer.
+Every decision is the executor's (the scene check, dispatch, ph_stable / colour_stable / endpoint /
+verified, what a goal's result means, the dispenser's pauses and holds, anomalies, aborts). This node maps
+messages to its events and carries out its effects in order; it owns the subscriptions, QoS, the timer,
+the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking the executor
+(common/answers.py): an agent is not running (agent_unavailable) only when a request got no answer.
 """
 import json
 import math
 import threading
 from pathlib import Path
 
-import cv2
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -25,23 +19,25 @@ from std_srvs.srv import Trigger
 
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
-from agentchemist.fsm.effects import (Announce, CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
+from agentchemist.fsm.effects import (CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
                                       PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell)
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
-from agentchemist.fsm.executor import Executor
+from agentchemist.fsm.executor import Executor, idle_abort, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
 from agentchemist.perception.scene import describe_scene
-from agentchemist.perception.vlm import VlmError, make_backend
+from agentchemist.perception.vlm import make_backend, scene_summary
 from agentchemist.plan.schema import Plan
+from agentchemist.record.snapshots import save_snapshot
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState,
                                          QuantityEstimate, SceneObject)
 from agentchemist_interfaces.srv import DescribeScene
-from agentchemist_ros.common import images, topics
-from agentchemist_ros.common.anomaly import make_anomaly
-from agentchemist_ros.common.answers import DROPPED, answered
+from agentchemist_ros.common import images, messages, topics
+from agentchemist_ros.common.answers import ask, call
+from agentchemist_ros.common.logs import log
+from agentchemist_ros.common.goals import dispense_goal, subtask_goal
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
@@ -110,9 +106,7 @@ class VisionSupervisorNode(Node):
                                    self.frames)
             except (InvalidMachineError, ValueError) as exc:
                 self.ex = None
-                why = "; ".join(exc.reasons) if isinstance(exc, InvalidMachineError) else str(exc)
-                self.carry_out([Report("invalid_plan", "halt", f"plan rejected: {why}", response="abort"),
-                                PublishState("aborted", "", "reject", terminal=True)])
+                self.carry_out(rejected(exc))
                 return
             self.carry_out([self.ex.initial_state()])
         self.get_logger().info(f"running experiment {msg.experiment_id}")
@@ -180,9 +174,7 @@ class VisionSupervisorNode(Node):
         if experiment is not None and not self.running(experiment):
             return False
         with self.lock:
-            effects = self.ex.abort(reason, kind, node_now(self)) if self.ex is not None else [
-                Log(f"abort: {reason}", "error"), Report(kind, "halt", reason, response="abort"),
-                PublishState("aborted", "", "abort", terminal=True)]
+            effects = self.ex.abort(reason, kind, node_now(self)) if self.ex is not None else idle_abort(reason, kind)
         self.carry_out(effects)
         return True
 
@@ -190,88 +182,45 @@ class VisionSupervisorNode(Node):
     def carry_out(self, effects):
         """Do what the executor decided, in order (agentchemist.fsm.effects); decide nothing here."""
         for e in effects:
+            now, exp = node_now(self), self.experiment_id
             if isinstance(e, PublishState):
-                self.fsm_pub.publish(FsmState(stamp=to_msg(node_now(self)), experiment_id=self.experiment_id,
-                                              state=e.state, previous_state=e.previous, symbol=e.symbol,
-                                              subtask_id=e.subtask_id, accepting=e.accepting, terminal=e.terminal))
+                self.fsm_pub.publish(messages.fsm_state(e, exp, now))
             elif isinstance(e, Tell):
-                self.tell(e.receiver, e.symbol, e.subtask_id, dict(e.payload), e.stamp)
+                self.msg_pub.publish(messages.agent_message(e, exp, self.get_name(), now))
             elif isinstance(e, Report):
-                state = e.fsm_state if e.fsm_state is not None else self.ex.machine.state if self.ex else ""
-                self.anomaly_pub.publish(make_anomaly(
-                    now=node_now(self), experiment_id=self.experiment_id, source=self.get_name(), kind=e.kind,
-                    severity=e.severity, description=e.description, fsm_state=state, response=e.response,
-                    resolved=e.resolved))
-            elif isinstance(e, Announce):
-                t = e.task
-                self.msg_pub.publish(AgentMessage(
-                    stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, sender=self.get_name(),
-                    receiver=t.receiver, subtask_id=t.id, instruction=t.description,
-                    target_state=t.expected_transition.target if t.expected_transition else "", symbol="dispatch",
-                    payload_json=json.dumps({"primitive": t.primitive, "parameters": t.parameters})))
-            elif isinstance(e, Snapshot):
-                self.snapshot(e.label)
+                state = self.ex.machine.state if self.ex else ""
+                self.anomaly_pub.publish(messages.anomaly(e, exp, self.get_name(), state, now))
+            elif isinstance(e, Snapshot) and self.front is not None and exp:
+                path = save_snapshot(self.runs_dir, exp, e.label, now, self.front)
+                self.carry_out([Tell("recorder", "artifact", "", {"kind": "snapshot", "path": str(path),
+                                                                  "label": e.label})])
             elif isinstance(e, SendPolicyGoal):
-                t = e.task
-                goal = ExecuteSubtask.Goal(experiment_id=self.experiment_id, subtask_id=t.id, instruction=t.description,
-                                           target_state=t.expected_transition.target if t.expected_transition else "",
-                                           payload_json=json.dumps(dict(e.payload)))
-                self.ask(self.policy, lambda g=goal: self.policy.send_goal_async(g), "the action policy", t,
+                goal = subtask_goal(exp, e.task, e.payload)
+                self.ask(self.policy, lambda g=goal: self.policy.send_goal_async(g), "the action policy", e.task,
                          self.on_policy_accepted)
             elif isinstance(e, (SendDropGoal, SendPourGoal)):
                 self.send_dispense_goal(e)
             elif isinstance(e, CallTare):
-                self.tare(e.task)
+                self.tare()
             elif isinstance(e, CancelDispenseGoal) and self.dispense_goal is not None:
                 self.dispense_goal.cancel_goal_async()
             elif isinstance(e, CancelPolicyGoal) and self.policy_goal is not None:
                 self.policy_goal.cancel_goal_async()
             elif isinstance(e, PublishHue):
-                self.qty_pub.publish(QuantityEstimate(
-                    stamp=to_msg(e.stamp), experiment_id=self.experiment_id, quantity="colour_hue", unit="deg",
-                    channel="vision", value=e.hue_deg, delta=e.delta_deg, confidence=e.confidence,
-                    fsm_state=e.fsm_state, subtask_id=e.subtask_id, event_id=""))
+                self.qty_pub.publish(messages.hue_estimate(e, exp))
             elif isinstance(e, Log):
-                self.log(e)
+                log(self.get_logger(), e.level, e.text)
 
-    def log(self, e):
-        # rclpy ties a severity to its call site: one call per severity
-        if e.level == "error":
-            self.get_logger().error(e.text)
-        elif e.level == "warn":
-            self.get_logger().warn(e.text)
-        else:
-            self.get_logger().info(e.text)
-
-    def ask(self, client, send, agent, task, on_handle, wanted=lambda: True, settled=lambda: None):
-        """Send a goal to an agent without blocking the executor (common/answers.py); `on_handle(task,
-        handle)` gets the goal handle, after `settled()` (whatever the outcome). An agent that gives no
-        answer aborts the experiment as agent_unavailable. A goal is not sent once its experiment has ended
-        or it is no longer `wanted`, and one accepted after its experiment ended is cancelled at once."""
+    def ask(self, client, send, agent, task, on_handle, **kw):
+        """A goal for the running experiment (common/answers.py); silence aborts it as agent_unavailable."""
         experiment = self.experiment_id
-
-        def answered_with(future):
-            handle = future.result()
-            settled()
-            if handle is DROPPED:
-                return
-            if handle is None:
-                self.abort(f"{agent} is not running: subtask {task.id} got no answer (agent_wait_s "
-                           f"{self.agent_wait_s:g} s)", "agent_unavailable", experiment)
-            elif not self.running(experiment):
-                if handle.accepted:
-                    handle.cancel_goal_async()
-            else:
-                on_handle(task, handle)
-
-        answered(self, ready=client.server_is_ready, send=send, wait_s=self.agent_wait_s, what=agent,
-                 wanted=lambda: self.running(experiment) and wanted(),
-                 late=lambda handle: handle.accepted and handle.cancel_goal_async()).add_done_callback(answered_with)
+        ask(self, client, send, what=agent, subtask_id=task.id, wait_s=self.agent_wait_s,
+            running=lambda: self.running(experiment), on_handle=lambda handle: on_handle(task, handle),
+            on_silent=lambda why: self.abort(why, "agent_unavailable", experiment), **kw)
 
     def on_policy_accepted(self, task, handle):
         if not handle.accepted:
-            self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
-            return
+            return self.abort(f"action policy refused subtask {task.id}", "subtask_refused")
         self.policy_goal = handle
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_policy_result(t, f))
 
@@ -283,20 +232,9 @@ class VisionSupervisorNode(Node):
     def send_dispense_goal(self, e):
         """A Dispense goal: while it is on its way a stop or a hold cancels it on arrival, and a resume
         leaves it be (agentchemist.fsm.dispensing.DispenseBook)."""
-        g, t = e.goal, e.task
-        if isinstance(e, SendPourGoal):
-            goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=t.id, mode="solid_pour",
-                                 target_mass_g=g.target_mass_g, mass_tolerance_g=g.mass_tolerance_g,
-                                 tilt_rate_deg_s=g.tilt_rate_deg_s, side=g.side, settle_each_drop=g.settle_each_drop,
-                                 wait_on_change_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s)
-        else:
-            goal = Dispense.Goal(experiment_id=self.experiment_id, subtask_id=t.id, target_volume_ml=g.target_volume_ml,
-                                 use_target_ph=g.target_ph is not None, target_ph=g.target_ph or 0.0,
-                                 ph_direction=g.ph_direction, rate_mm_s=g.rate_mm_s,
-                                 wait_on_change_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
-                                 settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command)
+        goal = dispense_goal(self.experiment_id, e.task.id, e.goal)
         book = self.ex.book
-        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller", t,
+        self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller", e.task,
                  self.on_dispense_accepted, wanted=lambda: not book.stopped, settled=book.settled)
 
     def on_dispense_accepted(self, task, handle):
@@ -315,42 +253,20 @@ class VisionSupervisorNode(Node):
         outcome = DispenseOutcome(r.success, r.stop_reason, r.message, r.dispensed_ml, r.drops)
         self.event(Executor.on_dispense_result, task, outcome, node_now(self))
 
-    def tare(self, task):
+    def tare(self):
         """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
         from the readings (Supervision.on_mass), not from the service's word."""
         experiment = self.experiment_id
 
-        def tared(future):
-            response = future.result()
-            if response is DROPPED or not self.running(experiment):
-                return
-            if response is None:
-                self.abort(f"the balance offers no tare service ({topics.BALANCE_TARE}: no answer; agent_wait_s "
-                           f"{self.agent_wait_s:g} s)", "balance_unavailable")
-            elif not response.success:
-                self.abort(f"the balance did not tare: {response.message}", "tare_failed")
-            else:
+        def tared(response):
+            if response.success:
                 self.event(Executor.on_tared, node_now(self))
+            else:
+                self.abort(f"the balance did not tare: {response.message}", "tare_failed")
 
-        answered(self, ready=self.tare_client.service_is_ready, wait_s=self.agent_wait_s, what="the balance",
-                 wanted=lambda: self.running(experiment),
-                 send=lambda: self.tare_client.call_async(Trigger.Request())).add_done_callback(tared)
-
-    def tell(self, receiver, symbol, subtask_id, payload, now=None):
-        self.msg_pub.publish(AgentMessage(stamp=to_msg(now if now is not None else node_now(self)),
-                                          experiment_id=self.experiment_id, sender=self.get_name(),
-                                          receiver=receiver, subtask_id=subtask_id, symbol=symbol,
-                                          payload_json=json.dumps(payload)))
-
-    def snapshot(self, label):
-        frame = self.front
-        if frame is None or not self.experiment_id:
-            return
-        folder = self.runs_dir / self.experiment_id / "snapshots"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{label}_{node_now(self):.1f}.png"
-        cv2.imwrite(str(path), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-        self.tell("recorder", "artifact", "", {"kind": "snapshot", "path": str(path.resolve()), "label": label})
+        call(self, self.tare_client, Trigger.Request(), what="the balance", wait_s=self.agent_wait_s,
+             running=lambda: self.running(experiment), on_response=tared,
+             on_silent=lambda why: self.abort(why, "balance_unavailable"))
 
     def describe(self, request, response):
         frame = self.front
@@ -366,13 +282,7 @@ class VisionSupervisorNode(Node):
                             for o in desc.objects]
         response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
                                            "image_size": list(desc.image_size or ())})
-        response.success, response.message = True, f"{len(desc.objects)} objects"
-        if self.vision_backend.name != "opencv":
-            # The VLM adds its description; the objects and checks stay the marker-based ones.
-            try:
-                response.message += ": " + self.vision_backend.describe_scene(frame).summary
-            except VlmError as exc:
-                response.message += f" (vision backend {self.vision_backend.name} failed: {exc})"
+        response.success, response.message = True, scene_summary(frame, self.vision_backend)
         return response
 
 

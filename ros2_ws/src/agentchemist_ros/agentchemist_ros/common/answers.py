@@ -85,3 +85,45 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
     elif ready():
         send_once()  # the usual case: no poll before the request
     return outcome
+
+
+def ask(node, client, send: Callable[[], Future], *, what: str, subtask_id: str, wait_s: float,
+        running: Callable[[], bool], on_handle: Callable[[object], None], on_silent: Callable[[str], None],
+        wanted: Callable[[], bool] = lambda: True, settled: Callable[[], None] = lambda: None) -> None:
+    """Send an action goal for one experiment without blocking the executor (see `answered`).
+    `on_handle(handle)` gets the goal handle, after `settled()` (whatever the outcome); a peer that gives
+    no answer gets `on_silent(reason)`. A goal is not sent once its experiment has ended (`running()`
+    false) or it is no longer `wanted`, and one accepted after its experiment ended is cancelled at once."""
+    def answered_with(future):
+        handle = future.result()
+        settled()
+        if handle is DROPPED:
+            return
+        if handle is None:
+            on_silent(f"{what} is not running: subtask {subtask_id} got no answer (agent_wait_s {wait_s:g} s)")
+        elif not running():
+            if handle.accepted:
+                handle.cancel_goal_async()
+        else:
+            on_handle(handle)
+
+    answered(node, ready=client.server_is_ready, send=send, wait_s=wait_s, what=what,
+             wanted=lambda: running() and wanted(),
+             late=lambda handle: handle.accepted and handle.cancel_goal_async()).add_done_callback(answered_with)
+
+
+def call(node, client, request, *, what: str, wait_s: float, running: Callable[[], bool],
+         on_response: Callable[[object], None], on_silent: Callable[[str], None]) -> None:
+    """Call a service for one experiment without blocking the executor (see `answered`); nothing happens
+    once the experiment has ended. `on_silent` gets why when the service gave no answer."""
+    def answered_with(future):
+        response = future.result()
+        if response is DROPPED or not running():
+            return
+        if response is None:
+            on_silent(f"{what} offers no {client.srv_name} service (no answer; agent_wait_s {wait_s:g} s)")
+        else:
+            on_response(response)
+
+    answered(node, ready=client.service_is_ready, wait_s=wait_s, what=what, wanted=running,
+             send=lambda: client.call_async(request)).add_done_callback(answered_with)
