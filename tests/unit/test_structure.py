@@ -283,3 +283,26 @@ def test_cycle_check_catches_a_cycle(tmp_path):
     (pkg / "f.py").write_text("from pkg.g import G\n")
     (pkg / "g.py").write_text("def later():\n    from pkg.f import F\n")
     assert sorted(import_cycles(import_graph(pkg))) == [["pkg.c", "pkg.d", "pkg.e"], ["pkg.sub.a", "pkg.sub.b"]]
+
+
+# ---------------------------------------------------------------- thin nodes
+NODE_MAX_LINES = 300
+
+
+def long_modules(folder: Path, limit: int = NODE_MAX_LINES) -> dict[str, int]:
+    """Node modules (*_node.py) longer than `limit` lines: a node holds message translation, parameters,
+    timers, QoS and locks; what makes it longer is domain logic that belongs in the core."""
+    counts = {p.name: len(p.read_text().splitlines()) for p in sorted(folder.glob("*_node.py"))}
+    return {name: n for name, n in counts.items() if n > limit}
+
+
+def test_node_modules_are_at_most_300_lines():
+    assert sorted(NODES.glob("*_node.py")), "no node modules found"
+    assert long_modules(NODES) == {}
+
+
+def test_node_length_check_catches_a_fat_node(tmp_path):
+    (tmp_path / "thin_node.py").write_text("x = 1\n" * NODE_MAX_LINES)
+    (tmp_path / "fat_node.py").write_text("x = 1\n" * (NODE_MAX_LINES + 1))
+    (tmp_path / "helper.py").write_text("x = 1\n" * 1000)  # not a node module
+    assert long_modules(tmp_path) == {"fat_node.py": NODE_MAX_LINES + 1}
