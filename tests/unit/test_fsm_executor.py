@@ -1,0 +1,101 @@
+"""The executor (agentchemist.fsm.executor) without ROS: typed events in, typed effects out, for the short
+HCl/NaOH plan from the first subtask to the endpoint, plus bad input and aborts."""
+import pytest
+
+from agentchemist.fsm.commands import Report
+from agentchemist.fsm.dispensing import DispenseOutcome
+from agentchemist.fsm.effects import (CancelDispenseGoal, CancelPolicyGoal, PublishState, SendDropGoal,
+                                      SendPolicyGoal, Snapshot, Tell)
+from agentchemist.fsm.executor import Executor, idle_abort, rejected
+
+
+def of(effects, kind):
+    return [e for e in effects if isinstance(e, kind)]
+
+
+def run_to_dispensing(ex, t=0.0):
+    """Answer every action-policy goal with its symbol until the dispense goal goes out."""
+    effects = ex.start(t, None, require_scene=False)
+    for _ in range(10):
+        goals = of(effects, SendDropGoal)
+        if goals:
+            return goals[0], effects, t
+        policy = of(effects, SendPolicyGoal)
+        assert policy, f"stuck in {ex.machine.state}: {effects}"
+        t += 1.0
+        effects = ex.on_policy_result(policy[0].task, True, policy[0].payload["symbol"], "", t)
+    raise AssertionError("no dispense goal")
+
+
+def test_start_dispatches_the_first_subtask_and_takes_a_snapshot(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    effects = ex.start(0.0, None, require_scene=False)
+    assert of(effects, Snapshot) == [Snapshot("start")]
+    dispatch = [e for e in of(effects, Tell) if e.symbol == "dispatch"]
+    assert dispatch and dispatch[0].receiver == "action_policy" and dispatch[0].instruction
+    assert len(of(effects, SendPolicyGoal)) == 1
+
+
+def test_a_missing_scene_image_aborts_before_anything_moves(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    effects = ex.start(0.0, None, require_scene=True)
+    assert not of(effects, SendPolicyGoal) and not ex.running
+    halt = of(effects, Report)[0]
+    assert (halt.kind, halt.severity, halt.response) == ("scene_unavailable", "halt", "abort")
+    assert halt.fsm_state == "initial"  # decided before the machine went to aborted
+    assert of(effects, PublishState)[-1].terminal
+
+
+def test_the_dispense_goal_carries_the_direction_decided_once(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    ex.on_ph(0.5, 1.2, 0.005)  # the acid before the first drop
+    send, effects, t = run_to_dispensing(ex)
+    goal = send.goal
+    assert goal.target_ph == pytest.approx(ph_plan.module_instantiation.dispenser.target_ph)
+    assert goal.ph_direction == 1 and ex.machine.state == "titrating"
+    assert [e.state for e in of(effects, PublishState)][-1] == "titrating"
+
+
+def test_the_endpoint_holds_the_dispenser_then_stops_it_and_the_result_finishes_the_subtask(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    send, _, t = run_to_dispensing(ex)
+    assert ex.book.accepted() is False  # accepted, nothing to cancel
+    target = send.goal.target_ph
+    effects = []
+    noise = (0.004, -0.003, 0.001, -0.005, 0.002, 0.0, -0.001, 0.003)  # a live meter, not a frozen one
+    for i in range(40):  # 8 s settled just past the target
+        t += 0.2
+        effects += ex.on_ph(t, round(target + 0.02 + noise[i % len(noise)], 3), 0.005)
+    tells = [(e.receiver, e.symbol, dict(e.payload).get("reason")) for e in of(effects, Tell)]
+    assert ("dispenser_controller", "hold", "endpoint") in tells  # no drop falls while it is confirmed
+    assert of(effects, CancelDispenseGoal) and ex.machine.state == "done"
+    assert ("recorder", "endpoint", None) in tells and Snapshot("endpoint") in effects
+    # the cancelled goal's result ends the subtask; the verification follows from the pH stream
+    after = ex.on_dispense_result(send.task, DispenseOutcome(False, "canceled", "canceled by the supervisor"), t)
+    assert send.task.id in ex.sup.scheduler.done and not of(after, Report)
+
+
+def test_a_refused_reading_is_reported_with_the_state_and_moves_nothing(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    run_to_dispensing(ex)
+    effects = ex.on_ph(30.0, float("nan"), None)
+    assert [(r.kind, r.severity, r.fsm_state) for r in effects] == [("bad_reading", "warn", "titrating")]
+
+
+def test_a_failed_dispense_goal_aborts_and_cancels_what_runs(ph_plan):
+    ex = Executor(ph_plan, 0.0)
+    send, _, t = run_to_dispensing(ex)
+    ex.book.accepted()
+    effects = ex.on_dispense_result(send.task, DispenseOutcome(False, "anomaly", "pipette empty"), t + 1)
+    halt = of(effects, Report)[0]
+    assert halt.kind == "dispense_failed" and halt.fsm_state == "titrating"
+    assert of(effects, CancelDispenseGoal) and of(effects, CancelPolicyGoal)
+    assert of(effects, PublishState)[-1].terminal and Snapshot("anomaly") in effects
+    # a second abort of the ended experiment states it again, without a second snapshot
+    again = ex.abort("again", "operator_halt", t + 2)
+    assert of(again, PublishState) == [PublishState("aborted", "", "abort", terminal=True)]
+
+
+def test_rejected_plans_and_idle_aborts_are_terminal_at_once():
+    for effects in (rejected(ValueError("bad")), idle_abort("halt", "operator_halt")):
+        assert of(effects, Report)[0].severity == "halt" and of(effects, PublishState)[-1].terminal
