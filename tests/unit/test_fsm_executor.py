@@ -4,8 +4,7 @@ import pytest
 
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
-from agentchemist.fsm.effects import (CancelDispenseGoal, CancelPolicyGoal, PublishState, SendDropGoal,
-                                      SendPolicyGoal, Snapshot, Tell)
+from agentchemist.fsm.effects import Cancel, PublishState, SendGoal, Snapshot, Tell
 from agentchemist.fsm.executor import Executor, idle_abort, rejected
 
 
@@ -17,10 +16,10 @@ def run_to_dispensing(ex, t=0.0):
     """Answer every action-policy goal with its symbol until the dispense goal goes out."""
     effects = ex.start(t, None, require_scene=False)
     for _ in range(10):
-        goals = of(effects, SendDropGoal)
+        goals = [e for e in of(effects, SendGoal) if e.goal is not None]
         if goals:
             return goals[0], effects, t
-        policy = of(effects, SendPolicyGoal)
+        policy = of(effects, SendGoal)
         assert policy, f"stuck in {ex.machine.state}: {effects}"
         t += 1.0
         effects = ex.on_policy_result(policy[0].task, True, policy[0].payload["symbol"], "", t)
@@ -33,13 +32,13 @@ def test_start_dispatches_the_first_subtask_and_takes_a_snapshot(ph_plan):
     assert of(effects, Snapshot) == [Snapshot("start")]
     dispatch = [e for e in of(effects, Tell) if e.symbol == "dispatch"]
     assert dispatch and dispatch[0].receiver == "action_policy" and dispatch[0].instruction
-    assert len(of(effects, SendPolicyGoal)) == 1
+    assert len(of(effects, SendGoal)) == 1 and of(effects, SendGoal)[0].goal is None
 
 
 def test_a_missing_scene_image_aborts_before_anything_moves(ph_plan):
     ex = Executor(ph_plan, 0.0)
     effects = ex.start(0.0, None, require_scene=True)
-    assert not of(effects, SendPolicyGoal) and not ex.running
+    assert not of(effects, SendGoal) and not ex.running
     halt = of(effects, Report)[0]
     assert (halt.kind, halt.severity, halt.response) == ("scene_unavailable", "halt", "abort")
     assert halt.fsm_state == "initial"  # decided before the machine went to aborted
@@ -68,7 +67,7 @@ def test_the_endpoint_holds_the_dispenser_then_stops_it_and_the_result_finishes_
         effects += ex.on_ph(t, round(target + 0.02 + noise[i % len(noise)], 3), 0.005)
     tells = [(e.receiver, e.symbol, dict(e.payload).get("reason")) for e in of(effects, Tell)]
     assert ("dispenser_controller", "hold", "endpoint") in tells  # no drop falls while it is confirmed
-    assert of(effects, CancelDispenseGoal) and ex.machine.state == "done"
+    assert Cancel("dispenser_controller") in effects and ex.machine.state == "done"
     assert ("recorder", "endpoint", None) in tells and Snapshot("endpoint") in effects
     # the cancelled goal's result ends the subtask; the verification follows from the pH stream
     after = ex.on_dispense_result(send.task, DispenseOutcome(False, "canceled", "canceled by the supervisor"), t)
@@ -89,7 +88,7 @@ def test_a_failed_dispense_goal_aborts_and_cancels_what_runs(ph_plan):
     effects = ex.on_dispense_result(send.task, DispenseOutcome(False, "anomaly", "pipette empty"), t + 1)
     halt = of(effects, Report)[0]
     assert halt.kind == "dispense_failed" and halt.fsm_state == "titrating"
-    assert of(effects, CancelDispenseGoal) and of(effects, CancelPolicyGoal)
+    assert Cancel("dispenser_controller") in effects and Cancel("action_policy") in effects
     assert of(effects, PublishState)[-1].terminal and Snapshot("anomaly") in effects
     # a second abort of the ended experiment states it again, without a second snapshot
     again = ex.abort("again", "operator_halt", t + 2)

@@ -9,6 +9,7 @@ from .complexometric import (
     ca_edta_state,
     conditional_formation_constant,
 )
+from . import equilibrium
 from .equilibrium import (
     ChemistryInputError,
     ConvergenceError,
@@ -28,10 +29,9 @@ from .reagents import (
     default_library,
 )
 
-__all__ = [
-    "ChemistryInputError",
+__all__ = sorted({  # everything the equilibrium module exports that is imported here, and the rest
+    *(name for name in equilibrium.__all__ if name in globals()),
     "ComplexometricState",
-    "ConvergenceError",
     "Reagent",
     "ReagentConfigError",
     "ReagentLibrary",
@@ -41,10 +41,4 @@ __all__ = [
     "ca_edta_state",
     "conditional_formation_constant",
     "default_library",
-    "equivalence_volumes_ml",
-    "kw_at",
-    "ph_of_mixture",
-    "ph_of_mixtures",
-    "pkw_at",
-    "titration_curve",
-]
+})

@@ -45,24 +45,14 @@ from .analysis_quant import (
     weighing_error,
 )
 from .analysis_smoothing import POLYORDER, SmoothedCurve, smooth_curve
-from .analysis_types import (
-    AnalysisConfig,
-    AnalysisInputError,
-    CurveFit,
-    EquivalencePoint,
-    PkaEstimate,
-    TitrationAnalysis,
-)
+from . import analysis_types
+from .analysis_types import (AnalysisConfig, AnalysisInputError, CurveFit, EquivalencePoint, PkaEstimate,
+                             TitrationAnalysis)
 from .equilibrium import ConvergenceError, kw_at
 from .reagents import Reagent, default_library
 
 __all__ = [
-    "AnalysisConfig",
-    "AnalysisInputError",
-    "CurveFit",
-    "EquivalencePoint",
-    "PkaEstimate",
-    "TitrationAnalysis",
+    *analysis_types.__all__,
     "WeighingError",
     "analyze_titration",
     "ca_concentration_from_endpoint",

@@ -16,31 +16,20 @@ Two ways of stopping the dispenser for a while, because the two endpoints need d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Mapping
-
-
-def _frozen(detail: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(detail or {}))
 
 
 @dataclass(frozen=True)
 class Apply:
-    """Apply `symbol` to the experiment machine (the supervisor's own evidence: ph_stable, endpoint ...)."""
+    """Apply `symbol` to the experiment machine (the supervisor's own evidence: ph_stable, endpoint ...);
+    `detail` is the evidence the recorder is told with it (the settled pH, the mass, the hue)."""
     symbol: str
     detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        object.__setattr__(self, "detail", _frozen(self.detail))
 
 
 @dataclass(frozen=True)
 class StopDispensing:
     """The endpoint is reached: end the dispensing goal (cancel it, and one still on its way on arrival)."""
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        object.__setattr__(self, "detail", _frozen(self.detail))
 
 
 @dataclass(frozen=True)
@@ -49,12 +38,10 @@ class PauseDispensing:
     reason: str
     detail: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        object.__setattr__(self, "detail", _frozen(self.detail))
-
 
 @dataclass(frozen=True)
 class UnpauseDispensing:
+    """`reason` no longer holds the dispenser; it goes on with its goal once no reason is left."""
     reason: str
 
 
@@ -62,15 +49,11 @@ class UnpauseDispensing:
 class HoldDispensing:
     """Cancel the dispensing goal for `reason`; ResumeDispensing sends a new one for the rest."""
     reason: str
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        object.__setattr__(self, "detail", _frozen(self.detail))
 
 
 @dataclass(frozen=True)
 class ResumeDispensing:
-    reason: str
+    reason: str  # the hold that is over: a new goal for the rest of the volume cap goes out
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,14 @@ from agentchemist.fsm.dispensing import DropGoal, PourGoal
 
 @dataclass(frozen=True)
 class PublishState:
-    """The machine's state (FsmState, latched)."""
+    """The machine's state (FsmState, latched): `state`, reached from `previous` by `symbol` (reported by
+    the agent working on `subtask_id`); `accepting` and `terminal` as the machine says."""
     state: str
     previous: str
     symbol: str
     subtask_id: str = ""
-    accepting: bool = False
-    terminal: bool = False
+    accepting: bool = False  # the run ended as the plan wants (the summarizer writes the report)
+    terminal: bool = False   # nothing more happens in this experiment (accepted or aborted)
 
 
 @dataclass(frozen=True)
@@ -49,21 +50,12 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class SendPolicyGoal:
+class SendGoal:
+    """An action goal for `task`: to the action policy (`payload`: primitive, symbol, parameters) or to the
+    dispenser (`goal`: a DropGoal or a PourGoal)."""
     task: Any
-    payload: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class SendDropGoal:
-    task: Any
-    goal: DropGoal
-
-
-@dataclass(frozen=True)
-class SendPourGoal:
-    task: Any
-    goal: PourGoal
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    goal: DropGoal | PourGoal | None = None
 
 
 @dataclass(frozen=True)
@@ -72,13 +64,10 @@ class CallTare:
 
 
 @dataclass(frozen=True)
-class CancelDispenseGoal:
-    """Cancel the running dispense goal (one on its way is cancelled on arrival by the executor's book)."""
-
-
-@dataclass(frozen=True)
-class CancelPolicyGoal:
-    """Cancel the running action-policy goal."""
+class Cancel:
+    """Cancel the running goal of `agent` (action_policy | dispenser_controller); a dispense goal still on
+    its way is cancelled on arrival by the executor's DispenseBook."""
+    agent: str
 
 
 @dataclass(frozen=True)

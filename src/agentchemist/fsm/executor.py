@@ -27,9 +27,7 @@ from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
-from agentchemist.fsm.effects import (CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
-                                      PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell,
-                                      announce)
+from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
@@ -146,8 +144,8 @@ class Executor:
                 if self.weighing:
                     out += self.suspend_watch(now)
                 symbol = task.expected_transition.symbol if task.expected_transition else ""
-                out.append(SendPolicyGoal(task, {"primitive": task.primitive, "symbol": symbol,
-                                                 "parameters": task.parameters}))
+                out.append(SendGoal(task, {"primitive": task.primitive, "symbol": symbol,
+                                           "parameters": task.parameters}))
             elif task.receiver == "dispenser_controller":
                 out += self.send_dispense_goal(task, now)
             elif task.receiver == "vision_supervisor":
@@ -166,7 +164,7 @@ class Executor:
             out = self.suspend_watch(now)
             out += self.apply("dose", now, "vision_supervisor", task.id)
             self.book.sending()
-            return out + [SendPourGoal(task, pour_goal(task.parameters))]
+            return out + [SendGoal(task, goal=pour_goal(task.parameters))]
         out = [] if resume else self.carry_out(self.sup.start_dispensing(now, self.sup.last_ph), now)
         goal = self.book.drop_goal(task, colour_endpoint=self.sup.colour_endpoint,
                                    ph_direction=self.sup.ph_direction, resume=resume)
@@ -175,7 +173,7 @@ class Executor:
         if not resume:
             out += self.apply("titrate", now, "vision_supervisor", task.id)
         self.book.sending()
-        return out + [SendDropGoal(task, goal)]
+        return out + [SendGoal(task, goal=goal)]
 
     # ------------------------------------------------------------------ symbols
     def apply(self, symbol: str, now: float, source: str, subtask_id: str, detail=None) -> list:
@@ -223,12 +221,12 @@ class Executor:
         for cmd in commands:
             if isinstance(cmd, StopDispensing):
                 if self.book.stop():  # a goal on its way is cancelled on arrival
-                    out.append(CancelDispenseGoal())
+                    out.append(Cancel("dispenser_controller"))
             elif isinstance(cmd, HoldDispensing):
                 if not self.book.held:
                     out.append(Log(f"holding the dispenser: {cmd.reason}"))
                 if self.book.hold():
-                    out.append(CancelDispenseGoal())
+                    out.append(Cancel("dispenser_controller"))
             elif isinstance(cmd, ResumeDispensing):
                 if self.book.resume(self.sup.machine.state in COLOUR_WATCH_STATES):
                     out.append(Log(f"resuming the dispenser: {cmd.reason}"))
@@ -370,7 +368,7 @@ class Executor:
         """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""
         out: list[Any] = [Log(f"abort: {reason}", "error"),
                           *self._stamped([Report(kind, "halt", reason, response="abort")]),
-                          CancelDispenseGoal(), CancelPolicyGoal()]
+                          Cancel("dispenser_controller"), Cancel("action_policy")]
         if self.sup.machine.terminal:
             return out + [PublishState("aborted", "", "abort", terminal=True)]
         previous = self.sup.machine.state

@@ -260,7 +260,7 @@ class Supervision:
             # short of the target, the dispenser goes on, one drop at a time near it.
             verdict = self.endpoint.update(stamp, ph)
             if verdict is Verdict.REACHED:
-                out.append(StopDispensing({"ph": ph}))
+                out.append(StopDispensing())
                 out.append(Apply("endpoint", {"ph": ph}))
                 return out
             out += self.pause(ENDPOINT_HOLD, {"ph": ph}) if verdict is Verdict.HOLD else self.unpause(ENDPOINT_HOLD)
@@ -326,7 +326,7 @@ class Supervision:
             out += self._release("colour_candidate")
         elif event is not None and event.kind == "confirmed":
             self.holds.clear()
-            out.append(StopDispensing(detail))
+            out.append(StopDispensing())
             out.append(Apply("endpoint", detail))
             return out
         if not detector.armed and not self._early_colour_reported \
@@ -366,7 +366,7 @@ class Supervision:
     def _hold(self, reason: str, detail: dict) -> list[Command]:
         first = not self.holds
         self.holds.add(reason)
-        return [HoldDispensing(reason, detail)] if first else []
+        return [HoldDispensing(reason)] if first else []
 
     def _release(self, reason: str) -> list[Command]:
         if reason not in self.holds:

@@ -53,10 +53,8 @@ class Planner:
         protocols: ProtocolLibrary | None = None,
         registry: HardwareRegistry | None = None,
     ) -> None:
-        self.library = library if library is not None else default_library()
-        self.protocols = protocols if protocols is not None else ProtocolLibrary.load()
-        self.registry = registry if registry is not None else HardwareRegistry.load()
-        self._rules = RulesBackend(self.library, self.protocols, self.registry)
+        self._rules = RulesBackend(library, protocols, registry)  # loads what is not given, once
+        self.library, self.protocols, self.registry = self._rules.library, self._rules.protocols, self._rules.registry
 
     def _backend(self, backend: str | PlannerBackend) -> PlannerBackend:
         if backend == "rules":

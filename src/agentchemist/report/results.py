@@ -67,6 +67,7 @@ class ResultsContext:
 
 
 def _num(x) -> float | None:
+    """A finite float, or None (a missing or non-numeric value is not a result)."""
     try:
         v = float(x)
     except (TypeError, ValueError):

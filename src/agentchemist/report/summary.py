@@ -8,7 +8,6 @@ a clock or invents a value: a missing field stays None and the text renderers sa
 
 from __future__ import annotations
 
-import math
 import platform
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ import scipy
 import agentchemist
 
 from .model import RunData
-from .results import ResultsContext, compute_results
+from .results import ResultsContext, _num, compute_results
 
 __all__ = ["SCHEMA_VERSION", "SECTION_TITLES", "build_summary", "resolve_artifact"]
 
@@ -39,14 +38,6 @@ SECTION_TITLES = {
     "visual_documentation": "Visual documentation",
     "reproducibility": "Reproducibility guide",
 }
-
-
-def _num(x) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _rel(stamp, t0: float | None) -> float | None:

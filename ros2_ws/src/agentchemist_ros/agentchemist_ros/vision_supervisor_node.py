@@ -19,8 +19,7 @@ from std_srvs.srv import Trigger
 
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
-from agentchemist.fsm.effects import (CallTare, CancelDispenseGoal, CancelPolicyGoal, Log, PublishHue,
-                                      PublishState, SendDropGoal, SendPolicyGoal, SendPourGoal, Snapshot, Tell)
+from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.executor import Executor, idle_abort, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
@@ -194,18 +193,18 @@ class VisionSupervisorNode(Node):
                 path = save_snapshot(self.runs_dir, exp, e.label, now, self.front)
                 self.carry_out([Tell("recorder", "artifact", "", {"kind": "snapshot", "path": str(path),
                                                                   "label": e.label})])
-            elif isinstance(e, SendPolicyGoal):
+            elif isinstance(e, SendGoal) and e.goal is None:
                 goal = subtask_goal(exp, e.task, e.payload)
                 self.ask(self.policy, lambda g=goal: self.policy.send_goal_async(g), "the action policy", e.task,
                          self.on_policy_accepted)
-            elif isinstance(e, (SendDropGoal, SendPourGoal)):
+            elif isinstance(e, SendGoal):
                 self.send_dispense_goal(e)
             elif isinstance(e, CallTare):
                 self.tare()
-            elif isinstance(e, CancelDispenseGoal) and self.dispense_goal is not None:
-                self.dispense_goal.cancel_goal_async()
-            elif isinstance(e, CancelPolicyGoal) and self.policy_goal is not None:
-                self.policy_goal.cancel_goal_async()
+            elif isinstance(e, Cancel):
+                handle = self.dispense_goal if e.agent == "dispenser_controller" else self.policy_goal
+                if handle is not None:
+                    handle.cancel_goal_async()
             elif isinstance(e, PublishHue):
                 self.qty_pub.publish(messages.hue_estimate(e, exp))
             elif isinstance(e, Log):
