@@ -24,6 +24,7 @@ CHECKED = (
     "wav_source_node",
     "audio_capture_node",
     "vision_supervisor_node",
+    "dispenser_controller_node",
 )
 #: declared by rclpy itself on every node
 ROS_OWN = {"use_sim_time"}
@@ -83,7 +84,8 @@ def test_the_converted_nodes_take_their_parameters_from_config_classes():
     converted = {m: [c.__name__ for c, _, _ in node_configs(NODES_DIR / f"{m}.py")] for m in CHECKED}
     assert {m: c for m, c in converted.items() if c} == {
         "recorder_node": ["RecorderConfig"], "lab_sim_node": ["LabSimConfig"], "piper_driver_node": ["DriverConfig"],
-        "planner_node": ["BackendConfig"], "vision_supervisor_node": ["SupervisionConfig"]}
+        "planner_node": ["BackendConfig"], "vision_supervisor_node": ["SupervisionConfig"],
+        "dispenser_controller_node": ["DispenserConfig", "SolidPourConfig"]}
 
 
 def test_block_checker_catches_unknown_names_types_ranges_choices_and_dataclass_refusals():

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from agentchemist.params import nested, param
 from agentchemist.perception.frozen_reading import FrozenConfig
 from agentchemist.perception.ph_stability import StabilityConfig
 
@@ -30,29 +31,34 @@ class DispenserConfig:
     k_ml_per_mm: float = 1.0            #: calibration: mL expelled per mm of closing
     drop_volume_ml: float = 0.046875    #: calibrated mean drop (the paper's 0.046875 mL)
     calibration_residual_ml: float = 0.002  #: RMS residual of the calibration fit (mL per drop)
-    rate_mm_s: float = 0.2              #: default closing rate in MOTION; the audio supervisor tells drops
-                                        #: apart up to about 0.25 mm/s (5 drops/s at k = 1 mL/mm), and the
-                                        #: no-drop check relies on hearing them (bench/dispenser.py)
+    # The audio supervisor tells drops apart up to about 0.25 mm/s (5 drops/s at k = 1 mL/mm), and the
+    # no-drop check relies on hearing them (bench/dispenser.py).
+    rate_mm_s: float = param(0.2, unit="mm/s", low=0.001, high=5.0, description="Default closing rate in MOTION")
     max_rate_mm_s: float = 5.0          #: beyond this the bulb jets instead of dripping
-    fine_rate_mm_s: float = 0.05        #: closing rate near the target
+    fine_rate_mm_s: float = param(0.05, unit="mm/s", low=0.001, high=5.0, description=(
+        "Closing rate near the target"))
     resolution_mm: float = 0.001        #: Piper gripper command resolution
-    control_period_s: float = 0.05      #: nominal update period; a late update never advances more than
+    control_period_s: float = param(0.05, unit="s", low=0.001, high=1.0, description=(
+        "Control period on the ROS clock"))  #: nominal update period; a late update never advances more than
                                         #: one period's travel, because a jump in the command makes the
                                         #: gripper lunge, the flow spike and the next drop bigger
     min_opening_mm: float = 0.0
     max_opening_mm: float = 70.0        #: Piper gripper usable travel
-    safe_opening_mm: float = 62.0       #: RESET retracts here (clear of the bulb)
+    safe_opening_mm: float = param(62.0, unit="mm", low=1.0, high=70.0, description=(
+        "RESET retracts to this opening (clear of the bulb)"))
     retract_timeout_s: float = 10.0     #: a RESET that has not reached the safe opening by then gives up
     recovery_timeout_s: float = 30.0    #: a retracted RESET waits this long for its cause to clear (the pH
                                         #: meter to report again) before giving up
     reapproach_rate_mm_s: float = 1.5   #: closing back to the high-water mark after a RESET (air only);
                                         #: slow enough that the gripper's lag stays inside stall_tolerance_mm
-    change_rate_threshold: float = 0.05  #: |dpH/dt| (pH/s) above which MOTION holds
+    change_rate_threshold: float = param(0.05, unit="pH/s", low=1e-4, high=10.0, description=(
+        "|dpH/dt| above which MOTION holds"))
     jump_threshold_ph: float = 0.025    #: ... or the newest reading this far from the mean of the window
                                         #: before it (5 sd of the twin's 0.005 pH noise): one reading
                                         #: sooner than the slope after a step (raise it for noisier meters)
     settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
-    near_target_ph: float = 0.5         #: within this of the target pH: one drop at a time
+    near_target_ph: float = param(0.5, unit="pH", low=0.0, high=14.0, description=(
+        "Within this of the target pH: one drop at a time"))
     resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here
     near_target_ml: float = 0.25        #: within this of the target volume: one drop at a time
     fine_ph_per_drop: float = 0.02      #: a measured pH change per drop (secant between settled holds)
@@ -63,9 +69,11 @@ class DispenserConfig:
     settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
                                         #: the hold (drop falls, mixing starts): a pH that has not yet
                                         #: moved is not a settled one
-    no_drop_factor: float = 4.0         #: no drop after this many drop-displacements -> anomaly
+    no_drop_factor: float = param(4.0, low=1.0, high=100.0, description=(
+        "Drop displacements without a drop before a no_drop anomaly"))
     priming_allowance_mm: float = 1.5   #: squeeze allowed before the first drop (bulb slack, tip filling)
-    sensor_timeout_s: float = 3.0       #: no pH reading for this long while titrating -> anomaly
+    sensor_timeout_s: float = param(3.0, unit="s", low=0.1, high=600.0, description=(
+        "pH silence while titrating that is a sensor_timeout anomaly"))
     operation_timeout_s: float = 7200.0
     stall_tolerance_mm: float = 0.3     #: commanded vs measured opening beyond this ...
     stall_time_s: float = 1.0           #: ... for this long -> gripper stall
@@ -77,7 +85,7 @@ class DispenserConfig:
     max_resets: int = 2                 #: RESETs before giving up
     settle_timeout_s: float = 60.0      #: a WAIT that never settles ends in RESET
     drop_pause_s: float = 0.5           #: without pH readings, WAIT this long after a drop (it falls)
-    frozen: FrozenConfig = FrozenConfig()  #: when the pH reading counts as frozen (a "ph_stuck" anomaly)
+    frozen: FrozenConfig = nested(FrozenConfig, prefix="ph_")  #: when the pH reading counts as frozen (ph_stuck)
     early_drop_fraction: float = 0.7    #: a drop that follows the previous one after less than this
                                         #: fraction of a drop's squeeze fell unbidden ("unexpected_drop");
                                         #: in closed loop with the twin (2,200 drops, four titrations) the

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from agentchemist.control.dispenser_types import ControllerAnomaly, GoalError
+from agentchemist.params import param
 from agentchemist.perception.ph_stability import ReadingError
 
 __all__ = ["Phase", "PourOutput", "PourResult", "PulseEvent", "SolidPourConfig", "SolidPourController",
@@ -74,15 +75,18 @@ class Phase(str, Enum):
 class SolidPourConfig:
     """Every threshold of the solid pour, with its unit and why it has its default."""
     control_period_s: float = 0.05      #: update period: pulse durations are planned on this grid
-    balance_resolution_g: float = 0.01  #: readability of the balance (the twin's and a 0.01 g top-loader)
-    balance_tau_s: float = 0.8          #: the display settles with this first-order lag (its datasheet's
+    balance_resolution_g: float = param(0.01, unit="g", low=1e-5, high=1.0, description=(
+        "Readability of the balance (the twin's and a 0.01 g top-loader)"))
+    balance_tau_s: float = param(0.8, unit="s", low=0.01, high=30.0, description=(
+        "Settling time constant of the balance display"))  #: a first-order lag (its datasheet's
                                         #: settling time / 4); a creeping window's value is corrected by it
     min_reading_g: float = -0.05        #: a tared balance shows -0.01 from noise; five counts under zero
                                         #: is a wrong tare or a lifted beaker: refused
     max_reading_g: float = 1000.0       #: above any top-loading balance's capacity: refused
     seek_start_deg: float = 20.0        #: the search jumps here: powders hold still in an upright-ish
                                         #: bottle well past 20 deg (their angle of repose is 30-45 deg)
-    max_tilt_deg: float = 125.0         #: the search gives up here (the wrist allows 130)
+    max_tilt_deg: float = param(125.0, unit="deg", low=10.0, high=180.0, description=(
+        "The flow search gives up at this tilt (the wrist allows 130)"))
     default_tilt_rate_deg_s: float = 5.0  #: search ramp when the goal gives none
     detect_g: float = 0.02              #: two counts over the baseline is flow (noise 0.002 g never
                                         #: moves a tared zero by two counts)
@@ -101,7 +105,8 @@ class SolidPourConfig:
     flow_scale_deg: float = 30.0        #: excess in which F is expressed
     onset_prior_sd_deg: float = 3.0     #: trust in the search's onset estimate (fit prior)
     onset_search_deg: float = 8.0       #: the fit looks for the onset this far either side of it
-    arm_tau_s: float = 0.3              #: the wrist follows its command with this first-order lag
+    arm_tau_s: float = param(0.3, unit="s", low=0.01, high=5.0, name="pour_arm_tau_s", description=(
+        "Lag with which the wrist follows its command (first order)"))
     min_pulse_s: float = 0.1
     max_pulse_s: float = 6.0            #: a longer pour is split: a settled reading between
     dose_cv: float = 0.12               #: relative spread of a pulse's dose once the model has a pulse
@@ -118,8 +123,10 @@ class SolidPourConfig:
     default_change_threshold_g_s: float = 0.02
     baseline_window_s: float = 1.0      #: the upright balance must hold still this long first
     settle_timeout_s: float = 30.0      #: a balance that never settles (draught, vibration): anomaly
-    stale_reading_s: float = 0.7        #: no valid reading for this long: no motion on old news
-    sensor_timeout_s: float = 3.0       #: ... this long: upright and abort (sensor_timeout)
+    stale_reading_s: float = param(0.7, unit="s", low=0.05, high=60.0, name="pour_stale_reading_s", description=(
+        "No balance reading this long: no tilting on old news"))
+    sensor_timeout_s: float = param(3.0, unit="s", low=0.1, high=600.0, name="pour_sensor_timeout_s", description=(
+        "No balance reading this long: bottle upright, goal aborted (sensor_timeout)"))
     approach_timeout_s: float = 30.0    #: the arm must be at the pour pose with readings by then
     follow_tolerance_deg: float = 15.0  #: commanded vs measured tilt beyond this ...
     follow_time_s: float = 2.0          #: ... for this long: the wrist does not follow (arm_stall)

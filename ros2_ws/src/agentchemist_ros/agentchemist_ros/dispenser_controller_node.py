@@ -12,7 +12,7 @@ callback is a coroutine awaiting a Future that the timer completes, so no execut
 """
 import json
 import threading
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -35,7 +35,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, Chem
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import FSM, READINGS, RELIABLE
 from agentchemist_ros.common.services import respond_when_done
@@ -80,44 +80,12 @@ class DispenserControllerNode(Node):
         respond_when_done(self, self.calibrate_srv)
 
     def _declare_parameters(self) -> DispenseSession:
-        """config/agentchemist_params.yaml: DispenserConfig and SolidPourConfig fields, and the node's own."""
-        d = DispenserConfig()
-        p = SolidPourConfig()
+        """config/agentchemist_params.yaml: DispenserConfig and SolidPourConfig fields (their units, ranges and
+        descriptions are the dataclasses'), the calibration (a file, see common/calibration.py), the node's own."""
         k, drop, residual, _sd, _source = declare_calibration(self)
-        period = declare(self, "control_period", 0.05, "Control period (s, ROS clock)", low=0.001, high=1.0)
-        resolution = declare(self, "ph_resolution", 0.001, "Display step of the pH meter (pH): identical readings "
-                             "its noise makes improbable are a frozen meter (ph_stuck)", low=1e-6, high=1.0)
-        config = DispenserConfig(
-            control_period_s=period, k_ml_per_mm=k, drop_volume_ml=drop, calibration_residual_ml=residual,
-            frozen=replace(d.frozen, resolution=resolution),
-            rate_mm_s=declare(self, "rate_mm_s", d.rate_mm_s, "Default closing rate (mm/s)", low=0.001, high=5.0),
-            fine_rate_mm_s=declare(self, "fine_rate_mm_s", d.fine_rate_mm_s, "Closing rate near the target (mm/s)",
-                                   low=0.001, high=5.0),
-            change_rate_threshold=declare(self, "change_rate_threshold", d.change_rate_threshold,
-                                          "|dpH/dt| that makes MOTION hold (pH/s)", low=1e-4, high=10.0),
-            near_target_ph=declare(self, "near_target_ph", d.near_target_ph, "Fine mode within this of the target pH",
-                                   low=0.0, high=14.0),
-            sensor_timeout_s=declare(self, "sensor_timeout_s", d.sensor_timeout_s, "pH silence that is an anomaly (s)",
-                                     low=0.1, high=600.0),
-            no_drop_factor=declare(self, "no_drop_factor", d.no_drop_factor,
-                                   "Drop displacements without a drop before an anomaly", low=1.0, high=100.0),
-            safe_opening_mm=declare(self, "safe_opening_mm", d.safe_opening_mm, "RESET retracts to this opening (mm)",
-                                    low=1.0, high=70.0))
-        pour_config = SolidPourConfig(
-            control_period_s=period,
-            balance_resolution_g=declare(self, "balance_resolution_g", p.balance_resolution_g,
-                                         "Readability of the balance (g)", low=1e-5, high=1.0),
-            balance_tau_s=declare(self, "balance_tau_s", p.balance_tau_s,
-                                  "Settling time constant of the balance display (s)", low=0.01, high=30.0),
-            arm_tau_s=declare(self, "pour_arm_tau_s", p.arm_tau_s, "Lag with which the wrist follows its command (s)",
-                              low=0.01, high=5.0),
-            stale_reading_s=declare(self, "pour_stale_reading_s", p.stale_reading_s,
-                                    "No balance reading this long: no tilting on old news (s)", low=0.05, high=60.0),
-            sensor_timeout_s=declare(self, "pour_sensor_timeout_s", p.sensor_timeout_s,
-                                     "No balance reading this long: bottle upright, goal aborted (s)",
-                                     low=0.1, high=600.0),
-            max_tilt_deg=declare(self, "max_tilt_deg", p.max_tilt_deg, "The flow search gives up at this tilt (deg)",
-                                 low=10.0, high=180.0))
+        config = declare_config(self, DispenserConfig, overrides={
+            "k_ml_per_mm": k, "drop_volume_ml": drop, "calibration_residual_ml": residual})
+        pour_config = declare_config(self, SolidPourConfig, overrides={"control_period_s": config.control_period_s})
         return DispenseSession(
             config, pour_config,
             side=declare(self, "side", "right", "Gripper holding the pipette (left|right)"),
