@@ -6,8 +6,8 @@ import math
 import pytest
 
 from agentchemist.params import ParameterError, build_config
-from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, Closed, Estimate, FsmUpdate,
-                                           Reading, RecorderConfig, Recording)
+from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, Closed, DispenserNote, Estimate,
+                                           FsmUpdate, Reading, RecorderConfig, Recording)
 
 DROP = 0.046875
 
@@ -143,6 +143,21 @@ def test_audio_events_are_stored(tmp_path):
     rec.on_audio_event(AudioEventNote(2.0, "ev1", "droplet", "expected", 1.9, 2.0, 20.0, 3000.0, DROP, 0.9))
     [event] = _run(rec)["audio_events"]
     assert (event["event_id"], event["kind"], event["start"]) == ("ev1", "droplet", 1.9)
+
+
+def test_the_dispensers_own_states_are_kept_and_a_calibration_is_not_ours(tmp_path):
+    rec = _open(tmp_path)
+    rec.on_fsm(_fsm("titrating", 1.5, previous="ready"))
+    for stamp, state, previous, ml in ((2.0, "MOTION", "IDLE", 0.0), (9.0, "WAIT", "MOTION", 0.2),
+                                       (11.0, "MOTION", "WAIT", 0.2), (30.0, "IDLE", "MOTION", 1.1)):
+        rec.on_dispenser(DispenserNote("exp-1", stamp, "s1", "drops", state, previous, "goal", state != "IDLE",
+                                       0.24 if state == "MOTION" else 0.0, False, ml, int(ml / DROP)))
+    rec.on_dispenser(DispenserNote("", 31.0, "calibration", "calibration", "MOTION", "IDLE", "calibrate", True,
+                                   1.0, False, 0.0, 0))
+    rows = [r for r in _run(rec)["raw_observations"] if r["quantity"] == "dispenser_state"]
+    assert [(r["payload"]["state"], r["value"], r["fsm_state"]) for r in rows] == [
+        ("MOTION", 0.0, "titrating"), ("WAIT", 0.2, "titrating"), ("MOTION", 0.2, "titrating"), ("IDLE", 1.1, "titrating")]
+    assert rows[0]["payload"]["drop_interval_s"] == 0.24 and rows[-1]["payload"]["active"] is False
 
 
 def test_the_next_experiment_keeps_the_bench_state_and_starts_fusion_afresh(tmp_path):

@@ -127,6 +127,23 @@ class AudioEventNote:
     confidence: float
 
 
+@dataclass(frozen=True)
+class DispenserNote:
+    """The dispenser's own state (DispenserState): what it did when, as it says, not as anyone derives it."""
+    experiment_id: str
+    stamp: float
+    subtask_id: str
+    mode: str
+    state: str
+    previous_state: str
+    reason: str
+    active: bool
+    drop_interval_s: float
+    priming: bool
+    dispensed_ml: float
+    drops: int
+
+
 # --------------------------------------------------------------------------------------------- outputs
 @dataclass(frozen=True)
 class Record:
@@ -324,6 +341,19 @@ class Recording:
                                    classification=msg.classification, start=msg.start, end=msg.end,
                                    snr_db=msg.snr_db, peak_frequency_hz=msg.peak_frequency_hz,
                                    quantity=msg.quantity, confidence=msg.confidence)
+
+    def on_dispenser(self, msg: DispenserNote) -> None:
+        """Every state the dispenser reports is kept as a raw observation (quantity dispenser_state, value the
+        volume its goal had dispensed, the state and why in the payload): the record shows when it squeezed,
+        waited, retracted or was held. A calibration (no experiment) or another experiment's goal is not ours."""
+        if msg.experiment_id != self.experiment_id:
+            return
+        self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="dispenser", sensor="dispenser_controller",
+                           quantity="dispenser_state", value=msg.dispensed_ml, unit="mL", confidence=1.0,
+                           fsm_state=self.fsm_state, subtask_id=msg.subtask_id, payload={
+                               "mode": msg.mode, "state": msg.state, "previous_state": msg.previous_state,
+                               "reason": msg.reason, "active": msg.active, "drop_interval_s": msg.drop_interval_s,
+                               "priming": msg.priming, "drops": msg.drops})
 
     # ------------------------------------------------------------------ records
     def _due(self, name: str, stamp: float) -> bool:

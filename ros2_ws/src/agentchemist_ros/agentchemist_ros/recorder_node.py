@@ -16,10 +16,10 @@ import threading
 
 from rclpy.node import Node
 
-from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, Estimate, FsmUpdate, Reading,
-                                           RecorderConfig, Recording)
-from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, ExperimentPlan,
-                                         FsmState, FusedRecord, QuantityEstimate)
+from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
+                                           FsmUpdate, Reading, RecorderConfig, Recording)
+from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
+                                         ExperimentPlan, FsmState, FusedRecord, QuantityEstimate)
 from agentchemist_interfaces.srv import QueryRecords
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -54,6 +54,7 @@ class RecorderNode(Node):
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.create_subscription(DispenserState, topics.DISPENSER_STATE, self.on_dispenser, FSM)
         self.create_service(QueryRecords, topics.QUERY_RECORDS, self.query)
 
     # ------------------------------------------------------------------ lifecycle
@@ -93,6 +94,9 @@ class RecorderNode(Node):
 
     def on_anomaly(self, msg):
         self.record(lambda r: r.on_anomaly(typed(AnomalyNote, msg, stamp=to_sec(msg.stamp))))
+
+    def on_dispenser(self, msg):
+        self.record(lambda r: r.on_dispenser(typed(DispenserNote, msg, stamp=to_sec(msg.stamp))))
 
     def on_audio_event(self, msg):
         self.record(lambda r: r.on_audio_event(typed(AudioEventNote, msg, stamp=to_sec(msg.stamp),
