@@ -25,6 +25,7 @@ CHECKED = (
     "audio_capture_node",
     "vision_supervisor_node",
     "dispenser_controller_node",
+    "audio_supervisor_node",
 )
 #: declared by rclpy itself on every node
 ROS_OWN = {"use_sim_time"}
@@ -85,7 +86,8 @@ def test_the_converted_nodes_take_their_parameters_from_config_classes():
     assert {m: c for m, c in converted.items() if c} == {
         "recorder_node": ["RecorderConfig"], "lab_sim_node": ["LabSimConfig"], "piper_driver_node": ["DriverConfig"],
         "planner_node": ["BackendConfig"], "vision_supervisor_node": ["SupervisionConfig"],
-        "dispenser_controller_node": ["DispenserConfig", "SolidPourConfig"]}
+        "dispenser_controller_node": ["DispenserConfig", "SolidPourConfig"],
+        "audio_supervisor_node": ["NoiseConfig"]}
 
 
 def test_block_checker_catches_unknown_names_types_ranges_choices_and_dataclass_refusals():

@@ -28,7 +28,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioChunk, Audi
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import AUDIO, FSM, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
@@ -42,16 +42,7 @@ class AudioSupervisorNode(Node):
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)
         self.detectors = {s: StreamingDetector(DetectorConfig(sample_rate=self.sample_rate)) for s in self.sides}
         self.drop_context = DropContext(ContextConfig(drop_volume_ml=drop_ml, drop_volume_sd_ml=drop_sd))
-        self.noise_config = NoiseConfig(
-            min_duration_s=declare(self, "noise_min_duration_s", 0.3,
-                                   "A broadband sound lasting this long deafens the microphone (s; drops ring "
-                                   "for tens of ms)", low=0.05, high=10.0),
-            min_flatness=declare(self, "noise_min_flatness", 0.3,
-                                 "Spectral flatness from which a sound is broadband noise (0 tonal .. 1 white; "
-                                 "the gripper's motor whine is about 0)", low=0.0, high=1.0),
-            recover_db=declare(self, "noise_recover_db", 6.0,
-                               "The microphone hears again once its noise floor is back within this of the floor "
-                               "before the noise (dB)", low=0.5, high=40.0))
+        self.noise_config = declare_config(self, NoiseConfig, prefix="noise_")
         self.noise = {s: NoiseMonitor(self.noise_config) for s in self.sides}
         # The gripper each microphone sits in: its own motor's sounds while it moves are the robot's.
         speed = declare(self, "own_motion_min_speed_mm_s", 1.0,

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from agentchemist.params import param
+
 from .errors import DetectorConfigError
 from .events import DetectedEvent, OngoingSound
 
@@ -36,10 +38,14 @@ class NoiseConfig:
     starts an episode too, s. recover_db: the episode ends when the floor is back within this of the floor
     before it, dB ... clear_s: ... and nothing loud is open, for this long, s."""
 
-    min_duration_s: float = 0.3
-    min_flatness: float = 0.3
+    min_duration_s: float = param(0.3, unit="s", low=0.05, high=10.0, description=(
+        "A broadband sound lasting this long deafens the microphone (drops ring for tens of ms)"))
+    min_flatness: float = param(0.3, low=0.0, high=1.0, description=(
+        "Spectral flatness from which a sound is broadband noise (0 tonal .. 1 white; the gripper's motor "
+        "whine is about 0)"))
     short_min_s: float = 0.04
-    recover_db: float = 6.0
+    recover_db: float = param(6.0, unit="dB", low=0.5, high=40.0, description=(
+        "The microphone hears again once its noise floor is back within this of the floor before the noise"))
     clear_s: float = 0.25
 
     def __post_init__(self) -> None:
