@@ -189,7 +189,11 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
     run = loop.run(DispenseGoal(target_ph=target, **goal_kw), config(**cfg_kw), max_s=max_s)
     o = grade_titration(loop, run, target)
     holds = sum(1 for _, _, cond, _ in run.transitions if cond in ("near_target_drop", "drop_landed_settle"))
-    return {"seed": seed, "stop": run.result.reason if run.result else "not stopped",
+    # The endpoint judge (agentchemist.fsm.endpoint, as the supervisor runs it) ends a pH goal: "endpoint";
+    # sim_s then includes its hold (5 s), where the dispenser used to stop itself on reaching the target.
+    stop = "endpoint" if run.judge is not None and run.judge.reached_at is not None else (
+        run.result.reason if run.result else "not stopped")
+    return {"seed": seed, "stop": stop,
             "sim_s": o.sim_s, "drops_after_crossing": o.drops_after_crossing, "overshoot_drops": o.overshoot_drops,
             "true_ph": o.true_ph, "reading_ph": o.reading_ph, "holds": holds, "cpu_s": time.process_time() - cpu}
 
@@ -222,7 +226,7 @@ def strategy_table(name: str, target: float, strategies: dict, seeds: list[int],
             "runs_with_drops_after_crossing": sum(r["drops_after_crossing"] > 0 for r in rows),
             "overshoot_drops_max": max(r["overshoot_drops"] for r in rows),
             "abs_ph_error_max": max(abs(r["true_ph"] - target) for r in rows),
-            "all_stopped_on_target": all(r["stop"] == "target_ph" for r in rows),
+            "all_stopped_on_target": all(r["stop"] == "endpoint" for r in rows),
         }
         print(f"{name} -> pH {target}: {label:45s} {out[label]['sim_s_mean']:7.1f} s sim, "
               f"{out[label]['runs_with_drops_after_crossing']}/{len(rows)} runs with a drop after the crossing, "
