@@ -24,6 +24,7 @@ from tests.conftest import REPO  # noqa: E402
 def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tests.graph.recorder_process", str(tmp_path)], cwd=REPO)
     rclpy.init()
+    node = None
     try:
         node = Node("crash_driver")
         acks = []
@@ -31,13 +32,16 @@ def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
         plan_pub = node.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
         reading_pub = node.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
         plan_pub.publish(ExperimentPlan(stamp=to_msg(1.0), experiment_id="crash-1", plan_json="{}"))
-        end = time.monotonic() + 30
-        while reading_pub.get_subscription_count() == 0 or node.count_publishers(topics.RECORDS) == 0:
-            rclpy.spin_once(node, timeout_sec=0.05)
-            assert time.monotonic() < end, "the recorder process did not come up"
-        time.sleep(1.0)  # the recorder opens its store when the latched plan arrives
-        sent, killed_after = 0, None
         end = time.monotonic() + 60
+        # The recorder process is up and has opened the experiment's store (on the latched plan): only
+        # then do readings have somewhere to go. Waited for, not slept on: a loaded machine takes longer.
+        while (reading_pub.get_subscription_count() == 0 or node.count_publishers(topics.RECORDS) == 0
+               or not (tmp_path / "crash-1" / "records.db").exists()):
+            rclpy.spin_once(node, timeout_sec=0.05)
+            assert time.monotonic() < end, "the recorder process did not come up and open its store"
+            assert proc.poll() is None, f"the recorder process exited with {proc.returncode}"
+        sent, killed_after = 0, None
+        end = time.monotonic() + 120
         while time.monotonic() < end:
             sent += 1
             stamp = 1.0 + 0.1 * sent
@@ -49,15 +53,19 @@ def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
                 os.kill(proc.pid, signal.SIGKILL)  # in the middle of the burst
                 killed_after = len(acks)
                 break
-        proc.wait(timeout=10)
         assert killed_after is not None, f"only {len(acks)} acknowledgements for {sent} readings"
+        proc.wait(timeout=10)
         for _ in range(20):
             rclpy.spin_once(node, timeout_sec=0.01)
-        node.destroy_node()
     finally:
+        # Whatever happened, nothing of this test may outlive it: its latched plan would start an
+        # experiment in the next test's graph (same process, same domain).
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=10)
     db = tmp_path / "crash-1" / "records.db"
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
