@@ -321,7 +321,7 @@ class Supervision:
         if event is not None and event.kind == "armed":
             out += self._release("unexpected_colour")
         elif event is not None and event.kind == "crossed":
-            out += self._hold("colour_candidate", detail)
+            out += self._hold("colour_candidate")
         elif event is not None and event.kind == "reverted":
             out += self._release("colour_candidate")
         elif event is not None and event.kind == "confirmed":
@@ -334,7 +334,7 @@ class Supervision:
             # Titrant into a solution that is already at the end colour: hold until the start colour
             # is seen (a passing reflection) or the state's timeout aborts the run (a wrong solution).
             out.append(self._early_colour(hue_deg, "while titrating, before the start colour was seen"))
-            out += self._hold("unexpected_colour", detail)
+            out += self._hold("unexpected_colour")
         self.colour_settle.add(stamp, hue_deg)
         if self.machine.state == "waiting_mix" and detector.state in ("unarmed", "before") \
                 and "colour_stable" in self.plan.state_machine.input_symbols and self.colour_settle.is_stable():
@@ -363,7 +363,7 @@ class Supervision:
                       f"the solution already shows the end colour ({vision.colour_to}, hue {hue_deg:.0f} deg) "
                       f"{when}; expected {vision.colour_from} first: not taken as an endpoint")
 
-    def _hold(self, reason: str, detail: dict) -> list[Command]:
+    def _hold(self, reason: str) -> list[Command]:
         first = not self.holds
         self.holds.add(reason)
         return [HoldDispensing(reason)] if first else []
@@ -394,7 +394,7 @@ class Supervision:
             "camera_stale", "warn", f"no usable front camera image for {silent:.1f} s ({last}) while the colour "
                                     f"endpoint is watched; dispensing held until images return")]
         if self.machine.state in COLOUR_WATCH_STATES:
-            out += self._hold("camera_stale", {})
+            out += self._hold("camera_stale")
         return out
 
     # ------------------------------------------------------------------ mass and dissolution

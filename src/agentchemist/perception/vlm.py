@@ -291,12 +291,10 @@ def make_backend(name: str = "opencv", **options) -> VisionBackend:
     raise ValueError(f"unknown vision backend {name!r} (known: opencv, openai)")
 
 
-def scene_summary(image_rgb: np.ndarray, backend: VisionBackend) -> str:
-    """What the DescribeScene service says beside the marker-based objects and checks: their count, and a
-    VLM backend's own description (or why it failed). The objects and checks stay the marker-based ones."""
-    from agentchemist.perception.scene import describe_scene  # the marker-based scene, as the node checks it
-    desc = describe_scene(image_rgb)
-    message = f"{len(desc.objects)} objects"
+def scene_summary(image_rgb: np.ndarray, n_objects: int, backend: VisionBackend) -> str:
+    """What the DescribeScene service says beside the marker-based objects and checks (`n_objects` of them):
+    their count, and a VLM backend's own description (or why it failed)."""
+    message = f"{n_objects} objects"
     if backend.name != "opencv":
         try:
             message += ": " + backend.describe_scene(image_rgb).summary

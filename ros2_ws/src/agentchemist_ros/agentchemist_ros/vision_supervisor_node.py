@@ -281,7 +281,7 @@ class VisionSupervisorNode(Node):
                             for o in desc.objects]
         response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
                                            "image_size": list(desc.image_size or ())})
-        response.success, response.message = True, scene_summary(frame, self.vision_backend)
+        response.success, response.message = True, scene_summary(frame, len(desc.objects), self.vision_backend)
         return response
 
 
