@@ -4,17 +4,19 @@ dissolved. Graded against the twin's truth: the mass poured, where the beaker en
 dissolution; and against the recorder's store: the settled final mass the report states."""
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from rclpy.action import ActionClient  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
-from agentchemist_interfaces.msg import Anomaly, FsmState  # noqa: E402
+from agentchemist_interfaces.msg import Anomaly, FsmState, PeerWait  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
-from agentchemist_ros.common.qos import FSM, RELIABLE  # noqa: E402
+from agentchemist_ros.common.qos import FSM, PEER_WAITS, RELIABLE  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import run_experiment  # noqa: E402
 
@@ -27,6 +29,9 @@ class Probe(Node):
         self.states, self.anomalies = [], []
         self.create_subscription(FsmState, topics.FSM_STATE, self.states.append, FSM)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
+        self.waits = []  # (wall s, sim s, node, count, what)
+        self.create_subscription(PeerWait, topics.PEER_WAITS, lambda m: self.waits.append(
+            (time.monotonic(), m.stamp.sec + m.stamp.nanosec * 1e-9, m.node, m.count, list(m.what))), PEER_WAITS)
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +88,27 @@ def test_weighs_carries_and_dissolves(weighing_run):
         heard = db.execute("SELECT classification, COUNT(*) FROM audio_events GROUP BY classification").fetchall()
     assert dict(heard).get("expected", 0) >= 1, heard
     assert report["sections"]["anomalies"]["audio_anomalies"] == [], report["sections"]["anomalies"]["audio_anomalies"]
+
+
+def test_a_lagging_graph_cache_costs_no_twin_time(tmp_path, monkeypatch):
+    """CI, on a loaded machine: the ROS graph cache said "no server" about the action policy that had served
+    a goal a moment before; the supervisor sent the goal only at agent_wait_s (wall), and at 50x the state's
+    180 s (sim) limit ran out first. Now the supervisor says it waits on a peer (PeerWait) and the twin holds
+    its clock meanwhile: the same lag costs wall time only, and the run completes."""
+    ready = ActionClient.server_is_ready
+    monkeypatch.setattr(ActionClient, "server_is_ready",
+                        lambda self: False if self._action_name == topics.EXECUTE_SUBTASK else ready(self))
+    run = run_experiment(SCENARIO, tmp_path, probe=Probe, wall_limit_s=300.0,
+                         overrides={"lab_sim": {"camera_rate_hz": 1.0}, "vision_supervisor": {"agent_wait_s": 5.0}})
+    problems = [f"{a.source}: {a.kind}: {a.description}" for a in run.probe.anomalies if a.severity != "info"]
+    assert run.result.success, f"{run.result.message}; anomalies: {problems}"
+    assert problems == []
+    # Every policy goal waited the full 5 s of wall time for the graph, and the twin's clock stood still.
+    waits = [w for w in run.probe.waits if w[2].endswith("vision_supervisor")]
+    begun = [i for i, w in enumerate(waits) if w[3] == 1 and "action policy" in w[4][0]]
+    assert len(begun) >= 2  # place the beaker on the balance, carry it to the stirrer
+    for i in begun:
+        end = next(w for w in waits[i + 1:] if w[3] == 0)
+        wall, sim = end[0] - waits[i][0], end[1] - waits[i][1]
+        assert wall >= 4.5, wall
+        assert sim <= 1.0, f"the twin ran {sim:.1f} s ahead in {wall:.1f} s of waiting"

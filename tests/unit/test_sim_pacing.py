@@ -50,6 +50,26 @@ def test_a_tick_without_an_answer_ends_the_stream():
     assert lock.streak == 0
 
 
+def test_a_node_waiting_on_a_peer_holds_the_clock_until_answered_or_the_limit():
+    lock = Lockstep(0.25, wait_limit_s=60.0)
+    lock.peer_wait("/vision_supervisor", 1, 100.0)
+    assert lock.hold(100.0) and lock.hold(159.0)
+    assert lock.waiting_on_peers(159.0) == ["/vision_supervisor"]
+    lock.peer_wait("/vision_supervisor", 2, 150.0)   # a second request: the wait began at the first
+    assert not lock.hold(160.5)                      # past the limit: a dead peer does not freeze the world
+    lock.peer_wait("/vision_supervisor", 0, 161.0)
+    lock.peer_wait("/action_policy", 1, 170.0)
+    assert lock.hold(170.1)
+    lock.peer_wait("/action_policy", 0, 170.2)       # answered: the clock goes on
+    assert not lock.hold(170.3) and lock.waiting_on_peers(170.3) == []
+
+
+def test_peer_waits_never_hold_with_a_zero_limit():
+    lock = Lockstep(0.25, wait_limit_s=0.0)
+    lock.peer_wait("/vision_supervisor", 1, 0.0)
+    assert not lock.hold(0.0)
+
+
 def test_streams_fire_at_their_periods_and_audio_in_whole_chunks():
     s = StreamSchedule(1.0, {"ph": 0.25, "truth": 1.0}, audio_chunk_s=0.1)
     fired = [t for t in (1.0 + 0.125 * k for k in range(17)) if s.due("ph", t)]

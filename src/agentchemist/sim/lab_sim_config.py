@@ -37,6 +37,10 @@ class LabSimConfig:
     lockstep_timeout_s: float = param(0.25, unit="wall s", low=0.0, high=5.0,
                                       description="How long a tick waits for the gripper controller's answer while "
                                                   "it streams commands (0 = no lock-step)")
+    peer_wait_limit_s: float = param(60.0, unit="wall s", low=0.0, high=600.0,
+                                     description="How long the clock stands still while a node waits for a peer's "
+                                                 "answer (PeerWait; above the supervisor's 2 x agent_wait_s, so a "
+                                                 "dead peer is reported by the one waiting; 0 = never)")
     # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
     publish_clock: bool = param(True, description="Publish /clock; false beside Gazebo: the twin then follows the "
                                                   "ROS clock (use_sim_time true) instead of pacing itself")

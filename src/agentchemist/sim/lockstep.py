@@ -3,7 +3,16 @@
 While a controller streams gripper commands (a dispense is running), the next tick waits until it has
 answered the last one, up to a wall timeout, so the squeeze does not depend on how loaded the graph is:
 drop size depends on the squeeze. One-off commands (the action policy's grasp) are not a stream: only a
-controller that has answered the last few ticks in a row is waited for. Times are wall seconds, given.
+controller that has answered the last few ticks in a row is waited for.
+
+The clock also stands still while any node waits for a peer's answer to a request (an action goal not
+yet accepted, a service call not yet answered; agentchemist_interfaces/PeerWait). Those answers come in
+wall time: on a loaded machine the ROS graph cache has lagged seconds behind a server that was serving,
+and a request then waits up to the supervisor's agent_wait_s (15 s wall) before it goes out anyway;
+at 50x that was 750 s of twin time in which a state's timeout ran out with nothing wrong in the graph
+(CI, test_weighing_graph). A node that waits longer than `wait_limit_s` stops holding the clock: a dead
+peer is the waiting node's own wall timeout to report, and the world must not freeze on it.
+Times are wall seconds, given.
 """
 from __future__ import annotations
 
@@ -12,11 +21,26 @@ STREAMING_TICKS = 3
 
 
 class Lockstep:
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float, wait_limit_s: float = 60.0):
         self.timeout_s = timeout_s      #: 0 = never wait
         self.streak = 0                 #: consecutive ticks answered by a gripper command
         self.answered = True            #: the last tick has been answered
         self.waiting_since: float | None = None
+        self.wait_limit_s = wait_limit_s  #: 0 = never hold for a node waiting on a peer
+        self.peer_waits: dict[str, float] = {}  #: node -> wall time it began waiting on a peer
+
+    def peer_wait(self, node: str, count: int, wall_now: float) -> None:
+        """`node` now waits for `count` answers from its peers (0: for none)."""
+        if count <= 0:
+            self.peer_waits.pop(node, None)
+        else:
+            self.peer_waits.setdefault(node, wall_now)
+
+    def waiting_on_peers(self, wall_now: float) -> list[str]:
+        """The nodes whose wait holds the clock now."""
+        if not self.wait_limit_s:
+            return []
+        return sorted(n for n, since in self.peer_waits.items() if wall_now - since <= self.wait_limit_s)
 
     def command(self) -> None:
         """The pipette's gripper was commanded: the last tick is answered."""
@@ -25,7 +49,10 @@ class Lockstep:
             self.streak += 1
 
     def hold(self, wall_now: float) -> bool:
-        """True while the streaming controller has not yet answered the last tick (skip this tick)."""
+        """True while a node waits on a peer or the streaming controller has not yet answered the last
+        tick (skip this tick)."""
+        if self.waiting_on_peers(wall_now):
+            return True
         if not (self.timeout_s and self.streak >= STREAMING_TICKS) or self.answered:
             self.waiting_since = None
             return False

@@ -29,6 +29,7 @@ from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now
@@ -65,6 +66,7 @@ class ActionPolicyNode(Node):
         self.create_timer(0.1, self.check_step)
         self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE,
                                                callback_group=ReentrantCallbackGroup())
+        self.waits = peer_waits(self)
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
                                    callback_group=ReentrantCallbackGroup())
 
@@ -168,7 +170,11 @@ class ActionPolicyNode(Node):
         while not deadline.done():
             if self.scene_client.service_is_ready():
                 call = self.scene_client.call_async(DescribeScene.Request(camera="front"))
-                await first_of(call, deadline)
+                token = self.waits.begin("the vision supervisor: DescribeScene")
+                try:
+                    await first_of(call, deadline)
+                finally:
+                    self.waits.end(token)
                 if call.done():
                     response = call.result()
                     if response is not None and response.success:

@@ -39,12 +39,12 @@ from agentchemist.sim.lockstep import Lockstep
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.streams import StreamSchedule
-from agentchemist_interfaces.msg import AudioChunk, ChemicalReading
+from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, PeerWait
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.qos import AUDIO, LATCHED, READINGS, SENSOR
+from agentchemist_ros.common.qos import AUDIO, LATCHED, PEER_WAITS, READINGS, SENSOR
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
 SAMPLE_RATE = 48000
@@ -63,7 +63,7 @@ class LabSimNode(Node):
         self.rtf = cfg.pace(self.scenario.real_time_factor)
         self.lazy = cfg.publish_only_with_subscribers
         self.next_marker_wall = 0.0
-        self.lockstep = Lockstep(cfg.lockstep_timeout_s)
+        self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s)
         poses = load_poses()
         self.pipette_side = self.scenario.pipette.held_by
         self.draw = PipetteDraw(self.twin, poses)
@@ -91,6 +91,7 @@ class LabSimNode(Node):
                                      lambda m, s=s: self.on_gripper(s, m), 10)
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
+        self.create_subscription(PeerWait, topics.PEER_WAITS, self.on_peer_wait, PEER_WAITS)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
@@ -109,6 +110,9 @@ class LabSimNode(Node):
         result = self.twin.command_gripper(side, float(msg.data[0]), self.t)
         if result.clamped:
             self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
+
+    def on_peer_wait(self, msg):
+        self.lockstep.peer_wait(msg.node, msg.count, time.monotonic())
 
     def on_arm(self, side, msg):
         if not msg.points:

@@ -38,6 +38,7 @@ from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
 from agentchemist_ros.common.goals import dispense_goal, subtask_goal
 from agentchemist_ros.common.params import declare, declare_config
+from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
@@ -80,6 +81,7 @@ class VisionSupervisorNode(Node):
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
+        peer_waits(self)  # its publisher matched before the first request (common/answers.py uses it)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=self.group)

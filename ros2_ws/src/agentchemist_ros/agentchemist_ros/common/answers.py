@@ -7,12 +7,18 @@ the ROS graph cache's, which on a loaded machine once said "no server" for 15 s 
 served a goal a minute before (CI, test_weighing_graph). Here the request goes out as soon as the graph
 shows the peer, or at the deadline anyway (the transport may be matched although the graph cache lags);
 the peer counts as absent only when the request itself got no answer.
+
+While a request waits for its answer the node says so on /agentchemist/peer_waits (common/peer_waits.py):
+the twin's clock stands still meanwhile, so the wall seconds spent waiting for the graph cache or the
+answer cost no simulated time (a state's sim-time timeout cannot run out on them).
 """
 import threading
 from typing import Callable
 
 from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
+
+from agentchemist_ros.common.peer_waits import peer_waits
 
 POLL_S = 0.25
 DROPPED = object()  #: the answer when the request was no longer wanted and never went out
@@ -38,12 +44,15 @@ def answered(node, *, ready: Callable[[], bool], send: Callable[[], Future], wai
     sent_at: list[int] = []
     settled: list[bool] = []
     lock = threading.Lock()  # the answer and the poll may run on two executor threads
+    waits = peer_waits(node)
+    token = waits.begin(what or "a peer")
 
     def settle(answer):
         with lock:
             first = not settled
             settled.append(True)
         if first:
+            waits.end(token)
             timer.cancel()
             node.destroy_timer(timer)
             outcome.set_result(answer)

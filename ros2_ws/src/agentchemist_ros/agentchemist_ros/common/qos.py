@@ -25,3 +25,9 @@ AUDIO = QoSProfile(depth=200, history=HistoryPolicy.KEEP_LAST,
 FSM = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
                  reliability=ReliabilityPolicy.RELIABLE,
                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+#: peer waits (PeerWait): each node's last word latched (publish with LATCHED); the twin's subscription is
+#: deep enough that the words of several nodes arriving together are all kept.
+PEER_WAITS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST,
+                        reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)

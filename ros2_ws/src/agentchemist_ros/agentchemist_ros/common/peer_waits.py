@@ -1,0 +1,48 @@
+"""The requests a node waits on its peers to answer, told on /agentchemist/peer_waits (PeerWait).
+
+The twin holds its clock while any node waits (agentchemist.sim.lockstep): an answer's delay in wall
+time on a loaded machine then costs no simulated time. Each node has one PeerWaits (`peer_waits(node)`);
+every change is published, latched, with the node's whole list.
+"""
+import itertools
+import threading
+
+from agentchemist_interfaces.msg import PeerWait
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.qos import LATCHED
+from agentchemist_ros.common.timeconv import node_now, to_msg
+
+
+class PeerWaits:
+    def __init__(self, node):
+        self.node = node
+        self.lock = threading.Lock()  # requests begin and end on any executor thread
+        self.open: dict[int, str] = {}
+        self.tokens = itertools.count(1)
+        self.pub = node.create_publisher(PeerWait, topics.PEER_WAITS, LATCHED)
+
+    def begin(self, what: str) -> int:
+        """A request goes to a peer: the token ends the wait (`end`)."""
+        with self.lock:
+            token = next(self.tokens)
+            self.open[token] = what
+            self._publish()
+        return token
+
+    def end(self, token: int) -> None:
+        """The peer answered, or the node stopped waiting (idempotent)."""
+        with self.lock:
+            if self.open.pop(token, None) is not None:
+                self._publish()
+
+    def _publish(self) -> None:
+        self.pub.publish(PeerWait(stamp=to_msg(node_now(self.node)), node=self.node.get_fully_qualified_name(),
+                                  count=len(self.open), what=list(self.open.values())))
+
+
+def peer_waits(node) -> PeerWaits:
+    """The node's PeerWaits, made on first use."""
+    waits = getattr(node, "_peer_waits", None)
+    if waits is None:
+        waits = node._peer_waits = PeerWaits(node)
+    return waits
