@@ -84,9 +84,11 @@ def test_record_and_play_across_processes(tmp_path):
         end = time.monotonic() + 60
         while player.poll() is None and time.monotonic() < end:
             executor.spin_once(0.02)
-        for _ in range(50):  # what is still in flight
-            executor.spin_once(0.02)
         output = player.stdout.read()
+        # the player waited for our reader's acknowledgements before it exited: all of it is in our queue
+        end = time.monotonic() + 30
+        while len(echoed) < len(recorded) and time.monotonic() < end:
+            executor.spin_once(0.02)
         assert player.returncode == 0, output
         assert f"played {len(recorded)} messages" in output
         assert [int(d.split(":")[1]) for d in echoed] == recorded

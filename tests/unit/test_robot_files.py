@@ -273,7 +273,7 @@ def declared_parameters(source: str) -> tuple[str, dict]:
 
 
 #: helpers in agentchemist_ros/common that declare parameters on the node they are given
-SHARED_DECLARERS = {"declare_calibration": "calibration.py"}
+SHARED_DECLARERS = {"declare_calibration": "calibration.py", "acknowledge_clock": "clock_acks.py"}
 
 
 def _type_name(value) -> str:

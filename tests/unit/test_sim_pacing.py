@@ -70,6 +70,23 @@ def test_peer_waits_never_hold_with_a_zero_limit():
     assert not lock.hold(0.0)
 
 
+def test_the_clock_stays_within_max_lead_of_the_slowest_live_acknowledging_node():
+    lock = Lockstep(0.25, max_lead_s=2.0, ack_dead_s=10.0)
+    assert not lock.hold(0.0, t=100.0)               # nobody acknowledges: nobody is waited for
+    lock.acked("/dispenser_controller", 99.5, 0.0)
+    lock.acked("/recorder", 97.9, 0.0)
+    assert lock.behind(100.0, 1.0) == ["/recorder"] and lock.hold(1.0, t=100.0)
+    lock.acked("/recorder", 99.0, 2.0)               # it caught up
+    assert not lock.hold(2.0, t=100.0) and lock.hold(2.0, t=101.6)  # now the dispenser is 2.1 s behind
+    assert not lock.hold(12.1, t=150.0)              # both silent for over 10 s wall: not waited for
+
+
+def test_acknowledgements_never_hold_when_ack_dead_is_zero():
+    lock = Lockstep(0.25, max_lead_s=2.0, ack_dead_s=0.0)
+    lock.acked("/recorder", 0.0, 0.0)
+    assert not lock.hold(0.0, t=100.0)
+
+
 def test_streams_fire_at_their_periods_and_audio_in_whole_chunks():
     s = StreamSchedule(1.0, {"ph": 0.25, "truth": 1.0}, audio_chunk_s=0.1)
     fired = [t for t in (1.0 + 0.125 * k for k in range(17)) if s.due("ph", t)]

@@ -41,6 +41,14 @@ class LabSimConfig:
                                      description="How long the clock stands still while a node waits for a peer's "
                                                  "answer (PeerWait; above the supervisor's 2 x agent_wait_s, so a "
                                                  "dead peer is reported by the one waiting; 0 = never)")
+    # Not below 1 s: an agent acknowledges at most every clock_ack_period_s <= 1 s of sim time
+    # (common/clock_acks.py), so one that has caught up always acknowledges before the twin waits on it.
+    max_lead_s: float = param(2.0, unit="sim s", low=1.0, high=600.0,
+                              description="How far the clock may run ahead of the slowest agent that "
+                                          "acknowledges it (ClockAck, agents in their own processes)")
+    ack_dead_s: float = param(10.0, unit="wall s", low=0.0, high=600.0,
+                              description="An agent silent this long is not waited for (0 = never wait for "
+                                          "acknowledgements)")
     # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
     publish_clock: bool = param(True, description="Publish /clock; false beside Gazebo: the twin then follows the "
                                                   "ROS clock (use_sim_time true) instead of pacing itself")

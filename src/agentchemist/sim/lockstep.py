@@ -12,7 +12,13 @@ and a request then waits up to the supervisor's agent_wait_s (15 s wall) before 
 at 50x that was 750 s of twin time in which a state's timeout ran out with nothing wrong in the graph
 (CI, test_weighing_graph). A node that waits longer than `wait_limit_s` stops holding the clock: a dead
 peer is the waiting node's own wall timeout to report, and the world must not freeze on it.
-Times are wall seconds, given.
+
+A node in its own process that follows the twin's clock acknowledges the sim time it has reached
+(agentchemist_interfaces/ClockAck, every clock_ack_period_s of sim time). The clock then stays at most
+`max_lead_s` ahead of the slowest acknowledging node: one starved of CPU slows the twin instead of
+seeing the world rush past it. A node whose last acknowledgement is more than `ack_dead_s` of wall
+time old is not waited for (it died or hangs: its watchdogs are others' to run).
+Times are wall seconds, given; twin times are sim seconds.
 """
 from __future__ import annotations
 
@@ -21,13 +27,28 @@ STREAMING_TICKS = 3
 
 
 class Lockstep:
-    def __init__(self, timeout_s: float, wait_limit_s: float = 60.0):
+    def __init__(self, timeout_s: float, wait_limit_s: float = 60.0, max_lead_s: float = 2.0,
+                 ack_dead_s: float = 10.0):
         self.timeout_s = timeout_s      #: 0 = never wait
         self.streak = 0                 #: consecutive ticks answered by a gripper command
         self.answered = True            #: the last tick has been answered
         self.waiting_since: float | None = None
         self.wait_limit_s = wait_limit_s  #: 0 = never hold for a node waiting on a peer
         self.peer_waits: dict[str, float] = {}  #: node -> wall time it began waiting on a peer
+        self.max_lead_s = max_lead_s
+        self.ack_dead_s = ack_dead_s  #: 0 = never wait for an acknowledging node
+        self.acks: dict[str, tuple[float, float]] = {}  #: node -> (sim time it reached, wall time told)
+
+    def acked(self, node: str, t: float, wall_now: float) -> None:
+        """`node` has reached sim time t."""
+        self.acks[node] = (t, wall_now)
+
+    def behind(self, t: float, wall_now: float) -> list[str]:
+        """The live acknowledging nodes more than max_lead_s behind twin time t."""
+        if not self.ack_dead_s:
+            return []
+        return sorted(n for n, (reached, told) in self.acks.items()
+                      if wall_now - told <= self.ack_dead_s and t - reached > self.max_lead_s)
 
     def peer_wait(self, node: str, count: int, wall_now: float) -> None:
         """`node` now waits for `count` answers from its peers (0: for none)."""
@@ -48,10 +69,10 @@ class Lockstep:
             self.answered = True
             self.streak += 1
 
-    def hold(self, wall_now: float) -> bool:
-        """True while a node waits on a peer or the streaming controller has not yet answered the last
-        tick (skip this tick)."""
-        if self.waiting_on_peers(wall_now):
+    def hold(self, wall_now: float, t: float | None = None) -> bool:
+        """True while a node waits on a peer, an acknowledging node is more than max_lead_s behind twin
+        time t, or the streaming controller has not yet answered the last tick (skip this tick)."""
+        if self.waiting_on_peers(wall_now) or (t is not None and self.behind(t, wall_now)):
             return True
         if not (self.timeout_s and self.streak >= STREAMING_TICKS) or self.answered:
             self.waiting_since = None

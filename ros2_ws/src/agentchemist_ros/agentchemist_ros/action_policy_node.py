@@ -26,6 +26,7 @@ from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker
 from agentchemist_interfaces.action import ExecuteSubtask
 from agentchemist_interfaces.msg import Anomaly
 from agentchemist_interfaces.srv import DescribeScene
+from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare
@@ -43,6 +44,7 @@ class SceneUnavailable(Exception):
 class ActionPolicyNode(Node):
     def __init__(self, **kwargs):
         super().__init__("action_policy", **kwargs)
+        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.backend = declare(self, "backend", "scripted", "Policy backend: scripted | vla")
         self.poses = load_poses(declare(self, "poses_file", "", "Named poses YAML (default config/poses.yaml)") or None)
         self.scene_timeout = declare(self, "scene_timeout_s", 10.0,

@@ -25,6 +25,7 @@ from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist.perception.audio.own_motion import GripperMotion
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioChunk, AudioEvent, DispenserState, FsmState,
                                          QuantityEstimate)
+from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
@@ -37,6 +38,7 @@ from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 class AudioSupervisorNode(Node):
     def __init__(self, **kwargs):
         super().__init__("audio_supervisor", **kwargs)
+        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.sides = list(declare(self, "sides", ["right"], "Gripper microphones to listen to (left, right)"))
         _k, drop_ml, _residual, drop_sd, _source = declare_calibration(self)
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)

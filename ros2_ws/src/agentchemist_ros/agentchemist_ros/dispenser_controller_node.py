@@ -32,6 +32,7 @@ from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.srv import Calibrate
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
                                          QuantityEstimate)
+from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
@@ -52,6 +53,7 @@ class DispenserControllerNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("dispenser_controller", **kwargs)
+        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.session = self._declare_parameters()
         self.lock = threading.Lock()
         self.done_future = None  # completed by the timer with the running job's stop

@@ -39,13 +39,13 @@ from agentchemist.sim.lockstep import Lockstep
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.streams import StreamSchedule
-from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, PeerWait
+from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, ClockAck, PeerWait
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import AUDIO, LATCHED, PEER_WAITS, READINGS, SENSOR
-from agentchemist_ros.common.timeconv import node_now, to_msg
+from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 SAMPLE_RATE = 48000
 
@@ -63,7 +63,7 @@ class LabSimNode(Node):
         self.rtf = cfg.pace(self.scenario.real_time_factor)
         self.lazy = cfg.publish_only_with_subscribers
         self.next_marker_wall = 0.0
-        self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s)
+        self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s)
         poses = load_poses()
         self.pipette_side = self.scenario.pipette.held_by
         self.draw = PipetteDraw(self.twin, poses)
@@ -92,6 +92,8 @@ class LabSimNode(Node):
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
         self.create_subscription(PeerWait, topics.PEER_WAITS, self.on_peer_wait, PEER_WAITS)
+        self.create_subscription(ClockAck, topics.CLOCK_ACKS, lambda m: self.lockstep.acked(
+            m.node, to_sec(m.stamp), time.monotonic()), 50)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
@@ -161,7 +163,7 @@ class LabSimNode(Node):
     # ------------------------------------------------------------------ pacing
     def tick(self):
         cfg = self.config
-        if cfg.publish_clock and self.lockstep.hold(time.monotonic()):
+        if cfg.publish_clock and self.lockstep.hold(time.monotonic(), self.t):
             return
         self.lockstep.ticked()
         if cfg.publish_clock:

@@ -21,6 +21,7 @@ from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNot
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
                                          ExperimentPlan, FsmState, FusedRecord, QuantityEstimate)
 from agentchemist_interfaces.srv import QueryRecords
+from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare_config
@@ -37,6 +38,7 @@ def typed(cls, msg, **given):
 class RecorderNode(Node):
     def __init__(self, **kwargs):
         super().__init__("recorder", **kwargs)
+        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.config = declare_config(self, RecorderConfig)
         # Callbacks come from several executor threads: one lock keeps a record's store write and its
         # publication in the same order for every input.

@@ -33,6 +33,7 @@ from agentchemist_interfaces.action import Dispense, ExecuteSubtask
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState,
                                          QuantityEstimate, SceneObject)
 from agentchemist_interfaces.srv import DescribeScene
+from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -47,6 +48,7 @@ from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 class VisionSupervisorNode(Node):
     def __init__(self, **kwargs):
         super().__init__("vision_supervisor", **kwargs)
+        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))
         self.require_scene = declare(self, "require_scene_check", True,
                                      "Check the preconditions on the front camera before the first action")

@@ -145,6 +145,7 @@ def cmd_play(args, console: Console) -> int:
     except KeyboardInterrupt:
         player.stop_event.set()
         worker.join(timeout=5)
+    late = player.flush(FLUSH_S)
     stats = player.stats
     console.print(f"played {stats.messages} messages in {stats.wall_s:.2f} s ({stats.passes} pass(es))" + " " * 10)
     for topic, count in sorted(stats.per_topic.items()):
@@ -152,9 +153,16 @@ def cmd_play(args, console: Console) -> int:
     problems = player.all_problems()
     for problem in problems:
         console.print(f"[yellow]problem:[/yellow] {escape(str(problem))}")
+    if late:
+        console.print(f"[yellow]not acknowledged by every subscriber within {FLUSH_S:g} s:[/yellow] "
+                      f"{escape(', '.join(late))}")
     player.destroy_node()
     rclpy.try_shutdown()
     return 0
+
+
+#: wall seconds `play` waits at the end for reliable subscribers to acknowledge the last messages
+FLUSH_S = 10.0
 
 
 # ---------------------------------------------------------------------- main
