@@ -64,9 +64,11 @@ def test_a_frozen_agent_stops_the_clock_within_the_lead(agent):
         spin(executor, 60.0, until=lambda: len(acks) >= 3)
         assert len(acks) >= 3, f"no clock acknowledgements from the agent process: {agent.stderr.read1().decode()}"
 
-        t0 = sim.t  # a live agent: the clock runs at the twin's pace
-        spin(executor, 1.0)
-        assert sim.t - t0 > 3.0 * MAX_LEAD_S, "the clock should run freely while the agent keeps up"
+        # A live agent: the clock runs on, as fast as the agent keeps up (on a loaded machine that is
+        # slower than the twin's pace: the point of the lead)
+        t0 = sim.t
+        spin(executor, 20.0, until=lambda: sim.t - t0 > 3.0 * MAX_LEAD_S)
+        assert sim.t - t0 > 3.0 * MAX_LEAD_S, "the clock should run on while the agent keeps up"
 
         agent.send_signal(signal.SIGSTOP)  # starved: its executor runs no more
         spin(executor, 2.0)
@@ -76,11 +78,11 @@ def test_a_frozen_agent_stops_the_clock_within_the_lead(agent):
         assert sim.t == frozen_at, "the clock ran on ahead of a frozen agent"
 
         agent.send_signal(signal.SIGCONT)
-        spin(executor, 1.5)
+        spin(executor, 20.0, until=lambda: sim.t - frozen_at > 3.0 * MAX_LEAD_S)
         assert sim.t - frozen_at > 3.0 * MAX_LEAD_S, "the clock should run again once the agent does"
 
         agent.send_signal(signal.SIGSTOP)  # now for longer than ack_dead_s: not waited for any more
-        spin(executor, ACK_DEAD_S + 2.0)
+        spin(executor, ACK_DEAD_S + 20.0, until=lambda: sim.t - max(acks) > 3.0 * MAX_LEAD_S)
         assert sim.t - max(acks) > 3.0 * MAX_LEAD_S, "a dead agent must not freeze the world"
     finally:
         for node in (sim, probe):
