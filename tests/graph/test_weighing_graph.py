@@ -3,7 +3,10 @@ NaCl from the reagent bottle into the beaker of water on the balance, carry it t
 dissolved. Graded against the twin's truth: the mass poured, where the beaker ended, the stirrer, the
 dissolution; and against the recorder's store: the settled final mass the report states."""
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -112,3 +115,29 @@ def test_a_lagging_graph_cache_costs_no_twin_time(tmp_path, monkeypatch):
         wall, sim = end[0] - waits[i][0], end[1] - waits[i][1]
         assert wall >= 4.5, wall
         assert sim <= 1.0, f"the twin ran {sim:.1f} s ahead in {wall:.1f} s of waiting"
+
+
+@pytest.fixture
+def cpu_hog():
+    """One busy process per core: every core contended, as on a loaded CI machine."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def test_a_cpu_hog_changes_wall_time_not_the_outcome(weighing_run, tmp_path, cpu_hog):
+    """CI once failed this run on a loaded machine (a state's sim-time limit ran out while the graph
+    waited in wall time). With the twin held back (agentchemist.sim.lockstep) the same run beside a CPU
+    hog ends the same: outcome, anomalies, the order of the states, the mass within the tolerance."""
+    quiet, _ = weighing_run
+    loaded = run_experiment(SCENARIO, tmp_path, probe=Probe, wall_limit_s=300.0,
+                            overrides={"lab_sim": {"camera_rate_hz": 1.0}})
+
+    def summary(run):
+        anomalies = sorted((a.source, a.kind) for a in run.probe.anomalies if a.severity != "info")
+        return run.result.outcome, run.result.success, anomalies, list(dict.fromkeys(s.state for s in run.probe.states))
+
+    assert summary(loaded) == summary(quiet)
+    assert abs(loaded.truth["weighing"]["poured_g"] - 2.5) <= 0.1

@@ -29,7 +29,7 @@ from pathlib import Path
 from agentchemist.params import param
 from agentchemist.record.ordering import StampOrder
 from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
-from agentchemist.record.store import RecordStore, open_store
+from agentchemist.record.store import RecordStore, open_store, run_database_path
 from agentchemist.record.volume_fusion import VolumeFuser
 
 KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
@@ -46,7 +46,10 @@ class RecorderConfig:
                                     description="Time between smoothed pH (and temperature, mass) records")
 
     def store_url_for(self, experiment_id: str) -> str:
-        return self.store_url or str(Path(self.runs_dir) / experiment_id / "records.db")
+        """The store of one experiment; RecordInputError for an id that cannot name a run folder (checked
+        with a store_url too: the id still names the run's artifacts)."""
+        path = run_database_path(self.runs_dir, experiment_id)
+        return self.store_url or str(path)
 
 
 # ---------------------------------------------------------------------------------------------- inputs

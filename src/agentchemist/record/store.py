@@ -353,17 +353,22 @@ def _with_metadata(experiment: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_database_path(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
-    """``<runs_dir>/<experiment_id>/records.db``: the default SQLite file of one run.
-
-    The id must be a single safe path component (letters, digits, ``-``, ``_``, ``.``; not ``.``/``..``).
-    """
+def run_folder(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
+    """``<runs_dir>/<experiment_id>``: one run's folder. Every path made from an experiment id comes from
+    here, since the id arrives over the wire (a plan message): it must be a single safe path component
+    (ASCII letters, digits, ``-``, ``_``, ``.``; not ``.``/``..``), else RecordInputError."""
     v.name("experiment_id", experiment_id)
-    if experiment_id in (".", "..") or not all(ch.isalnum() or ch in "-_." for ch in experiment_id):
+    if experiment_id in (".", "..") or not all(ch.isascii() and (ch.isalnum() or ch in "-_.")
+                                                for ch in experiment_id):
         raise v.RecordInputError(
             f"experiment_id {experiment_id!r} cannot name a run folder: use letters, digits, '-', '_', '.'"
         )
-    return Path(runs_dir) / experiment_id / "records.db"
+    return Path(runs_dir) / experiment_id
+
+
+def run_database_path(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
+    """``<runs_dir>/<experiment_id>/records.db``: the default SQLite file of one run (see run_folder)."""
+    return run_folder(runs_dir, experiment_id) / "records.db"
 
 
 def default_spill_path(url_or_path: str) -> Path:

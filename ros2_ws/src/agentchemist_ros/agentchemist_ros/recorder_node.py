@@ -16,6 +16,7 @@ import threading
 
 from rclpy.node import Node
 
+from agentchemist.record.errors import RecordInputError
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
@@ -66,6 +67,14 @@ class RecorderNode(Node):
                 return
             previous = self.close_store()
             self.experiment_id = msg.experiment_id
+            try:
+                self.config.store_url_for(msg.experiment_id)  # the id names the run folder: refused if unsafe
+            except RecordInputError as exc:
+                self.recording = None
+                self.anomaly_pub.publish(make_anomaly(
+                    now=node_now(self), experiment_id="", source=self.get_name(), kind="invalid_plan",
+                    severity="warn", description=f"not recorded: {exc}"))
+                return
             self.recording = Recording.open(self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
                                             instruction=msg.instruction, plan_json=msg.plan_json, previous=previous,
                                             on_failure=self.store_failure)

@@ -105,8 +105,10 @@ class VisionSupervisorNode(Node):
                 return
             self.experiment_id, self.frames = msg.experiment_id, FrameProblems()
             try:
-                self.ex = Executor(Plan.model_validate_json(msg.plan_json), now, self.sup_config, self.region,
-                                   self.frames)
+                plan = Plan.model_validate_json(msg.plan_json)
+                if plan.experiment_id != msg.experiment_id:  # the message's id names the run folder
+                    raise ValueError(f"the message's experiment_id {msg.experiment_id!r} is not the plan's")
+                self.ex = Executor(plan, now, self.sup_config, self.region, self.frames)
             except (InvalidMachineError, ValueError) as exc:
                 self.ex = None
                 self.carry_out(rejected(exc))
