@@ -29,7 +29,7 @@ from pathlib import Path
 from agentchemist.params import param
 from agentchemist.record.ordering import StampOrder
 from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
-from agentchemist.record.store import RecordStore, open_store, run_database_path
+from agentchemist.record.store import RecordStore, open_store, run_database_path, run_folder
 from agentchemist.record.volume_fusion import VolumeFuser
 
 KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
@@ -44,6 +44,8 @@ class RecorderConfig:
                                            "postgresql://...")
     ph_record_period: float = param(1.0, unit="s", low=0.0, high=60.0,
                                     description="Time between smoothed pH (and temperature, mass) records")
+    status_period_s: float = param(0.5, unit="s", low=0.05, high=10.0, description=(
+        "Period of the recorder's status (RecorderStatus): the supervisor holds dispensing when it stops"))
 
     def store_url_for(self, experiment_id: str) -> str:
         """The store of one experiment; RecordInputError for an id that cannot name a run folder (checked
@@ -204,9 +206,12 @@ class Recording:
         """Open the experiment's store (SQLite in its run folder unless `config.store_url` names one),
         start the experiment with its plan and make that durable. `now` is the plan's stamp."""
         url = config.store_url_for(experiment_id)
-        if not config.store_url:
-            Path(url).parent.mkdir(parents=True, exist_ok=True)
-        store = open_store(url, on_failure=on_failure)
+        folder = run_folder(config.runs_dir, experiment_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        # The spill (rows the database could not take yet) lives in the run's folder whatever the store,
+        # so a run whose database stayed down is found, and reported, where its other files are.
+        spill = None if not config.store_url else folder / SPILL_NAME
+        store = open_store(url, spill_path=spill, on_failure=on_failure)
         try:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
@@ -215,9 +220,12 @@ class Recording:
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous)
 
-    def close(self) -> None:
+    def close(self) -> str:
+        """Flush and close the store; '' or a sentence saying that rows are still only in the spill file
+        (the database stayed down: `agentchemist report` replays them when it is back)."""
         self.store.flush()
         self.store.close()
+        return unreplayed_spill(self.store.spill.path)
 
     # ------------------------------------------------------------------ inputs
     def on_fsm(self, msg: FsmUpdate) -> Closed | None:
@@ -382,3 +390,17 @@ class Recording:
         self.store.flush()  # durable before acknowledged
         return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
                       tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))
+
+
+#: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
+SPILL_NAME = "records.spill.jsonl"
+
+
+def unreplayed_spill(path) -> str:
+    """'' when `path` holds no rows, else what is left there (for the shutdown log and the report)."""
+    path = Path(path)
+    try:
+        rows = sum(1 for line in path.open("rb") if line.strip()) if path.exists() else 0
+    except OSError as exc:
+        return f"spill file {path} cannot be read: {exc}"
+    return f"{rows} records were never written to the database; they are in {path}" if rows else ""

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -43,7 +43,7 @@ from agentchemist_ros.common.services import respond_when_done
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
-class DispenserControllerNode(Node):
+class DispenserControllerNode(GuardedNode):
     # Read-only views of what the session holds (the graph tests wait on them).
     measured_mm = property(lambda self: self.session.opening_mm)
     arm_positions = property(lambda self: self.session.arm_positions)

@@ -8,7 +8,7 @@ import time
 
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 
 from agentchemist.plan import plan_instruction
@@ -29,7 +29,7 @@ def new_experiment_id() -> str:
     return time.strftime("exp-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-class PlannerNode(Node):
+class PlannerNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
         self.backend = declare_config(self, BackendConfig)

@@ -6,14 +6,13 @@ messages to its events and carries out its effects in order; it owns the subscri
 the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking the executor
 (common/answers.py): an agent is not running (agent_unavailable) only when a request got no answer.
 """
-import json
 import math
 import threading
 from pathlib import Path
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
@@ -25,15 +24,15 @@ from agentchemist.fsm.executor import Executor, idle_abort, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
-from agentchemist.perception.scene import describe_scene
-from agentchemist.perception.vlm import make_backend, scene_summary
+from agentchemist.perception.vlm import make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist.record.snapshots import save_snapshot
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState,
-                                         QuantityEstimate, SceneObject)
+                                         QuantityEstimate, RecorderStatus)
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
+from agentchemist_ros.common.scene_service import describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -45,7 +44,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
-class VisionSupervisorNode(Node):
+class VisionSupervisorNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("vision_supervisor", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
@@ -69,7 +68,7 @@ class VisionSupervisorNode(Node):
         self.ex: Executor | None = None   # the running experiment's executor
         self.frames = FrameProblems()     # bad front frames, once per episode
         self.experiment_id = ""
-        self.front = None
+        self.front = self.recorder_status = None
         self.dispense_goal = self.policy_goal = None  # running goal handles (cancelled on the executor's word)
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
@@ -82,6 +81,7 @@ class VisionSupervisorNode(Node):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
+        self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.on_recorder, LATCHED)
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         peer_waits(self)  # its publisher matched before the first request (common/answers.py uses it)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
@@ -116,6 +116,8 @@ class VisionSupervisorNode(Node):
             self.carry_out([self.ex.initial_state()])
         self.get_logger().info(f"running experiment {msg.experiment_id}")
         self.event(Executor.start, now, self.front, self.require_scene)
+        if self.recorder_status is not None:
+            self.on_recorder(self.recorder_status)
 
     def on_message(self, msg):
         if msg.receiver == self.get_name() and msg.sender != self.get_name():
@@ -145,6 +147,11 @@ class VisionSupervisorNode(Node):
         elif msg.kind == "audio_noise":
             self.event(Executor.on_audio_noise, msg.resolved, to_sec(msg.stamp))
 
+    def on_recorder(self, msg):
+        self.recorder_status = msg  # the latest: a status from before the plan acknowledges it too
+        self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
+                   node_now(self), self.front)
+
     def on_front(self, msg):
         try:
             frame = images.to_rgb(msg)
@@ -169,6 +176,10 @@ class VisionSupervisorNode(Node):
             # The clock went back under a running experiment (the twin or a bag restarted, or another
             # graph on this ROS domain): no timing can be trusted, so stop the run and say why.
             self.abort(f"the ROS clock went back during the experiment: {exc}", "clock_jump")
+
+    def report_failure(self, text):
+        super().report_failure(text)  # its own callback failed (it ignores its own anomalies): stop the run
+        self.abort(f"vision_supervisor: {text}", "node_error", self.experiment_id)
 
     def running(self, experiment_id) -> bool:
         with self.lock:
@@ -274,22 +285,7 @@ class VisionSupervisorNode(Node):
              on_silent=lambda why: self.abort(why, "balance_unavailable"))
 
     def describe(self, request, response):
-        frame = self.front
-        response.header.stamp = to_msg(node_now(self))
-        response.header.frame_id = "front_camera"
-        if request.camera not in ("", "front") or frame is None:
-            response.success = False
-            response.message = f"camera {request.camera!r} is not used for scene checks" if request.camera not in \
-                ("", "front") else "no front camera image received yet"
-            return response
-        desc = describe_scene(frame)
-        response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence)
-                            for o in desc.objects]
-        response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
-                                           "image_size": list(desc.image_size or ())})
-        response.success, response.message = True, scene_summary(frame, len(desc.objects), self.vision_backend)
-        return response
-
+        return describe_front(self.front, self.vision_backend, node_now(self), request, response)
 
 def main(args=None):
     spin_node(VisionSupervisorNode, args)
