@@ -407,6 +407,7 @@ class Executor:
 
     def abort(self, reason: str, kind: str, now: float) -> list:
         """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""
+        self.pending_start = None  # a start that waited for the recorder will not come
         out: list[Any] = [Log(f"abort: {reason}", "error"),
                           *self._stamped([Report(kind, "halt", reason, response="abort")]),
                           Cancel("dispenser_controller"), Cancel("action_policy")]

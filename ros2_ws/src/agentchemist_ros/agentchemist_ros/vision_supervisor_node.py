@@ -24,7 +24,6 @@ from agentchemist.fsm.executor import Executor, idle_abort, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
-from agentchemist.perception.vlm import make_backend
 from agentchemist.plan.schema import Plan
 from agentchemist.record.snapshots import save_snapshot
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
@@ -32,7 +31,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
                                          QuantityEstimate, RecorderStatus)
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
-from agentchemist_ros.common.scene_service import describe_front
+from agentchemist_ros.common.scene_service import declared_backend, describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -54,12 +53,7 @@ class VisionSupervisorNode(GuardedNode):
         self.sup_config = declare_config(self, SupervisionConfig)  # the core's thresholds, ranges and units
         self.region = LiquidRegionConfig(marker_id=declare(
             self, "beaker_marker_id", 1, "ArUco id of the titration beaker (agentchemist/bench/tags.py)", low=0, high=49))
-        backend = declare(self, "vision_backend", "opencv",
-                          "Scene description backend: opencv (default) | openai (an OpenAI-compatible VLM endpoint)")
-        vlm = {"base_url": declare(self, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
-               "model": declare(self, "vlm_model", "", "Model name served at vlm_base_url"),
-               "timeout_s": declare(self, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0)}
-        self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(backend, **vlm)
+        self.vision_backend = declared_backend(self)  # the scene description backend and its parameters
         # DDS discovery of another node's action server can take seconds on a loaded machine (answers.py).
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0, "Wall seconds to wait for an agent's action server "
                                     "or service to show in the ROS graph, and then for its answer, before the run "
@@ -68,7 +62,7 @@ class VisionSupervisorNode(GuardedNode):
         self.ex: Executor | None = None   # the running experiment's executor
         self.frames = FrameProblems()     # bad front frames, once per episode
         self.experiment_id = ""
-        self.front = self.recorder_status = None
+        self.front = self.recorder_status = self.ack_wait = None
         self.dispense_goal = self.policy_goal = None  # running goal handles (cancelled on the executor's word)
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
@@ -116,8 +110,9 @@ class VisionSupervisorNode(GuardedNode):
             self.carry_out([self.ex.initial_state()])
         self.get_logger().info(f"running experiment {msg.experiment_id}")
         self.event(Executor.start, now, self.front, self.require_scene)
-        if self.recorder_status is not None:
-            self.on_recorder(self.recorder_status)
+        # Waiting for the recorder's acknowledgement is waiting on a peer: the twin's clock stands still.
+        self.ack_wait = peer_waits(self).begin("the recorder's acknowledgement")
+        self.on_recorder(self.recorder_status)
 
     def on_message(self, msg):
         if msg.receiver == self.get_name() and msg.sender != self.get_name():
@@ -149,8 +144,15 @@ class VisionSupervisorNode(GuardedNode):
 
     def on_recorder(self, msg):
         self.recorder_status = msg  # the latest: a status from before the plan acknowledges it too
-        self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
-                   node_now(self), self.front)
+        if msg is not None:
+            self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
+                       node_now(self), self.front)
+        self.end_ack_wait()
+
+    def end_ack_wait(self):
+        with self.lock:
+            if self.ex is None or self.ex.pending_start is None:
+                peer_waits(self).end(self.ack_wait)
 
     def on_front(self, msg):
         try:
@@ -170,6 +172,7 @@ class VisionSupervisorNode(GuardedNode):
         self.event(Executor.on_frame, to_sec(msg.header.stamp), frame)
 
     def check_timeouts(self):
+        self.end_ack_wait()
         try:
             self.event(Executor.on_tick, node_now(self))
         except FsmTimeError as exc:

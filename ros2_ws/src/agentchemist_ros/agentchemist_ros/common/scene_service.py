@@ -3,8 +3,9 @@ checks with their reasons) and a one-line summary from the configured vision bac
 import json
 
 from agentchemist.perception.scene import describe_scene
-from agentchemist.perception.vlm import scene_summary
+from agentchemist.perception.vlm import make_backend, scene_summary
 from agentchemist_interfaces.msg import SceneObject
+from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.timeconv import to_msg
 
 
@@ -24,3 +25,12 @@ def describe_front(frame, backend, now: float, request, response):
     response.success, response.message = True, scene_summary(frame, len(desc.objects), backend)
     return response
 
+
+def declared_backend(node):
+    """The node's scene description backend from its parameters (opencv, or an OpenAI-compatible VLM)."""
+    backend = declare(node, "vision_backend", "opencv",
+                      "Scene description backend: opencv (default) | openai (an OpenAI-compatible VLM endpoint)")
+    vlm = {"base_url": declare(node, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
+           "model": declare(node, "vlm_model", "", "Model name served at vlm_base_url"),
+           "timeout_s": declare(node, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0)}
+    return make_backend("opencv") if backend == "opencv" else make_backend(backend, **vlm)
