@@ -237,3 +237,51 @@ def test_retyped_field_cannot_be_converted(tmp_path):
         (message,) = list(reader.messages())
     with pytest.raises(UnknownMessageTypeError, match="experiment_id"):
         converter.convert(message.data)
+
+
+KILLED_WRITER = """
+import sys, time
+from agentchemist.bag import BagWriter, WriterOptions
+from tests.replay.bagdata import string_cdr
+writer = BagWriter(sys.argv[1], WriterOptions(storage="sqlite3", commit_interval_s=0.05))
+writer.add_topic("/chatter", "std_msgs/msg/String")
+i = 0
+while True:
+    writer.write("/chatter", 10**9 + i, string_cdr(f"i:{i}:".ljust(2000, "x")))
+    i += 1
+    if i % 50 == 0:
+        writer.commit()
+        print(i, flush=True)  # everything up to i is committed
+    time.sleep(0.0005)
+"""
+
+
+def test_a_killed_sqlite3_recording_keeps_all_but_its_last_interval(tmp_path):
+    """A recording SIGKILLed mid-run: before the bounded commits a sqlite3 bag kept nothing (0 of 40 MB)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path / "killed")], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        committed = 0
+        while committed < 400:
+            line = proc.stdout.readline()
+            assert line, f"the writer stopped after {committed} messages (exit {proc.poll()})"
+            committed = int(line)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    with BagReader(tmp_path / "killed") as reader:
+        indexes = [index_of(m.data) for m in reader.messages()]
+        problems = _problems(reader)
+    assert len(indexes) >= committed and indexes == list(range(len(indexes)))
+    assert any("metadata.yaml" in p for p in problems)
+
+
+def test_commit_interval_is_validated():
+    with pytest.raises(Exception, match="commit_interval_s"):
+        WriterOptions(storage="sqlite3", commit_interval_s=0.0)

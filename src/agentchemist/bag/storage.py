@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import shutil
 import sqlite3
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -317,7 +318,9 @@ def _check_magic(path: Path, kind: str) -> None:
 def _is_damage(exc: BaseException) -> bool:
     """Errors a damaged file produces in rosbags, sqlite (apsw) or decompression, as opposed to bugs."""
     if isinstance(exc, (RbReaderError, OSError, ValueError, KeyError, AssertionError, IndexError, EOFError,
-                        zstd.ZstdError)):
+                        zstd.ZstdError, struct.error)):
+        return True
+    if isinstance(exc, TypeError) and "ord()" in str(exc):  # rosbags reading past the end of a cut file
         return True
     return type(exc).__module__.split(".")[0] == "apsw"
 
