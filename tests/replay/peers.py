@@ -278,11 +278,6 @@ class GoalSender(Node):
         self.feedback: dict[str, list] = {}
         self.log: list[str] = []
         self.create_subscription(Clock, "/clock", self.on_clock, QoSProfile(depth=10))
-        # The recorded run's recorder acknowledged its plan and kept up (its records are in the bag): say so
-        # as it did (agentchemist.fsm.record_watch), at the replayed plan and then every half second.
-        self.experiment_id, self.status_at = "", None
-        self.status_pub = self.create_publisher(RecorderStatus, topics.RECORDER_STATUS, LATCHED)
-        self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED)
 
     def due_times(self) -> list[float]:
         """Sim times at which this client acts (a replay steps /clock there)."""

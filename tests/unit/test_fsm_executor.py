@@ -90,6 +90,20 @@ def test_a_refused_reading_is_reported_with_the_state_and_moves_nothing(ph_plan)
     assert [(r.kind, r.severity, r.fsm_state) for r in effects] == [("bad_reading", "warn", "titrating")]
 
 
+def test_bad_readings_are_one_anomaly_per_episode(ph_plan):
+    """200 NaN readings at 10 Hz are one warn and one resolution, not 200 anomalies."""
+    ex = recorded(ph_plan)
+    run_to_dispensing(ex)
+    reports = []
+    for k in range(200):
+        reports += of(ex.on_ph(30.0 + 0.1 * k, float("nan") if k % 2 else float("inf"), None), Report)
+    reports += of(ex.on_ph(50.5, 3.0, 0.005), Report)
+    reports += of(ex.on_ph(50.6, float("nan"), None), Report)  # a new episode
+    assert [(r.kind, r.severity, r.resolved) for r in reports] == [
+        ("bad_reading", "warn", False), ("bad_reading", "info", True), ("bad_reading", "warn", False)]
+    assert "200 refused over 20.5 s" in reports[1].description
+
+
 def test_a_failed_dispense_goal_aborts_and_cancels_what_runs(ph_plan):
     ex = recorded(ph_plan)
     send, _, t = run_to_dispensing(ex)

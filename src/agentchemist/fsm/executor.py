@@ -27,6 +27,7 @@ from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
+from agentchemist.fsm.episodes import Episodes
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.own_moves import OwnMoves
@@ -78,6 +79,7 @@ class Executor:
         self.last_hue: float | None = None
         self.balance_problem = False
         self.record_watch = RecordWatch(plan.experiment_id, now, config.recorder)
+        self.bad_readings = Episodes()  # refused pH / temperature readings, once per episode
         self.pending_start: bool | None = None  # require_scene of a start that waits for the recorder
 
     # ------------------------------------------------------------------ state
@@ -294,18 +296,20 @@ class Executor:
 
     # ------------------------------------------------------------------ readings
     def on_ph(self, stamp: float, value: float, noise: float | None) -> list:
+        """A pH reading; a refused one is reported once per episode (fsm/episodes.py), for every node."""
         try:
             commands = self.sup.on_ph(stamp, value, noise)
         except ReadingError as exc:
-            return self._stamped([Report("bad_reading", "warn", f"pH reading refused: {exc}")])
-        return self.carry_out(commands, stamp)
+            return self._stamped(self.bad_readings.failed("pH", stamp, f"pH reading refused: {exc}"))
+        return self._stamped(self.bad_readings.passed("pH", stamp)) + self.carry_out(commands, stamp)
 
-    def on_temperature(self, value: float) -> list:
+    def on_temperature(self, value: float, stamp: float = 0.0) -> list:
         try:
             self.sup.on_temperature(value)
         except ReadingError as exc:
-            return self._stamped([Report("bad_reading", "warn", f"temperature reading refused: {exc}")])
-        return []
+            return self._stamped(self.bad_readings.failed("temperature", stamp,
+                                                          f"temperature reading refused: {exc}"))
+        return self._stamped(self.bad_readings.passed("temperature", stamp))
 
     def on_mass(self, stamp: float, grams: float) -> list:
         if self.sup.mass is None:

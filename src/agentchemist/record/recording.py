@@ -342,7 +342,7 @@ class Recording:
             else:
                 records = [self._carried(at, result, self.subtask_id)
                            for at, result in self.fuser.open_gate("audio", msg.stamp, msg.kind, self.fsm_state)]
-        else:
+        elif msg.kind not in NOT_ABOUT_VOLUME:
             self.fuser.add_failure(msg.stamp, msg.kind, msg.severity)
         self.store.flush()
         return records
@@ -391,6 +391,10 @@ class Recording:
         return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
                       tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))
 
+
+#: Anomalies about a sensor or service the dispensed volume does not depend on: they leave the volume
+#: channels' confidence alone (a refused pH reading says nothing about the drops).
+NOT_ABOUT_VOLUME = frozenset({"bad_reading", "recorder_lost", "record_gap", "spill_unreplayed"})
 
 #: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
 SPILL_NAME = "records.spill.jsonl"

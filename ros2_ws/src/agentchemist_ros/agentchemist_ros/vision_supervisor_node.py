@@ -121,7 +121,7 @@ class VisionSupervisorNode(GuardedNode):
 
     def on_reading(self, msg):
         if msg.quantity == "temperature":
-            self.event(Executor.on_temperature, msg.value)
+            self.event(Executor.on_temperature, msg.value, to_sec(msg.header.stamp))
         elif msg.quantity == "pH":
             noise = msg.noise if math.isfinite(msg.noise) and msg.noise >= 0.0 else None
             self.event(Executor.on_ph, to_sec(msg.header.stamp), msg.value, noise)
