@@ -28,6 +28,7 @@ from pathlib import Path
 
 from agentchemist.params import param
 from agentchemist.record.ordering import StampOrder
+from agentchemist.record.plausibility import from_plan
 from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
 from agentchemist.record.store import RecordStore, open_store, run_database_path, run_folder
 from agentchemist.record.volume_fusion import VolumeFuser
@@ -55,6 +56,16 @@ class RecorderConfig:
 
 
 # ---------------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Notice:
+    """An anomaly the recording raises about its data (the node publishes it)."""
+    kind: str
+    severity: str
+    description: str
+    stamp: float
+    resolved: bool = False
+
+
 @dataclass(frozen=True)
 class FsmUpdate:
     experiment_id: str
@@ -181,8 +192,13 @@ class Recording:
     """The record of one experiment in `store` (see the module docstring)."""
 
     def __init__(self, experiment_id: str, store: RecordStore, config: RecorderConfig = RecorderConfig(), *,
-                 url: str = "", previous: Recording | None = None):
+                 url: str = "", previous: Recording | None = None, plan: dict | None = None):
         self.experiment_id = experiment_id
+        # A pH reading no drop explains is flagged and kept out of the records (record/plausibility.py).
+        self.plausible = from_plan(plan) if isinstance(plan, dict) else None
+        self.implausible = False   # an episode of implausible readings is open
+        self.notices: list[Notice] = []  # anomalies for the node to publish
+        self.dispenser_drops: dict[str, int] = {}  # drops each dispensing goal has counted
         self.store = store
         self.url = url
         self.config = config
@@ -218,7 +234,7 @@ class Recording:
             plan = {"unparsed": plan_json}
         store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
         store.flush()
-        return cls(experiment_id, store, config, url=url, previous=previous)
+        return cls(experiment_id, store, config, url=url, previous=previous, plan=plan)
 
     def close(self) -> str:
         """Flush and close the store; '' or a sentence saying that rows are still only in the spill file
@@ -275,6 +291,8 @@ class Recording:
                                quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
                                fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=[late])
             return []
+        if msg.quantity == "pH" and self._implausible(msg):
+            return []
         filt = self.filters.get(msg.quantity)
         filtered = filt.update(msg.value, stamp, msg.self_check_ok, msg.noise) if filt else None
         flags = list(filtered.flags) if filtered else ([] if math.isfinite(msg.value) else ["invalid_input"])
@@ -296,6 +314,31 @@ class Recording:
             return []
         return [self._record(stamp, name, msg.unit, filtered.value, filtered.confidence, ["sensor"], [msg.value],
                              [filtered.confidence], flags, self.subtask_id)]
+
+    def _implausible(self, msg: Reading) -> bool:
+        """A valid pH reading outside what the drops can explain: kept raw with the flag, no record, one
+        anomaly per episode (the next plausible reading resolves it)."""
+        if self.plausible is None or not (math.isfinite(msg.value) and msg.self_check_ok):
+            return False
+        why = self.plausible.check(msg.stamp, msg.value)
+        if not why:
+            if self.implausible:
+                self.implausible = False
+                self.notices.append(Notice("implausible_reading", "info", "pH readings are explained by the "
+                                           "drops again", msg.stamp, resolved=True))
+            return False
+        self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="sensor", sensor=msg.sensor,
+                           quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
+                           fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=["implausible_jump"])
+        if not self.implausible:
+            self.implausible = True
+            self.notices.append(Notice("implausible_reading", "warn", f"{why}: kept out of the records",
+                                       msg.stamp))
+        return True
+
+    def take_notices(self) -> list[Notice]:
+        notices, self.notices = self.notices, []
+        return notices
 
     def on_note(self, msg: AgentNote) -> list[Record]:
         if msg.experiment_id != self.experiment_id:
@@ -348,6 +391,8 @@ class Recording:
         return records
 
     def on_audio_event(self, msg: AudioEventNote) -> None:
+        if self.plausible is not None and msg.kind == "droplet":
+            self.plausible.drop(msg.start or msg.stamp)
         self.store.add_audio_event(self.experiment_id, stamp=msg.stamp, event_id=msg.event_id, kind=msg.kind,
                                    classification=msg.classification, start=msg.start, end=msg.end,
                                    snr_db=msg.snr_db, peak_frequency_hz=msg.peak_frequency_hz,
@@ -359,6 +404,10 @@ class Recording:
         waited, retracted or was held. A calibration (no experiment) or another experiment's goal is not ours."""
         if msg.experiment_id != self.experiment_id:
             return
+        counted = self.dispenser_drops.get(msg.subtask_id, 0)
+        if self.plausible is not None and msg.drops > counted:
+            self.plausible.drop(msg.stamp, msg.drops - counted)
+        self.dispenser_drops[msg.subtask_id] = max(counted, msg.drops)
         self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="dispenser", sensor="dispenser_controller",
                            quantity="dispenser_state", value=msg.dispensed_ml, unit="mL", confidence=1.0,
                            fsm_state=self.fsm_state, subtask_id=msg.subtask_id, payload={

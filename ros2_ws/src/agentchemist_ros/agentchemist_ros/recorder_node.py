@@ -136,6 +136,10 @@ class RecorderNode(GuardedNode):
                     channel_confidences=[float(c) for c in record.channel_confidences],
                     fsm_state=record.fsm_state, subtask_id=record.subtask_id,
                     quality_flags=list(record.quality_flags)))
+            for n in self.recording.take_notices():  # what it found wrong with the data itself
+                self.anomaly_pub.publish(make_anomaly(
+                    now=n.stamp, experiment_id=self.experiment_id, source=self.get_name(), kind=n.kind,
+                    severity=n.severity, description=n.description, resolved=n.resolved))
 
     # ------------------------------------------------------------------ outputs
     def publish_status(self):
