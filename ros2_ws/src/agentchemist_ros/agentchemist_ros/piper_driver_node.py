@@ -14,10 +14,13 @@ robot.launch.py names the node <side>_piper_driver and remaps the topics to /<si
 
 The 200 Hz CAN exchange runs on its own thread on a monotonic-clock schedule
 (agentchemist.hardware.piper.rt_loop.DriverLoop), not on an rclpy timer; this node hands it commands
-through a bounded queue and is woken by a guard condition after each cycle to publish the newest state
-and the driver's events (log lines and Anomaly messages). The logic (startup hold, clamping, faults and
+through a bounded queue. After each cycle the loop sets an event that wakes this node's publisher thread,
+which publishes the newest state and the driver's events (log lines and Anomaly messages): a slow DDS
+write never delays the CAN exchange, and no executor callback stands between feedback and JointState
+(rclpy's EventsExecutor, used for the one-process graph, has no guard conditions). The logic (startup hold, clamping, faults and
 the hold that answers them) is agentchemist.hardware.piper.PiperDriver.
 """
+import threading
 import time
 
 import can
@@ -58,6 +61,11 @@ class PiperDriverNode(Node):
                                                   "Piper's feedback is ~200 Hz", low=10.0, high=1000.0)
         rt_priority = declare(self, "rt_priority", 0, "SCHED_FIFO priority of the CAN loop thread (0: normal "
                                                       "scheduling; needs an rtprio limit)", low=0, high=98)
+        # JointStateTopicSystem lists every joint of its ros2_control block in joint_commands but a position
+        # only for joints with a position command interface: names of state-only joints are dropped first.
+        state_only = declare(self, "state_only_joints", "", "Comma-separated joints that joint_commands names "
+                                                            "without a position (state-only joints)")
+        self.state_only = {n.strip() for n in state_only.split(",") if n.strip()}
         if self.get_name() != f"{side}_piper_driver":
             self.get_logger().warn(f"node name {self.get_name()} is not {side}_piper_driver "
                                    "(remap it with -r __node:=<side>_piper_driver)")
@@ -79,18 +87,21 @@ class PiperDriverNode(Node):
         self.create_service(Trigger, "~/emergency_stop", self.on_estop)
         self.create_service(Trigger, "~/resume", self.on_resume)
         self._state_seq = self._diag_seq = 0
-        # The loop thread triggers this after every cycle: the executor wakes and publishes.
-        self.wake = self.create_guard_condition(self.publish_latest)
-        self.loop = DriverLoop(self.driver, rate_hz, notify=self.wake.trigger, rt_priority=rt_priority)
+        # The loop thread sets this after every cycle; the publisher thread wakes and publishes.
+        self.wake, self.stopping = threading.Event(), threading.Event()
+        self.loop = DriverLoop(self.driver, rate_hz, notify=self.wake.set, rt_priority=rt_priority)
+        self.publisher = threading.Thread(target=self.publish_forever, name=f"piper-{side}-publish", daemon=True)
         self.loop.start()
+        self.publisher.start()
         self.get_logger().info(f"{side} Piper on {bustype}:{channel} at {rate_hz:.0f} Hz on its own thread "
                                f"{self.loop.rt_note}; holding until commands match the arm")
 
     def on_command(self, msg: JointState):
-        values = dict(zip(msg.name, msg.position))
+        names = [n for n in msg.name if n not in self.state_only]
+        values = dict(zip(names, msg.position))
         missing = [n for n in self.arm_names if n not in values]
-        if len(msg.name) != len(msg.position):
-            self.loop.refuse(f"joint_commands with {len(msg.name)} names and {len(msg.position)} positions "
+        if len(names) != len(msg.position):
+            self.loop.refuse(f"joint_commands with {len(names)} names and {len(msg.position)} positions "
                              "refused; nothing sent")
         elif missing:
             self.loop.refuse(f"joint_commands without {', '.join(missing)} refused; nothing sent")
@@ -107,6 +118,12 @@ class PiperDriverNode(Node):
         response.success, response.message = True, ("resume (0x150 0x02), enable and CAN mode queued; the arm "
                                                      "holds until commands match it")
         return response
+
+    def publish_forever(self):
+        while not self.stopping.is_set():
+            self.wake.wait(0.5)
+            self.wake.clear()
+            self.publish_latest()
 
     def publish_latest(self):
         cycle, seq = self.loop.latest.get()
@@ -161,6 +178,9 @@ class PiperDriverNode(Node):
     def destroy_node(self):
         # No disable frame: unpowered joints would let the arm drop. The arm holds its last target.
         self.loop.stop()
+        self.stopping.set()
+        self.wake.set()
+        self.publisher.join(2.0)
         self.bus.shutdown()
         super().destroy_node()
 
