@@ -74,13 +74,14 @@ class Cycle:
 
 class DriverLoop:
     def __init__(self, driver: PiperDriver, rate_hz: float = 200.0, *, clock: Callable[[], float] = time.monotonic,
-                 notify: Callable[[], None] | None = None, rt_priority: int = 0, diagnostics_period_s: float = 1.0,
-                 timing_samples: int = 200_000):
+                 sleep: Callable[[float], None] = time.sleep, notify: Callable[[], None] | None = None,
+                 rt_priority: int = 0, diagnostics_period_s: float = 1.0, timing_samples: int = 200_000):
         if not 1.0 <= rate_hz <= 2000.0:
             raise ValueError(f"rate_hz {rate_hz} is outside 1..2000")
         self.driver = driver
         self.period = 1.0 / rate_hz
         self.clock = clock
+        self.sleep = sleep          # time.sleep: clock_nanosleep on Linux, no busy wait on a shared machine
         self.notify = notify or (lambda: None)
         self.rt_priority = rt_priority
         self.rt_note = ""
@@ -161,7 +162,7 @@ class DriverLoop:
                 next_start += skipped * self.period
             delay = next_start - self.clock()
             if delay > 0:
-                time.sleep(delay)
+                self.sleep(delay)
 
     def cycle(self, now: float) -> None:
         """One exchange: apply what ROS queued, step the driver, hand the results back."""
