@@ -20,6 +20,7 @@ write never delays the CAN exchange, and no executor callback stands between fee
 (rclpy's EventsExecutor, used for the one-process graph, has no guard conditions). The logic (startup hold, clamping, faults and
 the hold that answers them) is agentchemist.hardware.piper.PiperDriver.
 """
+import sys
 import threading
 import time
 
@@ -89,6 +90,9 @@ class PiperDriverNode(Node):
         self._state_seq = self._diag_seq = 0
         # The loop thread sets this after every cycle; the publisher thread wakes and publishes.
         self.wake, self.stopping = threading.Event(), threading.Event()
+        # A thread woken for its cycle waits for the GIL up to the switch interval (5 ms by default, a whole
+        # period) while the executor or publisher thread runs: 0.5 ms bounds that wait (bench/piper.py).
+        sys.setswitchinterval(min(sys.getswitchinterval(), 0.0005))
         self.loop = DriverLoop(self.driver, rate_hz, notify=self.wake.set, rt_priority=rt_priority)
         self.publisher = threading.Thread(target=self.publish_forever, name=f"piper-{side}-publish", daemon=True)
         self.loop.start()
