@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from agentchemist.hardware.piper import codec
 
 sdk_msgs = pytest.importorskip("piper_sdk.piper_msgs.msg_v2", reason="piper_sdk is a test dependency "
-                               "(requirements/core.txt); make setup installs it")
+                               "(requirements/test.txt); make setup installs it")
 from piper_sdk.protocol.protocol_v2.piper_protocol_v2 import C_PiperParserV2  # noqa: E402
 
 T = sdk_msgs.ArmMsgType
