@@ -17,8 +17,10 @@ Measured, per arm:
 - bus load: frames per second on the arm's bus x 111 bits (an 11-bit data frame with 8 bytes, no
   stuffing; 135 bits worst-case stuffing) against the 1 Mbit/s bus.
 
-Run twice: quiet, and with a CPU hog per core (busy Python loops at normal priority) beside it. The
-machine's 1-minute load average before each run is recorded: this machine is shared with other work.
+Run quiet and with a CPU hog per core (busy Python loops at normal priority) beside it, each with the
+loop threads on the normal scheduler and at SCHED_FIFO (`--rt-priority`, the node's rt_priority, what a
+robot would use). The machine's 1-minute load average before each run is recorded: this machine may be
+shared with other work, so "quiet" means no hog of ours, not an idle machine.
 
 Run:  . scripts/env.sh && python bench/piper.py [--seconds 10] [--out bench/results/piper.json]
 """
@@ -57,7 +59,7 @@ def percentiles(values: list[float], scale: float = 1e3) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ arm process
-def arm_process(side: str, seconds: float, out_path: str) -> None:
+def arm_process(side: str, seconds: float, out_path: str, rt_priority: int = 0) -> None:
     import can
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -104,7 +106,8 @@ def arm_process(side: str, seconds: float, out_path: str) -> None:
                                      "-r", f"joint_commands:=/{side}_piper/joint_commands"],
                            parameter_overrides=[Parameter("side", value=side), Parameter("can_interface", value=channel),
                                                 Parameter("can_bustype", value="virtual"),
-                                                Parameter("rate_hz", value=RATE_HZ)])
+                                                Parameter("rate_hz", value=RATE_HZ),
+                                                Parameter("rt_priority", value=rt_priority)])
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     counted_from = None
@@ -197,7 +200,7 @@ def hog(stop_at: float) -> None:
         pass
 
 
-def run_condition(seconds: float, with_hog: bool) -> dict:
+def run_condition(seconds: float, with_hog: bool, rt_priority: int = 0) -> dict:
     load = os.getloadavg()[0]
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-piper-{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
@@ -208,8 +211,8 @@ def run_condition(seconds: float, with_hog: bool) -> dict:
             hogs.append(subprocess.Popen([sys.executable, "-c",
                                           f"import time\nend=time.monotonic()+{arm_seconds + 5}\n"
                                           "while time.monotonic()<end: pass"]))
-    procs = {s: subprocess.Popen([sys.executable, __file__, "--arm", s, str(arm_seconds), str(tmp / f"{s}.json")])
-             for s in ("left", "right")}
+    procs = {s: subprocess.Popen([sys.executable, __file__, "--arm", s, str(arm_seconds), str(tmp / f"{s}.json"),
+                                  str(rt_priority)]) for s in ("left", "right")}
     time.sleep(3.0)
     probe = probe_run(seconds)
     for p in procs.values():
@@ -217,7 +220,7 @@ def run_condition(seconds: float, with_hog: bool) -> dict:
     for h in hogs:
         h.kill()
         h.wait()
-    out = {"load_1min_before": load, "cpu_hog_processes": len(hogs), "arms": {}}
+    out = {"load_1min_before": load, "cpu_hog_processes": len(hogs), "rt_priority": rt_priority, "arms": {}}
     for side, p in procs.items():
         if p.returncode != 0:
             out["arms"][side] = {"failed": p.returncode}
@@ -244,26 +247,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window per condition (s)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "piper.json"))
-    parser.add_argument("--arm", nargs=3, metavar=("SIDE", "SECONDS", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--rt-priority", type=int, default=20,
+                        help="SCHED_FIFO priority of the loop threads in the *_fifo conditions (0: skip them)")
+    parser.add_argument("--arm", nargs=4, metavar=("SIDE", "SECONDS", "OUT", "RT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.arm:
-        arm_process(args.arm[0], float(args.arm[1]), args.arm[2])
+        arm_process(args.arm[0], float(args.arm[1]), args.arm[2], int(args.arm[3]))
         return 0
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "commit": commit,
                           "note": "shared machine: other agents' work runs beside it; see load_1min_before"},
               "rate_hz": RATE_HZ, "seconds": args.seconds,
+              # per arm and bus, per second: feedback (status, 3 joint, gripper, 6 high-speed) and commands
+              # (3 joint, gripper) every cycle, low-speed (6) at the firmware's 100 Hz; below it, the simulated
+              # firmware was starved of CPU and sent less
+              "bus_load_nominal": ((11 + 4) * RATE_HZ + 6 * 100.0) * BITS_PER_FRAME / 1e6,
               "quiet": run_condition(args.seconds, with_hog=False),
               "cpu_hog": run_condition(args.seconds, with_hog=True)}
+    if args.rt_priority > 0:     # the robot's configuration: the loop thread at SCHED_FIFO (rt_priority)
+        result["quiet_fifo"] = run_condition(args.seconds, with_hog=False, rt_priority=args.rt_priority)
+        result["cpu_hog_fifo"] = run_condition(args.seconds, with_hog=True, rt_priority=args.rt_priority)
     Path(args.out).write_text(json.dumps(result, indent=2))
-    for cond in ("quiet", "cpu_hog"):
+    for cond in ("quiet", "cpu_hog", "quiet_fifo", "cpu_hog_fifo"):
+        if cond not in result:
+            continue
         r = result[cond]
         for side, a in r["arms"].items():
             if "failed" in a:
-                print(f"{cond:8s} {side:5s} FAILED ({a['failed']})")
+                print(f"{cond:12s} {side:5s} FAILED ({a['failed']})")
                 continue
-            print(f"{cond:8s} {side:5s} load {r['load_1min_before']:.1f}: jitter p50/p99/max "
+            print(f"{cond:12s} {side:5s} load {r['load_1min_before']:.1f}: jitter p50/p99/max "
                   f"{a['period_jitter'].get('p50_ms', float('nan')):.3f}/{a['period_jitter'].get('p99_ms', float('nan')):.3f}/"
                   f"{a['period_jitter'].get('max_ms', float('nan')):.1f} ms; cmd->frame p50/p99 "
                   f"{a['command_to_frame'].get('p50_ms', float('nan')):.2f}/{a['command_to_frame'].get('p99_ms', float('nan')):.2f} ms; "
