@@ -13,6 +13,7 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,27 @@ def test_link_drop_between_robot_and_workstation_namespaces():
     after = json.loads(out["log"][1])
     assert after["states_after_link_up"], out
     assert out["log"][2] == "reached_b" and out["arm_at_b_after"]
+
+
+@pytest.mark.slow  # a whole titration split across two namespaces, with a 5 s outage: ~80 s here
+def test_titration_across_the_split_survives_a_5_s_link_drop(tmp_path):
+    """Robot namespace: the twin, dispenser, recorder, audio supervisor, summarizer; workstation namespace:
+    planner, vision supervisor, action policy and the RunExperiment client (tests/graph/two_hosts_graph_peer.py).
+    The link goes down for 5 s while titrating. The titration completes, and every FusedRecord published on
+    the robot side is in the recorder's database."""
+    pytest.importorskip("rclpy")
+    if not _namespaces_work():
+        pytest.skip("needs unshare -n, ip and veth links (private network namespaces)")
+    peer = REPO / "tests" / "graph" / "two_hosts_graph_peer.py"
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)))
+    run = subprocess.run(["unshare", "-n", sys.executable, str(peer), str(tmp_path / "runs"), "--drop"],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["started"], f"the workstation's planner was not reached across the link: {run.stderr[-2000:]}"
+    assert "sim_s_during_drop" in out, "the link was never dropped (the titration did not start)"
+    result = out["result"]
+    assert result.get("success") and result.get("outcome") == "completed", out
+    assert out["missing_records"] == 0 and out["stored_records"] >= out["published_records"] > 0
+    assert out["fsm_last"] == ["accepted"]
+    assert Path(result["report"]).exists()
