@@ -104,7 +104,8 @@ def arm_process(side: str, seconds: float, out_path: str, rt_priority: int = 0) 
     node = PiperDriverNode(cli_args=["--ros-args", "-r", f"__node:={side}_piper_driver",
                                      "-r", f"joint_states:=/{side}_piper/joint_states",
                                      "-r", f"joint_commands:=/{side}_piper/joint_commands"],
-                           parameter_overrides=[Parameter("side", value=side), Parameter("can_interface", value=channel),
+                           parameter_overrides=[Parameter("side", value=side),
+                                                Parameter("can_interface", value=channel),
                                                 Parameter("can_bustype", value="virtual"),
                                                 Parameter("rate_hz", value=RATE_HZ),
                                                 Parameter("rt_priority", value=rt_priority)])
@@ -277,12 +278,13 @@ def main() -> int:
             if "failed" in a:
                 print(f"{cond:12s} {side:5s} FAILED ({a['failed']})")
                 continue
+            g = lambda key, q: a[key].get(q, float("nan"))  # noqa: E731
             print(f"{cond:12s} {side:5s} load {r['load_1min_before']:.1f}: jitter p50/p99/max "
-                  f"{a['period_jitter'].get('p50_ms', float('nan')):.3f}/{a['period_jitter'].get('p99_ms', float('nan')):.3f}/"
-                  f"{a['period_jitter'].get('max_ms', float('nan')):.1f} ms; cmd->frame p50/p99 "
-                  f"{a['command_to_frame'].get('p50_ms', float('nan')):.2f}/{a['command_to_frame'].get('p99_ms', float('nan')):.2f} ms; "
-                  f"fb->JointState p50/p99 {a['feedback_to_joint_state'].get('p50_ms', float('nan')):.2f}/"
-                  f"{a['feedback_to_joint_state'].get('p99_ms', float('nan')):.2f} ms; bus {100 * a['bus_load']:.0f} %")
+                  f"{g('period_jitter', 'p50_ms'):.3f}/{g('period_jitter', 'p99_ms'):.3f}/"
+                  f"{g('period_jitter', 'max_ms'):.1f} ms; cmd->frame p50/p99 "
+                  f"{g('command_to_frame', 'p50_ms'):.2f}/{g('command_to_frame', 'p99_ms'):.2f} ms; "
+                  f"fb->JointState p50/p99 {g('feedback_to_joint_state', 'p50_ms'):.2f}/"
+                  f"{g('feedback_to_joint_state', 'p99_ms'):.2f} ms; bus {100 * a['bus_load']:.0f} %")
     return 0
 
 

@@ -72,7 +72,8 @@ def test_joint_ctrl_frames_match_sdk(mdeg):
         ours = codec.encode_joint_ctrl(codec.JointPair(first, mdeg[first - 1], mdeg[first]))
         same_frame(ours, sdk_encode(type_=kind, arm_joint_ctrl=sdk_joint))
         back = sdk_decode(ours).arm_joint_ctrl
-        assert (getattr(back, f"joint_{first}"), getattr(back, f"joint_{first + 1}")) == tuple(mdeg[first - 1:first + 1])
+        theirs = (getattr(back, f"joint_{first}"), getattr(back, f"joint_{first + 1}"))
+        assert theirs == tuple(mdeg[first - 1:first + 1])
 
 
 @FAST

@@ -17,8 +17,8 @@ The 200 Hz CAN exchange runs on its own thread on a monotonic-clock schedule
 through a bounded queue. After each cycle the loop sets an event that wakes this node's publisher thread,
 which publishes the newest state and the driver's events (log lines and Anomaly messages): a slow DDS
 write never delays the CAN exchange, and no executor callback stands between feedback and JointState
-(rclpy's EventsExecutor, used for the one-process graph, has no guard conditions). The logic (startup hold, clamping, faults and
-the hold that answers them) is agentchemist.hardware.piper.PiperDriver.
+(rclpy's EventsExecutor, used for the one-process graph, has no guard conditions). The logic (startup
+hold, clamping, faults and the hold that answers them) is agentchemist.hardware.piper.PiperDriver.
 """
 import sys
 import threading

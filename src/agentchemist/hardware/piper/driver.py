@@ -246,7 +246,8 @@ class PiperDriver:
         timeout = self.config.feedback_timeout_s
         vel, eff = self.health.velocities(now, timeout), self.health.efforts(now, timeout)
         gripper_effort = self.gripper_feedback.effort_mnm / 1000.0
-        return JointStateReading(self.names, values, max(self._seen[i] for i in (*codec.JOINT_FEEDBACK_IDS, codec.GRIPPER_FEEDBACK_ID)),
+        newest = max(self._seen[i] for i in (*codec.JOINT_FEEDBACK_IDS, codec.GRIPPER_FEEDBACK_ID))
+        return JointStateReading(self.names, values, newest,
                                  () if vel is None else (*vel, self._gripper_rate),
                                  () if eff is None else (*eff, gripper_effort))
 
