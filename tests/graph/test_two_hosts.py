@@ -20,10 +20,14 @@ import pytest
 from tests.conftest import REPO
 
 
+# root makes a plain network namespace; anyone else one inside a user namespace where they are root
+UNSHARE = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
+
+
 def _namespaces_work() -> bool:
     if not (shutil.which("unshare") and shutil.which("ip")):
         return False
-    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link add a0 type veth peer name b0"],
+    probe = subprocess.run([*UNSHARE, "sh", "-c", "ip link add a0 type veth peer name b0 && unshare -n true"],
                            capture_output=True, timeout=20)
     return probe.returncode == 0
 
@@ -35,7 +39,7 @@ def test_link_drop_between_robot_and_workstation_namespaces():
         pytest.skip("needs unshare -n, ip and veth links (private network namespaces)")
     peer = REPO / "tests" / "graph" / "two_hosts_peer.py"
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)))
-    run = subprocess.run(["unshare", "-n", sys.executable, str(peer)], capture_output=True, text=True,
+    run = subprocess.run([*UNSHARE, sys.executable, str(peer)], capture_output=True, text=True,
                          timeout=240, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
@@ -58,7 +62,7 @@ def test_titration_across_the_split_survives_a_5_s_link_drop(tmp_path):
         pytest.skip("needs unshare -n, ip and veth links (private network namespaces)")
     peer = REPO / "tests" / "graph" / "two_hosts_graph_peer.py"
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(100, 200)))
-    run = subprocess.run(["unshare", "-n", sys.executable, str(peer), str(tmp_path / "runs"), "--drop"],
+    run = subprocess.run([*UNSHARE, sys.executable, str(peer), str(tmp_path / "runs"), "--drop"],
                          capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
