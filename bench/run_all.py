@@ -112,6 +112,23 @@ def table() -> str:
             rows.append((f"bag playback timing, {fmt} reference bag (at the subscriber)",
                          f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
                          f"{100 * r['within_5ms']:.0f} % within 5 ms"))
+    piper = load("piper")
+    if piper:
+        for cond, label in (("quiet", "normal scheduling"), ("cpu_hog", "normal scheduling, CPU hog per core"),
+                            ("quiet_fifo", "SCHED_FIFO loop"), ("cpu_hog_fifo", "SCHED_FIFO loop, CPU hog per core")):
+            r = piper.get(cond)
+            if not r or any("failed" in a for a in r["arms"].values()):
+                continue
+            worst = lambda key, q: max(a[key].get(q, float("nan")) for a in r["arms"].values())  # noqa: E731
+            rows.append((f"Piper loop, 2 arms x 200 Hz, {label} (goal: period jitter p99 <= 1 ms on a quiet core)",
+                         f"jitter p50/p99/max {worst('period_jitter', 'p50_ms'):.2f}/{worst('period_jitter', 'p99_ms'):.1f}/"
+                         f"{worst('period_jitter', 'max_ms'):.0f} ms; command->frame p50/p99 "
+                         f"{worst('command_to_frame', 'p50_ms'):.1f}/{worst('command_to_frame', 'p99_ms'):.0f} ms; "
+                         f"feedback->JointState (DDS) p50/p99 {worst('feedback_to_joint_state', 'p50_ms'):.1f}/"
+                         f"{worst('feedback_to_joint_state', 'p99_ms'):.0f} ms; bus load "
+                         f"{100 * max(a['bus_load'] for a in r['arms'].values()):.0f} % of 1 Mbit/s (nominal "
+                         f"{100 * piper.get('bus_load_nominal', float('nan')):.0f} %); "
+                         f"load average {r['load_1min_before']:.1f} on {piper['machine']['cpus']} cores"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
@@ -189,6 +206,7 @@ def main() -> int:
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
+    ok &= run("piper", ["bench/piper.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

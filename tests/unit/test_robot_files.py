@@ -34,8 +34,9 @@ LAUNCH_FILES = ("twin.launch.py", "robot.launch.py", "gazebo.launch.py", "replay
 AGENTS = {"planner", "vision_supervisor", "audio_supervisor", "action_policy", "dispenser_controller",
           "recorder", "summarizer"}
 # Nodes the robot launch starts only on request, behind an argument that defaults to false: hardware drivers
-# (piper_driver moves real arms) and nodes named before they exist.
-PENDING_EXECUTABLES = {"piper_driver", "audio_capture"}
+# and nodes named before they exist. piper_driver is on by default with the topic-based hardware (checked in
+# test_robot_launch_starts_the_control_stack): that hardware has nothing to talk to without it.
+PENDING_EXECUTABLES = {"audio_capture"}
 
 
 def _load(path: Path, name: str):
@@ -144,7 +145,9 @@ def test_plain_urdf_has_the_14_joints_limits_and_ros2_control():
         assert hw.find("plugin").text == "joint_state_topic_hardware_interface/JointStateTopicSystem"
         params = {p.get("name"): p.text for p in hw.findall("param")}
         assert params == {"joint_commands_topic": f"/{side}_piper/joint_commands",
-                          "joint_states_topic": f"/{side}_piper/joint_states"}
+                          "joint_states_topic": f"/{side}_piper/joint_states",
+                          # half a gripper count (1e-6 m): every 0.001 mm step is published
+                          "trigger_joint_command_threshold": "5e-7"}
 
 
 def test_gripper_joint_is_the_opening_between_symmetric_jaws():
@@ -566,11 +569,14 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
     assert launch_run_problems(summary, console_scripts()) == []
     ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
             and n.fields["executable"] not in PENDING_EXECUTABLES}
-    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS,
+    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS | {"left_piper_driver",
+                                                                                  "right_piper_driver"},
                 "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename]
     assert set(ours) == expected
     agents_sim_time = filename != "robot.launch.py"
     for name, node in ours.items():
+        if node.fields["executable"] == "piper_driver":
+            continue            # wall clock, its own parameters (test_robot_launch_starts_the_control_stack)
         params_file, overrides = node.fields["parameters"]
         assert type(params_file).__name__ == "LaunchConfiguration"
         assert params_file.fields["variable_name"] == "params_file"
@@ -593,6 +599,14 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     controllers = yaml.safe_load(CONTROLLERS_FILE.read_text())["controller_manager"]["ros__parameters"]
     assert spawned == {k for k, v in controllers.items() if isinstance(v, dict)}
     drivers = [n for n in nodes if n["executable"] == "piper_driver"]
+    # on by default, but only with the topic-based hardware (hardware:=mock has no arms to drive)
+    guards = {tuple(c.fields["predicate_expression"].fields["expression"]) for n, g in summary["nodes"]
+              if n.fields["executable"] == "piper_driver" for c in g}
+    assert len(guards) == 1
+    expression = next(iter(guards))
+    variables = [p.fields["variable_name"] for p in expression if not isinstance(p, str)]
+    assert variables == ["with_piper_driver", "hardware"] and "topic_based" in "".join(
+        p for p in expression if isinstance(p, str))
     assert sorted(d["parameters"][0]["can_interface"].fields["variable_name"] for d in drivers) == [
         "can_left", "can_right"]
     assert "piper_driver" in console_scripts()
@@ -604,7 +618,7 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     args = summary["args"]
     assert {k: args[k].fields["default_value"] for k in ("can_left", "can_right", "with_piper_driver",
                                                         "with_audio_capture")} == {
-        "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "false",
+        "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "true",
         "with_audio_capture": "false"}
     assert Path(args["controllers_file"].fields["default_value"]) == CONTROLLERS_FILE
 
@@ -631,12 +645,12 @@ def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
     bad = {"args": {"x": arg_cls("x", default_value="1", description=" ")},
            "used": {"x", "typo"},
            "nodes": [(node_cls(package="agentchemist_ros", executable="planer"), ()),
-                     (node_cls(package="agentchemist_ros", executable="piper_driver"), ())],
+                     (node_cls(package="agentchemist_ros", executable="audio_capture"), ())],
            "objects": []}
     assert launch_run_problems(bad, console_scripts()) == [
         "LaunchConfiguration 'typo' is not a declared argument", "argument x has no description",
         "executable planer is not a console script of agentchemist_ros",
-        "pending node piper_driver is not behind an argument that defaults to false"]
+        "pending node audio_capture is not behind an argument that defaults to false"]
     assert lc("x").fields == {"variable_name": "x", "default": None}
 
 
