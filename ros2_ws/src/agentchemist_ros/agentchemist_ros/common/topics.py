@@ -23,6 +23,15 @@ def camera_topic(name: str) -> str:
     return f"/camera/{name}/color/image_raw"
 
 
+def depth_topic(name: str) -> str:
+    """Depth registered to the colour image (lab_sim arm_backend mujoco), 16UC1 mm as a RealSense publishes it."""
+    return f"/camera/{name}/aligned_depth_to_color/image_raw"
+
+
+def camera_info_topic(name: str) -> str:
+    return f"/camera/{name}/color/camera_info"
+
+
 def audio_topic(side: str) -> str:
     return f"/audio/{side}_gripper/raw"
 
