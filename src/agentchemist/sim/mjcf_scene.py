@@ -89,7 +89,6 @@ def _robot_additions(root: ET.Element) -> None:
     ET.SubElement(visual, "headlight", ambient="0.35 0.35 0.35", diffuse="0.45 0.45 0.45", specular="0.1 0.1 0.1")
     ET.SubElement(visual, "map", znear="0.01", zfar="20")
     ET.SubElement(visual, "global", offwidth="1280", offheight="960")
-    ET.SubElement(visual, "quality", shadowsize="2048")
     bodies = {b.get("name"): b for b in root.iter("body")}
     joints = {j.get("name"): j for j in root.iter("joint")}
     actuator = ET.SubElement(root, "actuator")
@@ -145,14 +144,15 @@ def _world(root: ET.Element, bodies: list[SceneBody], textures: dict[int, Path])
     asset = root.find("asset") if root.find("asset") is not None else ET.SubElement(root, "asset")
     ET.SubElement(asset, "texture", name="floor_tex", type="2d", builtin="checker", rgb1="0.62 0.62 0.60",
                   rgb2="0.55 0.55 0.53", width="256", height="256")
-    ET.SubElement(asset, "material", name="floor", texture="floor_tex", texrepeat="8 8", reflectance="0.05")
+    ET.SubElement(asset, "material", name="floor", texture="floor_tex", texrepeat="8 8")
     for marker_id, path in textures.items():
         ET.SubElement(asset, "texture", name=f"tag_{marker_id}", type="2d", file=str(Path(path).resolve()))
         ET.SubElement(asset, "material", name=f"tag_{marker_id}", texture=f"tag_{marker_id}", specular="0.1")
     world = root.find("worldbody")
     ET.SubElement(world, "geom", name="floor", type="plane", size="5 5 0.1", pos=f"0 0 {FLOOR_Z}", material="floor")
+    # No shadow maps: on a software GL (Mesa llvmpipe, no GPU) they cost 3x the frame (bench/physics.py).
     ET.SubElement(world, "light", name="ceiling", pos="0.6 0 2.6", dir="0 0 -1", diffuse="0.55 0.55 0.55",
-                  castshadow="true")
+                  castshadow="false")
     ET.SubElement(world, "light", name="fill", pos="-0.5 0.8 2.0", dir="0.5 -0.4 -1", diffuse="0.25 0.25 0.25",
                   castshadow="false")
     for body in bodies:

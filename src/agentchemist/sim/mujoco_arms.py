@@ -68,7 +68,7 @@ class MujocoArms:
         self.model, self.mjcf = load_scene(bodies, urdf_text, Path(asset_dir))
         self.data = mujoco.MjData(self.model)
         self.width, self.height = int(width), int(height)
-        self._renderer: mujoco.Renderer | None = None
+        self._renderer: _Offscreen | None = None
         self._act = {n: self.model.actuator(n).id for n in JOINT_NAMES}
         self._qadr = {n: int(self.model.joint(n).qposadr[0]) for n in JOINT_NAMES}
         self._vadr = {n: int(self.model.joint(n).dofadr[0]) for n in JOINT_NAMES}
@@ -152,23 +152,54 @@ class MujocoArms:
 
     # ----------------------------------------------------------------- cameras
     def render(self, camera: str) -> CameraFrame:
-        """Colour and aligned depth of one camera at the current state."""
+        """Colour and aligned depth of one camera at the current state: one render pass, both buffers read
+        back together (mujoco.Renderer would render the scene twice)."""
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; cameras: {CAMERAS}")
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, self.height, self.width)
-        r = self._renderer
-        r.disable_depth_rendering()
-        r.update_scene(self.data, camera)
-        rgb = r.render().copy()
-        r.enable_depth_rendering()
-        r.update_scene(self.data, camera)
-        depth = r.render().astype(np.float32)
-        r.disable_depth_rendering()
-        depth[depth >= self.model.vis.map.zfar * self.model.stat.extent * 0.999] = 0.0  # no return
+            self._renderer = _Offscreen(self.model, self.width, self.height)
+        rgb, depth = self._renderer.render(self.data, self.model.camera(camera).id)
         return CameraFrame(camera, rgb, depth, intrinsics(self.width, self.height))
 
     def close(self) -> None:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+class _Offscreen:
+    """A headless GL context with MuJoCo's scene and render context for one image size."""
+
+    def __init__(self, model: mujoco.MjModel, width: int, height: int) -> None:
+        self.model = model
+        self.gl = mujoco.GLContext(width, height)
+        self.gl.make_current()
+        self.ctx = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.ctx)
+        self.scene = mujoco.MjvScene(model, maxgeom=2000)
+        self.option = mujoco.MjvOption()
+        self.camera = mujoco.MjvCamera()
+        self.camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+        self.rect = mujoco.MjrRect(0, 0, width, height)
+        self.rgb = np.empty((height, width, 3), dtype=np.uint8)
+        self.zbuf = np.empty((height, width), dtype=np.float32)
+        extent = model.stat.extent
+        self.near, self.far = model.vis.map.znear * extent, model.vis.map.zfar * extent
+
+    def render(self, data: mujoco.MjData, camera_id: int) -> tuple[np.ndarray, np.ndarray]:
+        self.gl.make_current()
+        self.camera.fixedcamid = camera_id
+        mujoco.mjv_updateScene(self.model, data, self.option, None, self.camera, mujoco.mjtCatBit.mjCAT_ALL,
+                               self.scene)
+        mujoco.mjr_render(self.rect, self.scene, self.ctx)
+        mujoco.mjr_readPixels(self.rgb, self.zbuf, self.rect, self.ctx)
+        rgb = np.flipud(self.rgb).copy()  # GL rows run bottom-up
+        z = np.flipud(self.zbuf)
+        # Depth buffer -> distance along the optical axis (m); the far plane means nothing was hit.
+        depth = (self.near / (1.0 - z * (1.0 - self.near / self.far))).astype(np.float32)
+        depth[z >= 1.0 - 1e-7] = 0.0
+        return rgb, depth
+
+    def close(self) -> None:
+        self.ctx.free()
+        self.gl.free()
