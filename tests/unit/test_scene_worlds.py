@@ -138,7 +138,10 @@ def sdf_problems(root: ET.Element, base: Path | None = None) -> list[str]:
                         elif shape.tag != "plane" and min(floats(value, n, f"{where}/{child}") or [0]) <= 0:
                             problems.append(f"{where}/{shape.tag}: {child} must be positive")
                     albedo = el.find("material/pbr/metal/albedo_map")
-                    if albedo is not None and not Path(albedo.text).is_file():
+                    texture = Path(albedo.text) if albedo is not None else None
+                    if texture is not None and not texture.is_absolute() and base is not None:
+                        texture = base / texture
+                    if texture is not None and not texture.is_file():
                         problems.append(f"{where}: texture {albedo.text} does not exist")
     return problems
 
@@ -169,3 +172,15 @@ def test_sdf_checker_catches_broken_worlds(scene, tmp_path):
     assert any("positive mass" in p for p in problems)
     assert any("unique" in p for p in problems)
     assert any("no link" in p for p in problems)
+
+
+def test_checked_in_gazebo_world_is_fresh(tmp_path):
+    """worlds/lab.sdf (what gazebo.launch.py opens) is what `make worlds` writes now, textures included."""
+    from agentchemist.sim.sdf_world import main
+
+    worlds = REPO / "worlds"
+    assert main(["--scenario", "hcl_naoh", "--out", str(tmp_path / "lab.sdf")]) == 0
+    assert (worlds / "lab.sdf").read_text() == (tmp_path / "lab.sdf").read_text(), "stale world: run make worlds"
+    for png in (tmp_path / "textures").glob("*.png"):
+        assert (worlds / "textures" / png.name).read_bytes() == png.read_bytes()
+    assert sdf_problems(ET.parse(worlds / "lab.sdf").getroot(), base=worlds) == []

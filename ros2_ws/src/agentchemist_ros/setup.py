@@ -45,7 +45,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
-    ] + tree("launch") + tree("config") + tree("urdf"),
+    ] + tree("launch") + tree("config") + tree("urdf") + tree("worlds"),
     install_requires=["setuptools"],
     zip_safe=True,
     maintainer="AgentChemist maintainers",

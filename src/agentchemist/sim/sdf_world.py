@@ -11,7 +11,10 @@ SDFormat's required structure (see there).
 """
 from __future__ import annotations
 
+import argparse
 import math
+import os
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterable
@@ -31,10 +34,15 @@ WORLD_PLUGINS = (
 )
 
 
-def build_sdf(bodies: Iterable[SceneBody], asset_dir: Path, world_name: str = "lab") -> str:
-    """SDF text of the lab world; tag PNGs are written to ``asset_dir`` and referenced by absolute path."""
+def build_sdf(bodies: Iterable[SceneBody], asset_dir: Path, world_name: str = "lab",
+              relative_to: Path | None = None) -> str:
+    """SDF text of the lab world; tag PNGs are written to ``asset_dir`` and named by absolute path, or by
+    path relative to ``relative_to`` (the folder the .sdf goes in: Gazebo resolves a relative albedo_map
+    against the world file's folder)."""
     bodies = list(bodies)
     textures = write_tag_textures(bodies, Path(asset_dir))
+    if relative_to is not None:
+        textures = {i: Path(os.path.relpath(Path(p).resolve(), Path(relative_to).resolve())) for i, p in textures.items()}
     sdf = ET.Element("sdf", version=SDF_VERSION)
     world = ET.SubElement(sdf, "world", name=world_name)
     physics = ET.SubElement(world, "physics", name="1ms", type="ignored")
@@ -139,7 +147,32 @@ def _model(body: SceneBody, textures: dict[int, Path]) -> ET.Element:
         material = ET.SubElement(visual, "material")
         _text(material, "diffuse", "1 1 1 1")
         metal = ET.SubElement(ET.SubElement(material, "pbr"), "metal")
-        _text(metal, "albedo_map", str(Path(textures[body.tag.marker_id]).resolve()))
+        path = Path(textures[body.tag.marker_id])
+        _text(metal, "albedo_map", str(path if not path.is_absolute() else path.resolve()))
         _text(metal, "metalness", "0")
         _text(metal, "roughness", "0.8")
     return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the world of a scenario's layout: ``python -m agentchemist.sim.sdf_world [--scenario hcl_naoh]
+    [--out worlds/lab.sdf]`` (tag textures go to textures/ beside it)."""
+    from agentchemist.paths import config_dir
+    from agentchemist.sim.lab import LabTwin
+    from agentchemist.sim.scenario import load_scenario
+    from agentchemist.sim.scene_model import twin_scene
+
+    parser = argparse.ArgumentParser(description="Write the Gazebo lab world of a scenario's layout")
+    parser.add_argument("--scenario", default="hcl_naoh", help="scenario name (config/scenarios/<name>.yaml)")
+    parser.add_argument("--out", default=str(config_dir().parent / "worlds" / "lab.sdf"))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    bodies = twin_scene(LabTwin(load_scenario(config_dir() / "scenarios" / f"{args.scenario}.yaml")))
+    out.write_text(build_sdf(bodies, out.parent / "textures", relative_to=out.parent))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
