@@ -190,7 +190,20 @@ def test_every_hardware_variant_expands_to_a_valid_model(hardware):
                         "gazebo": "gz_ros2_control/GazeboSimSystem"}[hardware]}
     gz = root.findall("gazebo/plugin")
     if hardware == "gazebo":
-        assert [p.find("parameters").text for p in gz] == ["/x/ros2_controllers.yaml"]
+        assert [p.find("parameters").text for p in gz if p.get("filename") == "gz_ros2_control-system"] == [
+            "/x/ros2_controllers.yaml"]
+        drive = next(p for p in gz if p.get("filename") == "gz-sim-diff-drive-system")
+        assert drive.findtext("topic") == "/cmd_vel" and drive.findtext("odom_topic") == "/odom"
+        joints = {j.get("name"): j for j in root.findall("joint")}
+        for wheel in (drive.findtext("left_joint"), drive.findtext("right_joint")):
+            assert joints[wheel].get("type") == "continuous"
+        sensors = {g.get("reference"): g.find("sensor") for g in root.findall("gazebo") if g.find("sensor") is not None}
+        assert set(sensors) == {f"{c}_camera_link" for c in ("front", "left_wrist", "right_wrist")}
+        for link, sensor in sensors.items():
+            name = link[:-len("_camera_link")]
+            assert sensor.get("type") == "rgbd_camera" and sensor.findtext("topic") == f"camera/{name}"
+            assert sensor.findtext("gz_frame_id") == f"{name}_camera"
+            assert (sensor.findtext("camera/image/width"), sensor.findtext("camera/image/height")) == ("320", "240")
         state_only = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
                       if j.find("command_interface") is None}
         assert state_only == {"left_gripper_centering", "right_gripper_centering"}
