@@ -8,6 +8,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.conditions import IfCondition
 from launch.substitutions import Command, FindExecutable, LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -75,3 +76,24 @@ def robot_state_publisher(xacro_args: list, use_sim_time: bool) -> Node:
     description = ParameterValue(Command([FindExecutable(name="xacro"), " ", xacro_file, *xacro_args]), value_type=str)
     return Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
                 parameters=[{"robot_description": description, "use_sim_time": use_sim_time}])
+
+
+def rviz_arguments() -> list:
+    """rviz:=true|false (off by default: a robot or CI has no display) and rviz_config."""
+    return [
+        DeclareLaunchArgument(
+            "rviz", default_value="false", choices=["true", "false"],
+            description="Open rviz2: robot model, TF, bench markers with the FSM/pH/volume text, the three "
+                        "cameras, depth as a point cloud"),
+        DeclareLaunchArgument(
+            "rviz_config", default_value=share("config", "agentchemist.rviz"),
+            description="rviz2 configuration file opened when rviz:=true"),
+    ]
+
+
+def rviz_node(use_sim_time: bool) -> Node:
+    """rviz2 on rviz_config, started only with rviz:=true."""
+    return Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                arguments=["-d", LaunchConfiguration("rviz_config")],
+                parameters=[{"use_sim_time": use_sim_time}],
+                condition=IfCondition(LaunchConfiguration("rviz")))

@@ -60,6 +60,7 @@ def generate_launch_description():
             description="capture the contact microphone of the pipette's gripper (audio_capture: PortAudio "
                         "device and side from params_file, block audio_capture)"),
         *common.common_arguments(),
+        *common.rviz_arguments(),
     ]
 
     # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
@@ -108,6 +109,7 @@ def generate_launch_description():
 
     return LaunchDescription([
         *arguments,
+        common.rviz_node(use_sim_time=False),
         common.config_environment(),
         robot_state_publisher,
         control_node,

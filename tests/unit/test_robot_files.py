@@ -623,8 +623,12 @@ def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):
     commands = [o.fields["command"] for o, _ in summary["objects"] if type(o).__name__ == "Command"]
     flat = ["".join(p for p in c if isinstance(p, str)) for c in commands]
     assert any("hardware:=gazebo" in c and "controllers_file:=" + str(CONTROLLERS_FILE) in c for c in flat)
-    bridges = [n.fields["arguments"] for n, _ in summary["nodes"] if n.fields["executable"] == "parameter_bridge"]
-    assert bridges == [["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"]]
+    bridges = [n.fields["parameters"][0]["config_file"] for n, _ in summary["nodes"]
+               if n.fields["executable"] == "parameter_bridge"]
+    assert len(bridges) == 1
+    clock = [e for e in yaml.safe_load(Path(bridges[0]).read_text()) if e["ros_topic_name"] == "/clock"]
+    assert clock == [{"ros_topic_name": "/clock", "gz_topic_name": "/clock", "ros_type_name": "rosgraph_msgs/msg/Clock",
+                      "gz_type_name": "gz.msgs.Clock", "direction": "GZ_TO_ROS"}]  # Gazebo owns the clock
 
 
 def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
@@ -669,8 +673,66 @@ def test_twin_launch_publishes_the_robot_model_and_opens_rviz_only_on_request(la
     assert rviz.fields["parameters"] == [{"use_sim_time": True}]
 
 
+@pytest.mark.parametrize("filename", LAUNCH_FILES)
+def test_launch_files_name_only_files_that_exist_and_offer_rviz(launch_api, filename):
+    summary = run_launch_file(filename)
+    paths = set()
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from strings(v)
+        elif hasattr(value, "fields"):
+            yield from strings(value.fields)
+
+    for obj, _ in summary["objects"]:
+        for text in strings(obj.fields):
+            for piece in text.replace("'", " ").split():
+                if piece.startswith(str(REPO)):
+                    paths.add(piece)
+    missing = sorted(p for p in paths if not Path(p).exists() and not p.startswith(str(REPO / "runs")))
+    assert missing == []
+    args = summary["args"]
+    assert args["rviz"].fields["default_value"] == "false"
+    rviz = [n for n, _ in summary["nodes"] if n.fields["executable"] == "rviz2"]
+    assert len(rviz) == 1 and rviz[0].fields["condition"].fields["predicate_expression"].fields[
+        "variable_name"] == "rviz"
+
+
+def test_gazebo_launch_opens_the_lab_world_and_bridges_the_cameras(launch_api):
+    summary = run_launch_file("gazebo.launch.py")
+    assert summary["args"]["world"].fields["default_value"] == "lab"
+    includes = [dict(o.fields["launch_arguments"]) for o, _ in summary["objects"]
+                if type(o).__name__ == "IncludeLaunchDescription"]
+    assert len(includes) == 2  # the GUI and the server-only start
+    for gz_args in (inc["gz_args"] for inc in includes):
+        world = gz_args[0].fields["expression"]  # "'<lab.sdf>' if '<world>' == 'lab' else '<world>'"
+        assert world[1] == str(REPO / "worlds" / "lab.sdf") and Path(world[1]).is_file()
+        assert world[3].fields["variable_name"] == "world"
+    bridge = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "parameter_bridge")
+    config = yaml.safe_load(Path(bridge.fields["parameters"][0]["config_file"]).read_text())
+    ros_topics = {e["ros_topic_name"]: e for e in config}
+    assert {"/clock", "/cmd_vel", "/odom"} <= set(ros_topics)
+    for cam in ("front", "left_wrist", "right_wrist"):
+        for topic, gz in ((f"/camera/{cam}/color/image_raw", "image"),
+                          (f"/camera/{cam}/aligned_depth_to_color/image_raw", "depth_image"),
+                          (f"/camera/{cam}/color/camera_info", "camera_info")):
+            assert ros_topics[topic]["gz_topic_name"] == f"camera/{cam}/{gz}"
+            assert ros_topics[topic]["direction"] == "GZ_TO_ROS"
+    assert ros_topics["/cmd_vel"]["direction"] == "ROS_TO_GZ"
+
+
 def _displays(config: dict) -> dict[str, dict]:
-    return {d["Class"].split("/")[-1]: d for d in config["Visualization Manager"]["Displays"]}
+    """The first display of each class, by class name."""
+    out: dict[str, dict] = {}
+    for d in config["Visualization Manager"]["Displays"]:
+        out.setdefault(d["Class"].split("/")[-1], d)
+    return out
 
 
 def rviz_problems(config: dict, publishers: dict[str, str], frames: set[str]) -> list[str]:
@@ -684,7 +746,8 @@ def rviz_problems(config: dict, publishers: dict[str, str], frames: set[str]) ->
     fixed = config["Visualization Manager"]["Global Options"]["Fixed Frame"]
     if fixed not in frames:
         problems.append(f"fixed frame {fixed} is not a link of the robot model")
-    for name, display in displays.items():
+    for display in config["Visualization Manager"]["Displays"]:
+        name = display["Class"].split("/")[-1]
         key = "Description Topic" if name == "RobotModel" else "Topic"
         if key not in display:
             continue
@@ -707,8 +770,9 @@ def _graph_publishers() -> dict[str, str]:
     topics = _load(NODES_DIR / "common" / "topics.py", "agentchemist_topics")
     lab_sim = (NODES_DIR / "lab_sim_node.py").read_text()
     assert "create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)" in lab_sim
-    assert "topics.camera_topic(c), SENSOR)" in lab_sim
-    return {topics.BENCH_MARKERS: "latched", topics.camera_topic("front"): "best_effort",
+    assert "topics.camera_topic(c), SENSOR)" in lab_sim and "topics.depth_topic(c), SENSOR)" in lab_sim
+    cameras = {topics.camera_topic(c): "best_effort" for c in topics.CAMERAS}  # those in lab_sim's `cameras`
+    return {topics.BENCH_MARKERS: "latched", **cameras, topics.depth_topic("front"): "best_effort",
             "/robot_description": "latched"}  # robot_state_publisher latches the model
 
 
@@ -719,7 +783,12 @@ def test_rviz_config_shows_the_robot_the_bench_markers_and_the_front_camera():
     displays = _displays(config)
     assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "base_link"
     assert displays["MarkerArray"]["Topic"]["Value"] == "/lab/bench_markers"
-    assert displays["Image"]["Topic"]["Value"] == "/camera/front/color/image_raw"
+    images = [d["Topic"]["Value"] for d in config["Visualization Manager"]["Displays"]
+              if d["Class"].endswith("/Image")]
+    assert images == [f"/camera/{c}/color/image_raw" for c in ("front", "left_wrist", "right_wrist")]
+    cloud = displays["DepthCloud"]  # the depth as a point cloud, coloured by the aligned colour image
+    assert cloud["Depth Map Topic"] == "/camera/front/aligned_depth_to_color/image_raw"
+    assert cloud["Color Image Topic"] == "/camera/front/color/image_raw"
     assert displays["RobotModel"]["Description Source"] == "Topic"
     from agentchemist.sim.bench_view import BASE_FRAME
     assert BASE_FRAME == "base_link"  # the markers' frame is the fixed frame: no TF lookup needed
