@@ -91,9 +91,10 @@ def rviz_arguments() -> list:
     ]
 
 
-def rviz_node(use_sim_time: bool) -> Node:
-    """rviz2 on rviz_config, started only with rviz:=true."""
-    return Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
-                arguments=["-d", LaunchConfiguration("rviz_config")],
-                parameters=[{"use_sim_time": use_sim_time}],
-                condition=IfCondition(LaunchConfiguration("rviz")))
+def rviz_nodes(use_sim_time: bool) -> list:
+    """rviz2 on rviz_config and the status_overlay text (FSM / pH / volume), started only with rviz:=true."""
+    shown = IfCondition(LaunchConfiguration("rviz"))
+    return [Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                 arguments=["-d", LaunchConfiguration("rviz_config")],
+                 parameters=[{"use_sim_time": use_sim_time}], condition=shown),
+            agentchemist_node("status_overlay", use_sim_time, condition=shown)]

@@ -117,5 +117,5 @@ def generate_launch_description():
         *spawn_chain,
         chemistry,
         *common.agent_nodes(use_sim_time=True),
-        common.rviz_node(use_sim_time=True),
+        *common.rviz_nodes(use_sim_time=True),
     ])

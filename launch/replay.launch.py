@@ -45,7 +45,7 @@ def generate_launch_description():
         condition=IfCondition(PythonExpression(["'", LaunchConfiguration("bag"), "' != ''"])))
     return LaunchDescription([
         *arguments,
-        common.rviz_node(use_sim_time=True),
+        *common.rviz_nodes(use_sim_time=True),
         common.config_environment(),
         *common.agent_nodes(use_sim_time=True),
         play,

@@ -109,7 +109,7 @@ def generate_launch_description():
 
     return LaunchDescription([
         *arguments,
-        common.rviz_node(use_sim_time=False),
+        *common.rviz_nodes(use_sim_time=False),
         common.config_environment(),
         robot_state_publisher,
         control_node,

@@ -48,12 +48,11 @@ def generate_launch_description():
     # publishes /joint_states), so the model's hardware plugin is never loaded: mock says so. Sim time: the
     # joint states are stamped on the twin's clock.
     robot_state_publisher = common.robot_state_publisher([" hardware:=mock"], use_sim_time=True)
-    rviz = common.rviz_node(use_sim_time=True)
     return LaunchDescription([
         *arguments,
         common.config_environment(),
         twin,
         robot_state_publisher,
         *common.agent_nodes(use_sim_time=True),
-        rviz,
+        *common.rviz_nodes(use_sim_time=True),
     ])

@@ -86,16 +86,21 @@ def test_bad_trajectories_are_refused(arms):
         arms.follow(Trajectory(RIGHT, ((1.0, (math.nan, 0, 0, 0, 0, 0)),), arms.t))
 
 
-def test_a_grasp_holds_the_pipette_through_a_move_and_releases_it(arms):
+def close_on_the_bulb(arms: MujocoArms) -> tuple[np.ndarray, np.ndarray]:
+    """Open hand down over the pipette's bulb, then close: (bulb position, pipette rest position)."""
     arms.settle(1.0)  # the pipette leans in its beaker
     bulb = arms.data.geom_xpos[arms.model.geom("pipette_part").id].copy()
     rest = arms.body_position("pipette")
-    above = bulb + np.array([0.0, 0.0, 0.08])
-    move(arms, "right", solve_ik(arms, "right", above), 1.5)
+    move(arms, "right", solve_ik(arms, "right", bulb + np.array([0.0, 0.0, 0.08])), 1.5)
     move(arms, "right", solve_ik(arms, "right", bulb), 1.0)
     assert arms.held_by() is None
     arms.set_gripper("right", 0.0)
     arms.settle(1.0)
+    return bulb, rest
+
+
+def test_a_grasp_holds_the_pipette_through_a_move_and_releases_it(arms):
+    bulb, rest = close_on_the_bulb(arms)
     assert arms.held_by() == "right"
     lifted = bulb + np.array([0.0, -0.05, 0.15])
     move(arms, "right", solve_ik(arms, "right", lifted), 2.0)
@@ -107,6 +112,19 @@ def test_a_grasp_holds_the_pipette_through_a_move_and_releases_it(arms):
     arms.settle(1.0)
     assert arms.held_by() is None
     assert arms.body_position("pipette")[2] < rest[2] + 0.05  # fell once released
+
+
+def test_a_slippery_grip_lets_the_pipette_slip(arms):
+    """The hold is friction: a wet bulb (friction 0.05 instead of 1) is gripped but slides out when lifted."""
+    held = {arms.model.body(n).id for n in ("pipette", "right_finger_a", "right_finger_b")}
+    for geom in range(arms.model.ngeom):
+        if arms.model.geom_bodyid[geom] in held:
+            arms.model.geom_friction[geom][0] = 0.05
+    bulb, rest = close_on_the_bulb(arms)
+    assert arms.held_by() == "right"
+    move(arms, "right", solve_ik(arms, "right", bulb + np.array([0.0, -0.05, 0.15])), 2.0)
+    assert arms.held_by() is None
+    assert arms.body_position("pipette")[2] < rest[2] + 0.05
 
 
 def look_at_the_bench(arms: MujocoArms) -> None:

@@ -570,8 +570,9 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
     assert launch_run_problems(summary, console_scripts()) == []
     ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
             and n.fields["executable"] not in PENDING_EXECUTABLES}
+    # status_overlay: the rviz text overlay, started with rviz:=true only (checked below).
     expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS,
-                "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename]
+                "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename] | {"status_overlay"}
     assert set(ours) == expected
     agents_sim_time = filename != "robot.launch.py"
     for name, node in ours.items():
@@ -699,9 +700,10 @@ def test_launch_files_name_only_files_that_exist_and_offer_rviz(launch_api, file
     assert missing == []
     args = summary["args"]
     assert args["rviz"].fields["default_value"] == "false"
-    rviz = [n for n, _ in summary["nodes"] if n.fields["executable"] == "rviz2"]
-    assert len(rviz) == 1 and rviz[0].fields["condition"].fields["predicate_expression"].fields[
-        "variable_name"] == "rviz"
+    for exe in ("rviz2", "status_overlay"):
+        shown = [n for n, _ in summary["nodes"] if n.fields["executable"] == exe]
+        assert len(shown) == 1 and shown[0].fields["condition"].fields["predicate_expression"].fields[
+            "variable_name"] == "rviz", exe
 
 
 def test_gazebo_launch_opens_the_lab_world_and_bridges_the_cameras(launch_api):
@@ -772,7 +774,10 @@ def _graph_publishers() -> dict[str, str]:
     assert "create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)" in lab_sim
     assert "topics.camera_topic(c), SENSOR)" in lab_sim and "topics.depth_topic(c), SENSOR)" in lab_sim
     cameras = {topics.camera_topic(c): "best_effort" for c in topics.CAMERAS}  # those in lab_sim's `cameras`
+    overlay = (NODES_DIR / "status_overlay_node.py").read_text()
+    assert "create_publisher(Marker, topics.STATUS_OVERLAY, LATCHED)" in overlay
     return {topics.BENCH_MARKERS: "latched", **cameras, topics.depth_topic("front"): "best_effort",
+            topics.STATUS_OVERLAY: "latched",
             "/robot_description": "latched"}  # robot_state_publisher latches the model
 
 
@@ -783,6 +788,7 @@ def test_rviz_config_shows_the_robot_the_bench_markers_and_the_front_camera():
     displays = _displays(config)
     assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "base_link"
     assert displays["MarkerArray"]["Topic"]["Value"] == "/lab/bench_markers"
+    assert displays["Marker"]["Topic"]["Value"] == "/agentchemist/status_overlay"  # FSM / pH / volume text
     images = [d["Topic"]["Value"] for d in config["Visualization Manager"]["Displays"]
               if d["Class"].endswith("/Image")]
     assert images == [f"/camera/{c}/color/image_raw" for c in ("front", "left_wrist", "right_wrist")]

@@ -36,6 +36,7 @@ NODES = {
     "wav_source": "wav_source_node",
     "audio_capture": "audio_capture_node",
     "piper_driver": "piper_driver_node",
+    "status_overlay": "status_overlay_node",
 }
 
 setup(

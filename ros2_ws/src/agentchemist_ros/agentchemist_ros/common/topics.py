@@ -15,6 +15,7 @@ BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_s
 JOINT_STATES = "/joint_states"
 GROUND_TRUTH = "/lab_sim/ground_truth"
 BENCH_MARKERS = "/lab/bench_markers"     # visualization_msgs/MarkerArray of the twin's bench, for rviz
+STATUS_OVERLAY = "/agentchemist/status_overlay"  # visualization_msgs/Marker: FSM / pH / volume text, for rviz
 CAMERAS = ("front", "left_wrist", "right_wrist")
 SIDES = ("left", "right")
 
