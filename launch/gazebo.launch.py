@@ -64,7 +64,7 @@ def generate_launch_description():
                               LaunchConfiguration("world"), "'"])
 
     controllers_file = common.share("config", "ros2_controllers.yaml")
-    robot_state_publisher = common.robot_state_publisher([" hardware:=gazebo", " controllers_file:=", controllers_file],
+    robot_state_publisher = common.robot_state_publisher({"hardware": "gazebo", "controllers_file": controllers_file},
                                                          use_sim_time=True)
 
     gz_sim_launch = PathJoinSubstitution([FindPackageShare("ros_gz_sim"), "launch", "gz_sim.launch.py"])

@@ -64,7 +64,7 @@ def generate_launch_description():
     ]
 
     # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
-    robot_state_publisher = common.robot_state_publisher([" hardware:=", LaunchConfiguration("hardware")],
+    robot_state_publisher = common.robot_state_publisher({"hardware": LaunchConfiguration("hardware")},
                                                          use_sim_time=False)
     # Jazzy's controller_manager reads the model from the robot_description topic (robot_state_publisher's).
     control_node = Node(

@@ -47,7 +47,7 @@ def generate_launch_description():
     # The robot model for TF and rviz. No ros2_control runs beside the twin (lab_sim moves the arms and
     # publishes /joint_states), so the model's hardware plugin is never loaded: mock says so. Sim time: the
     # joint states are stamped on the twin's clock.
-    robot_state_publisher = common.robot_state_publisher([" hardware:=mock"], use_sim_time=True)
+    robot_state_publisher = common.robot_state_publisher({"hardware": "mock"}, use_sim_time=True)
     return LaunchDescription([
         *arguments,
         common.config_environment(),

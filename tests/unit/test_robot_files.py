@@ -457,6 +457,7 @@ LAUNCH_API = {
         "RegisterEventHandler": "event_handler, *, condition=None",
         "IncludeLaunchDescription": "launch_description_source, *, launch_arguments=None, condition=None",
         "ExecuteProcess": "*, cmd, " + _PROCESS_KW,
+        "OpaqueFunction": "*, function, args=None, kwargs=None, condition=None",
     },
     "launch.conditions": {"IfCondition": "predicate_expression", "UnlessCondition": "predicate_expression"},
     "launch.event_handlers": {"OnProcessExit": "*, target_action=None, on_exit"},
@@ -494,6 +495,15 @@ def launch_api(monkeypatch):
         return str(REPO)
 
     ament.get_package_share_directory = get_package_share_directory
+    utilities = types.ModuleType("launch.utilities")
+
+    def perform_substitutions(context, substitutions):
+        """The stand-in context's value of each LaunchConfiguration (texts pass through), joined."""
+        return "".join(s if isinstance(s, str) else context.launch_configurations[s.fields["variable_name"]]
+                       for s in substitutions)
+
+    utilities.perform_substitutions = perform_substitutions
+    monkeypatch.setitem(sys.modules, "launch.utilities", utilities)
     monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
     monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
     # The launch files put launch/ on sys.path and import their helper against the stand-ins: keep both local.
@@ -525,11 +535,24 @@ def console_scripts() -> set[str]:
     return set(ast.literal_eval(nodes))
 
 
-def run_launch_file(filename: str) -> dict:
-    """Run generate_launch_description() on the stand-ins; summarise what it starts."""
+class _Context:
+    """What an OpaqueFunction gets: the launch configurations (here the declared defaults, then overrides)."""
+
+    def __init__(self, configurations: dict):
+        self.launch_configurations = configurations
+
+
+def run_launch_file(filename: str, **arguments: str) -> dict:
+    """Run generate_launch_description() on the stand-ins, then its OpaqueFunctions with the arguments'
+    defaults (``arguments`` override them); summarise what it starts."""
     module = _load(LAUNCH_DIR / filename, filename.replace(".", "_"))
     description = module.generate_launch_description()
     objects = list(_walk(description))
+    defaults = {o.fields["name"]: o.fields["default_value"] for o, _ in objects
+                if type(o).__name__ == "DeclareLaunchArgument"}
+    context = _Context({**defaults, **arguments})
+    for opaque, guard in [(o, g) for o, g in objects if type(o).__name__ == "OpaqueFunction"]:
+        objects.extend((inner, guard + g) for inner, g in _walk(opaque.fields["function"](context)))
     args = {o.fields["name"]: o for o, _ in objects if type(o).__name__ == "DeclareLaunchArgument"}
     used = {o.fields["variable_name"] for o, _ in objects if type(o).__name__ == "LaunchConfiguration"}
     nodes = [(o, g) for o, g in objects if type(o).__name__ == "Node"]
@@ -621,9 +644,10 @@ def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):
     assert overrides["use_sim_time"] is True
     assert overrides["publish_clock"] is False and overrides["publish_joint_states"] is False
     assert not dict(lab_sim.fields.get("remappings") or [])
-    commands = [o.fields["command"] for o, _ in summary["objects"] if type(o).__name__ == "Command"]
-    flat = ["".join(p for p in c if isinstance(p, str)) for c in commands]
-    assert any("hardware:=gazebo" in c and "controllers_file:=" + str(CONTROLLERS_FILE) in c for c in flat)
+    rsp = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "robot_state_publisher")
+    model = _root(rsp.fields["parameters"][0]["robot_description"])
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {"gz_ros2_control/GazeboSimSystem"}
+    assert model.find("gazebo/plugin/parameters").text == str(CONTROLLERS_FILE)
     bridges = [n.fields["parameters"][0]["config_file"] for n, _ in summary["nodes"]
                if n.fields["executable"] == "parameter_bridge"]
     assert len(bridges) == 1
@@ -661,9 +685,10 @@ def test_twin_launch_publishes_the_robot_model_and_opens_rviz_only_on_request(la
     assert rsp_guard == ()  # always: the arms in rviz and TF for anyone else
     params = rsp.fields["parameters"][0]
     assert params["use_sim_time"] is True  # the joint states are stamped on the twin's clock
-    command = params["robot_description"].fields["value"].fields["command"]
-    assert command[0].fields["name"] == "xacro"
-    assert str(URDF_DIR / "agentchemist_aloha.urdf.xacro") in command
+    # xacro's Python API expanded the model at launch time, with the mock hardware (no ros2_control here).
+    model = _root(params["robot_description"])
+    assert urdf_problems(model) == []
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {"mock_components/GenericSystem"}
     rviz, guard = nodes[("rviz2", "rviz2")]
     args = summary["args"]
     assert [g.fields["predicate_expression"].fields["variable_name"] for g in guard] == ["rviz"]
@@ -852,3 +877,14 @@ def test_dockerfiles_use_jazzy_and_copy_files_that_exist(dockerfile):
         if line.startswith("COPY ") and "--from" not in line:
             for source in line.split()[1:-1]:
                 assert (REPO / source).exists(), f"{dockerfile}: COPY {source} does not exist"
+
+
+@pytest.mark.parametrize("hardware, plugin", [("topic_based", "joint_state_topic_hardware_interface/JointStateTopicSystem"),
+                                              ("mock", "mock_components/GenericSystem")])
+def test_robot_launch_expands_the_model_with_xacro_for_the_chosen_hardware(launch_api, hardware, plugin):
+    """The launch argument reaches xacro's Python API through the OpaqueFunction."""
+    summary = run_launch_file("robot.launch.py", hardware=hardware)
+    rsp = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "robot_state_publisher")
+    model = _root(rsp.fields["parameters"][0]["robot_description"])
+    assert urdf_problems(model) == []
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {plugin}
