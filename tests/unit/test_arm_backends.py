@@ -58,3 +58,18 @@ def test_mujoco_backend_moves_the_arm_in_physics_and_the_twin_reads_it(tmp_path)
     rgb, depth, k = arms.render("front", 4.0)
     assert rgb.shape == (240, 320, 3) and depth.shape == (240, 320) and k.shape == (3, 3)
     assert twin.read_ph(4.0) is not None  # the chemistry runs on
+
+
+@pytest.mark.parametrize("backend", ["kinematic", "mujoco"])
+def test_non_finite_or_malformed_commands_are_refused_and_nothing_moves(backend, tmp_path):
+    twin = LabTwin(load_scenario(SCENARIO))
+    twin.step(1.0)
+    arms = make_arm_backend(backend, twin, urdf_file(), tmp_path)
+    before = arms.joint_states()[1]
+    for points in ([(1.0, [float("nan")] * 6)], [(1.0, [0.1, 0.2])]):
+        result = arms.command_arm("right", [], points, 1.0)
+        assert not result.accepted and "refused" in result.reason
+    result = arms.command_gripper("right", float("inf"), 1.0)
+    assert not result.accepted and "refused" in result.reason
+    arms.step(3.0)
+    assert np.allclose(arms.joint_states()[1], before, atol=2e-3)

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, SIDES
+from agentchemist.sim.errors import SimCommandError
 from agentchemist.sim.types import CommandResult
 
 __all__ = ["ARM_BACKENDS", "KinematicArms", "MujocoBackend", "make_arm_backend"]
@@ -35,10 +36,16 @@ class KinematicArms:
         self.twin = twin
 
     def command_arm(self, side: str, joint_names: Sequence[str], points: Points, now: float) -> CommandResult:
-        return self.twin.command_arm(side, _ordered(side, joint_names, points[-1][1]), now)
+        try:
+            return self.twin.command_arm(side, _ordered(side, joint_names, points[-1][1]), now)
+        except (SimCommandError, ValueError, TypeError, IndexError) as exc:
+            return _refused(exc)
 
     def command_gripper(self, side: str, opening_m: float, now: float) -> CommandResult:
-        return self.twin.command_gripper(side, opening_m, now)
+        try:
+            return self.twin.command_gripper(side, opening_m, now)
+        except (SimCommandError, ValueError, TypeError) as exc:
+            return _refused(exc)
 
     def step(self, now: float) -> None:
         self.twin.step(now)
@@ -70,14 +77,16 @@ class MujocoBackend(KinematicArms):
         self._sync()
 
     def command_arm(self, side: str, joint_names: Sequence[str], points: Points, now: float) -> CommandResult:
-        result = self.twin.command_arm(side, _ordered(side, joint_names, points[-1][1]), now)
+        result = super().command_arm(side, joint_names, points, now)
+        if not result.accepted:
+            return result  # refused (NaN, wrong length): the physics keeps its present targets
         clamped = tuple((float(t), tuple(_clamp(_ordered(side, joint_names, p)))) for t, p in points)
         joints = tuple(f"{side}_joint{i}" for i in range(1, 7))
         self.physics.follow(self._trajectory(joints, clamped, now - self._offset))
         return result
 
     def command_gripper(self, side: str, opening_m: float, now: float) -> CommandResult:
-        result = self.twin.command_gripper(side, opening_m, now)
+        result = super().command_gripper(side, opening_m, now)
         if result.accepted:
             self.physics.set_gripper(side, float(result.accepted_value))
         return result
@@ -121,6 +130,11 @@ def make_arm_backend(name: str, twin: Any, urdf_file: Path | None = None, asset_
             raise ValueError("arm_backend mujoco needs the URDF file and a folder for the scene's textures")
         return MujocoBackend(twin, Path(urdf_file).read_text(), Path(asset_dir))
     raise ValueError(f"arm_backend must be one of {ARM_BACKENDS}, got {name!r}")
+
+
+def _refused(exc: Exception) -> CommandResult:
+    """A command the twin refused (non-finite or malformed): nothing moves; the reason says why."""
+    return CommandResult(None, clamped=False, accepted=False, reason=f"command refused: {exc}")
 
 
 def _has_geom(model: Any, name: str) -> bool:

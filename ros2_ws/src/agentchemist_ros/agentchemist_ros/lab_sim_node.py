@@ -122,8 +122,8 @@ class LabSimNode(Node):
         if side == self.pipette_side:
             self.lockstep.command()
         result = self.arms.command_gripper(side, float(msg.data[0]), self.t)
-        if result.clamped:
-            self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
+        if result.clamped or not result.accepted:
+            self.get_logger().warn(f"{side} gripper command clamped or refused: {result.reason}")
 
     def on_peer_wait(self, msg):
         self.lockstep.peer_wait(msg.node, msg.count, time.monotonic())
@@ -138,8 +138,8 @@ class LabSimNode(Node):
             return
         points = [(to_sec(p.time_from_start), list(p.positions)) for p in msg.points]
         result = self.arms.command_arm(side, names, points, self.t)
-        if result.clamped:
-            self.get_logger().warn(f"{side} arm command clamped: {result.reason}")
+        if result.clamped or not result.accepted:
+            self.get_logger().warn(f"{side} arm command clamped or refused: {result.reason}")
 
     def on_inject_fault(self, request, response):
         try:
