@@ -80,6 +80,9 @@ def table() -> str:
             rows.append(("titration session in the twin, arm_backend kinematic vs mujoco (same run)",
                          f"{tk['real_time_factor']:.0f}x vs {tm['real_time_factor']:.1f}x real time "
                          f"(3 cameras at 2 Hz, {tm['sim_s']:.0f} s sim)"))
+            for run in (physics.get("scenario_once") or {}).get("runs", []):
+                rows.append((f"whole graph once, {run['scenario']}", f"{run['outcome']}, {run['wall_s']:.0f} s wall, "
+                             f"{run['real_time_factor']:.1f}x"))
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
     demo = load("demo")
