@@ -17,7 +17,10 @@ from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.qos import SENSOR  # noqa: E402
 from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
+from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+
+REQUIRES_GL = pytest.mark.skipif(not select_gl(), reason=NO_GL_REASON)
 
 SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
 GOAL = [0.25, 0.9, -1.0, 0.0, 0.5, 0.1]
@@ -38,6 +41,7 @@ def ros(tmp_path, monkeypatch):
     rclpy.try_shutdown()
 
 
+@REQUIRES_GL
 def test_mujoco_backend_follows_a_trajectory_and_publishes_rgbd(ros):
     cameras = list(topics.CAMERAS)
     sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),

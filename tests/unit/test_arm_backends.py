@@ -7,7 +7,10 @@ from agentchemist.sim.arm_backends import KinematicArms, make_arm_backend
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.lab_sim_config import LabSimConfig
 from agentchemist.sim.scenario import load_scenario
+from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl
 from tests.conftest import REPO
+
+REQUIRES_GL = pytest.mark.skipif(not select_gl(), reason=NO_GL_REASON)
 
 SCENARIO = REPO / "config" / "scenarios" / "hcl_naoh.yaml"
 GOAL = [0.2, 0.8, -0.9, 0.1, 0.4, 0.2]
@@ -37,6 +40,7 @@ def test_kinematic_backend_reorders_named_joints():
     assert np.allclose(positions[names.index("right_joint1"):names.index("right_joint1") + 6], GOAL, atol=1e-3)
 
 
+@REQUIRES_GL
 def test_mujoco_backend_moves_the_arm_in_physics_and_the_twin_reads_it(tmp_path):
     twin = LabTwin(load_scenario(SCENARIO))
     twin.step(1.0)

@@ -9,7 +9,10 @@ from agentchemist.sim.mjcf_scene import mujoco
 from agentchemist.sim.mujoco_arms import MujocoArms, Trajectory
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.scene_model import twin_scene
+from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl
 from tests.conftest import REPO
+
+REQUIRES_GL = pytest.mark.skipif(not select_gl(), reason=NO_GL_REASON)
 
 RIGHT = tuple(f"right_joint{i}" for i in range(1, 7))
 
@@ -136,6 +139,7 @@ def look_at_the_bench(arms: MujocoArms) -> None:
     arms.step_to(arms.t + 1.5)
 
 
+@REQUIRES_GL
 def test_three_cameras_render_colour_and_aligned_plausible_depth(arms, tmp_path):
     look_at_the_bench(arms)
     for camera in ("front", "left_wrist", "right_wrist"):

@@ -18,7 +18,10 @@ from agentchemist.sim.mjcf_scene import CAMERAS, load_scene, mujoco
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.scene_model import twin_scene
 from agentchemist.sim.sdf_world import build_sdf
+from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl
 from tests.conftest import REPO
+
+REQUIRES_GL = pytest.mark.skipif(not select_gl(), reason=NO_GL_REASON)
 
 URDF = REPO / "urdf" / "agentchemist_aloha.urdf"
 
@@ -61,6 +64,7 @@ def test_mujoco_loads_the_scene_with_robot_actuators_and_cameras(scene):
     assert all("pipette" in pair or "beaker_main" in pair for pair in touching), touching
 
 
+@REQUIRES_GL
 def test_front_camera_sees_the_tags_the_bench_prints(scene):
     """The tag labels are real textures: perception's ArUco detector finds them in a MuJoCo render."""
     model = scene["model"]

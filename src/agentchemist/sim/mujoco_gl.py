@@ -8,7 +8,9 @@ from __future__ import annotations
 import ctypes.util
 import os
 
-__all__ = ["select_gl"]
+__all__ = ["NO_GL_REASON", "select_gl"]
+
+NO_GL_REASON = "no EGL or OSMesa library for headless MuJoCo rendering (apt: libegl1 or libosmesa6)"
 
 
 def select_gl() -> str:
