@@ -3,7 +3,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-all test-slow shell bench lock clean help
+.PHONY: setup demo test test-all test-slow shell bench lock urdf worlds clean help
 
 help:
 	@echo "make demo      run the HCl/NaOH worked example in the lab twin (report under runs/)"
@@ -12,6 +12,8 @@ help:
 	@echo "make shell     a shell with the ROS 2 + agentchemist environment"
 	@echo "make bench     benchmarks -> bench/results/*.json and the README table"
 	@echo "make setup     only the bootstrap"
+	@echo "make urdf      re-expand urdf/agentchemist_aloha.urdf from the xacro (after editing the xacro)"
+	@echo "make worlds    rewrite worlds/lab.sdf (Gazebo) from the bench description and hcl_naoh's layout"
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -33,6 +35,14 @@ shell: setup
 
 bench: setup
 	@$(ENV) python bench/run_all.py
+
+# The checked-in plain URDF (for tools without xacro) is exactly this command's output; a test checks it.
+urdf: setup
+	@$(ENV) cd urdf && xacro agentchemist_aloha.urdf.xacro -o agentchemist_aloha.urdf
+
+# The Gazebo lab world is written from the same scene source as the MuJoCo scene; a test checks it is fresh.
+worlds: setup
+	@$(ENV) python -m agentchemist.sim.sdf_world --scenario hcl_naoh --out worlds/lab.sdf
 
 lock:
 	@.venv/bin/pip freeze --exclude-editable | grep -v '^agentchemist' | sed '1i # Pinned versions of every Python dependency (pip freeze of a working .venv). Regenerate with make lock.' > requirements/constraints.txt

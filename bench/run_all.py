@@ -71,6 +71,18 @@ def table() -> str:
             rows.append(("whole graph, HCl/NaOH demo (incl. start-up)",
                          f"{demo['real_time_factor']:.1f}x, {demo['wall_s']:.0f} s wall for {demo['sim_s']:.0f} s sim"))
         s = twin["solver"]
+        physics = load("physics")
+        if physics:
+            r, tk, tm = physics["render"], physics["titration"]["kinematic"], physics["titration"]["mujoco"]
+            rows.append(("MuJoCo: 3 RGB-D cameras 320x240 + physics, one core (goal >= 15 fps each)",
+                         f"{r['fps_each_camera']:.1f} fps each ({r['render_ms_per_frame_set']:.0f} ms render, "
+                         f"{r['physics_ms_per_frame_set']:.1f} ms physics per frame set; {r['gl']})"))
+            rows.append(("titration session in the twin, arm_backend kinematic vs mujoco (same run)",
+                         f"{tk['real_time_factor']:.0f}x vs {tm['real_time_factor']:.1f}x real time "
+                         f"(3 cameras at 2 Hz, {tm['sim_s']:.0f} s sim)"))
+            for run in (physics.get("scenario_once") or {}).get("runs", []):
+                rows.append((f"whole graph once, {run['scenario']}", f"{run['outcome']}, {run['wall_s']:.0f} s wall, "
+                             f"{run['real_time_factor']:.1f}x"))
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
     demo = load("demo")
@@ -207,6 +219,7 @@ def main() -> int:
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])
+    ok &= run("physics", ["bench/physics.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

@@ -63,10 +63,11 @@ def generate_launch_description():
             description="capture the contact microphone of the pipette's gripper (audio_capture: PortAudio "
                         "device and side from params_file, block audio_capture)"),
         *common.common_arguments(),
+        *common.rviz_arguments(),
     ]
 
     # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
-    robot_state_publisher = common.robot_state_publisher([" hardware:=", LaunchConfiguration("hardware")],
+    robot_state_publisher = common.robot_state_publisher({"hardware": LaunchConfiguration("hardware")},
                                                          use_sim_time=False)
     # Jazzy's controller_manager reads the model from the robot_description topic (robot_state_publisher's).
     control_node = Node(
@@ -112,6 +113,7 @@ def generate_launch_description():
 
     return LaunchDescription([
         *arguments,
+        *common.rviz_nodes(use_sim_time=False),
         common.config_environment(),
         robot_state_publisher,
         control_node,
