@@ -37,7 +37,8 @@ def _plan(args, console: Console) -> int:
         colour = {"plan": "green", "question": "yellow"}.get(outcome.kind, "red")
         console.print(f"[{colour}]{outcome.kind}[/{colour}]: {escape(outcome.message)}")
         for reason in outcome.reasons:
-            console.print(f"  - {escape(reason)}")
+            if reason.strip() not in outcome.message:  # a one-reason refusal is its message: print it once
+                console.print(f"  - {escape(reason)}")
         if outcome.plan is not None:
             p = outcome.plan
             console.print(f"experiment: {escape(p.parsed_instruction.experiment_name)}")

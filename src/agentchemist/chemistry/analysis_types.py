@@ -49,6 +49,8 @@ class EquivalencePoint:
     window_points: int = 0
     points_before: int = 0
     points_after: int = 0
+    # (volumes mL, pH) of the model fitted across the jump, densely sampled, when it was used
+    model_curve: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -113,7 +115,11 @@ class TitrationAnalysis:
     titrant_m: float | None = None
     analyte_volume_ml: float | None = None
     quality_flags: list[tuple[float, float]] = field(default_factory=list)
-    ph_adaptive: np.ndarray | None = None  # ph_smooth with each jump re-smoothed by its local window
+    ph_adaptive: np.ndarray | None = None  # ph_smooth with each jump replaced by its local model fit (or window)
+    # Derivatives for display, smoothed over a window of DISPLAY_DERIVATIVE_POINTS measured points (the
+    # data density), not over the global window chosen for the flat parts of the curve.
+    d1_display: np.ndarray | None = None
+    d2_display: np.ndarray | None = None
 
     @property
     def supported_equivalence_points(self) -> list[EquivalencePoint]:

@@ -64,6 +64,19 @@ def _refuse(*reasons: str) -> _Stop:
     return _Stop({"refusal": "; ".join(reasons), "reasons": list(reasons)})
 
 
+def _ask_about_leftovers(volumes: list, text: str) -> None:
+    """A volume the plan would not use ("... and dispense 5 L") is asked about, never dropped."""
+    if not volumes:
+        return
+    def phrase(q) -> str:
+        words = re.findall(r"[\w.]+", text[: q.start])[-2:]  # "dispense 5 L": the verb with the amount
+        return " ".join([*words, q.text.strip()])
+
+    said = ", ".join(repr(phrase(q)) for q in volumes)
+    raise _ask(f"The instruction also names {said}, which this plan would not use or dispense (a titration "
+               "adds titrant drop by drop until its target). What is it for? Leave it out to plan the titration alone.")
+
+
 def _equivalents(r: Reagent) -> int:
     """Protons given or taken per formula unit (what normality counts)."""
     if r.kind in ("strong_acid", "weak_acid"):
@@ -318,8 +331,10 @@ class RulesBackend:
         if missing:
             raise _ask(*missing, "It is needed to check that the target is reachable and the titrant fits the beaker.")
         va = analyte.volume_ml
+        volumes = [q for q in parse.unbound if q.kind == "volume"]
+        used = volumes[0] if va is None and len(volumes) == 1 else None
+        _ask_about_leftovers([q for q in volumes if q is not used], parse.text)
         if va is None:
-            volumes = [q for q in parse.unbound if q.kind == "volume"]
             if len(volumes) == 1:
                 va = volumes[0].value
                 warnings.append(f"read {volumes[0].text.strip()!r} as the analyte volume")

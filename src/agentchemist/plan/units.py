@@ -36,6 +36,7 @@ _UNITS: list[tuple[str, Kind, float, bool]] = [
     (r"(?:kg|kilograms?)", "mass", 1000.0, False),
     (r"(?:g|grams?|gr)", "mass", 1.0, False),
     (r"(?:\u00b0\s*c|\u2103|degrees?\s*(?:c|celsius)|deg\s*c)", "temperature", 1.0, False),
+    (r"(?-i:C)", "temperature", 1.0, False),  # "at 300 C": a bare capital C after a number is Celsius
 ]
 
 _QUANTITY = re.compile(
@@ -84,7 +85,10 @@ def _to_float(num: str, exp: str | None) -> float:
     base = re.split(r"\s*(?:[eE]|[x\u00d7*]\s*10\^?)", base)[0]
     value = float(base)
     if exp is not None:
-        value *= 10.0 ** int(exp.replace("\u2212", "-"))
+        power = int(exp.replace("\u2212", "-"))
+        if abs(power) > 300:  # 10.0 ** 400 raises OverflowError; no amount in a lab is near it
+            return math.inf if power > 0 and value != 0 else 0.0
+        value *= 10.0**power
     return value
 
 
