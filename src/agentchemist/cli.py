@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--samples", type=int, default=12)
     c.add_argument("--density", type=float, default=1.0, help="liquid density (g/mL)")
     c.add_argument("--pipette", default="rubber_bulb_60ml")
-    c.add_argument("--out", help="output file (default config/calibration/pipette.yaml)")
+    c.add_argument("--out", help="output file (default: the user's calibration store, "
+                   "$AGENTCHEMIST_CALIBRATION_DIR or ~/.local/share/agentchemist/calibration/pipette.yaml; "
+                   "the shipped config/calibration/pipette.yaml is never rewritten unless named here)")
     u = sub.add_parser("run", help="run an instruction through the node graph in the twin")
     u.add_argument("instruction", nargs="?")
     u.add_argument("--scenario")

@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+from agentchemist.control.calibration import CalibrationError, load_or_none
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
 from agentchemist.plan.alternatives import choose, holder_of
 from agentchemist.plan.feasibility import (
@@ -62,6 +63,18 @@ def _ask(*questions: str) -> _Stop:
 
 def _refuse(*reasons: str) -> _Stop:
     return _Stop({"refusal": "; ".join(reasons), "reasons": list(reasons)})
+
+
+def _calibrated_drop(ctx: dict[str, Any], warnings: list[str]) -> None:
+    """The drop volume the dispenser and audio supervisor will use: the pipette calibration they load
+    (the user's store, else the shipped file), so the plan and its report state what the nodes used."""
+    try:
+        cal = load_or_none(None)
+    except CalibrationError as exc:
+        warnings.append(f"pipette calibration unreadable ({exc}): the protocol's default drop volume is planned")
+        return
+    if cal is not None:
+        ctx["drop_volume_ml"] = round(cal.drop_volume_ml, 6)
 
 
 def _ask_about_leftovers(volumes: list, text: str) -> None:
@@ -139,6 +152,8 @@ class RulesBackend:
         else:
             ctx, reagents, objects = self._titration(parse, scene, warnings)
         proto = self.protocols.for_family(family)
+        if family != "weighing_dissolution":
+            _calibrated_drop(ctx, warnings)
         ctx["output_format"] = ["report"] + [o for o in parse.output_format if o != "report"]
         filled = proto.fill(ctx)
         # The protocol's instruments, the alternatives chosen (a spatula or the solid's bottle ...), and

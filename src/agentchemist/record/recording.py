@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,7 +212,9 @@ class Recording:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
             plan = {"unparsed": plan_json}
-        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
+        # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
+        store.start_experiment(experiment_id, now=now, instruction=instruction,
+                               metadata={"plan": plan, "calendar_start": _calendar_now(), "calendar_start_run_s": now})
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous)
 
@@ -231,6 +234,8 @@ class Recording:
         if not msg.terminal or self.closed:
             return None
         status = "completed" if msg.accepting else "aborted"
+        self.store.start_experiment(self.experiment_id, now=msg.stamp,
+                                    metadata={"calendar_finish": _calendar_now(), "calendar_finish_run_s": msg.stamp})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
@@ -382,3 +387,8 @@ class Recording:
         self.store.flush()  # durable before acknowledged
         return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
                       tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))
+
+
+def _calendar_now() -> str:
+    """ISO 8601 wall-clock time with its zone (UTC), for the report's calendar times."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

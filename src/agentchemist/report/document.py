@@ -89,17 +89,31 @@ def _no_negative_zero(x: float, digits: int) -> float:
 
 
 def fmt_t(t_s) -> str:
-    """Elapsed seconds as '12.3 s', 'M:SS.s' (under an hour) or 'H:MM:SS.s'."""
+    """Elapsed seconds on the run clock, always in seconds with the unit ('12.3 s', '2175.3 s'): one time
+    base throughout the report (durations add minutes in brackets, see :func:`fmt_duration`)."""
     if not _finite(t_s):
         return NOT_RECORDED
-    tenths = int(round(abs(t_s) * 10))  # round once, so 59.96 s reads 1:00.0 and never 0:60.0
-    sign = "-" if t_s < 0 else ""
-    if tenths < 600:
-        return f"{sign}{tenths / 10:.1f} s"
-    h, rem = divmod(tenths, 36000)
-    m, rem = divmod(rem, 600)
-    sec = f"{rem // 10:02d}.{rem % 10}"
-    return f"{sign}{h}:{m:02d}:{sec}" if h else f"{sign}{m}:{sec}"
+    return f"{_no_negative_zero(t_s, 1):.1f} s"
+
+
+def fmt_duration(t_s) -> str:
+    """A duration in seconds, with minutes (and hours) in brackets when over a minute."""
+    if not _finite(t_s):
+        return NOT_RECORDED
+    whole = int(round(abs(t_s)))
+    if whole < 60:
+        return fmt_t(t_s)
+    h, rem = divmod(whole, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{fmt_t(t_s)} ({h} h {m} min {sec} s)" if h else f"{fmt_t(t_s)} ({m} min {sec} s)"
+
+
+def fmt_when(calendar, stamp) -> str:
+    """A start or finish: the ISO 8601 calendar time with zone beside the stored run-clock stamp."""
+    run = fmt_stamp(stamp)
+    if isinstance(calendar, str) and calendar:
+        return f"{calendar} (calendar) / {run}"
+    return f"{run}; calendar time not recorded" if _finite(stamp) and stamp <= 1e9 else run
 
 
 def fmt_stamp(stamp) -> str:
@@ -162,8 +176,9 @@ def _summary_section(summary: dict, narrative: dict | None) -> Section:
 def _metadata(s: dict) -> list:
     kv = [("Experiment id", _text(s.get("experiment_id"))), ("Name", _text(s.get("experiment_name"))),
           ("Family", _text(s.get("family"))), ("Instruction", _text(s.get("instruction"))),
-          ("Operator", _text(s.get("operator"))), ("Started", fmt_stamp(s.get("started"))),
-          ("Finished", fmt_stamp(s.get("finished"))), ("Duration", fmt_t(s.get("duration_s"))),
+          ("Operator", _text(s.get("operator"))), ("Started", fmt_when(s.get("calendar_start"), s.get("started"))),
+          ("Finished", fmt_when(s.get("calendar_finish"), s.get("finished"))),
+          ("Duration", fmt_duration(s.get("duration_s"))),
           ("Status", _text(s.get("status"))), ("Reason", _text(s.get("reason"))),
           ("Protocol", _text(s.get("protocol"))), ("Clock", _text(s.get("clock")))]
     blocks: list = [KeyValues(kv)]
@@ -270,6 +285,9 @@ def _quantities(s: dict) -> list:
                 kv.append((f"{k} channel", f"{fmt(v.get('value'), 4, 'mL')} (confidence {fmt(v.get('confidence'), 2)})"))
         blocks.append(Para("Total titrant volume by channel (last record):"))
         blocks.append(KeyValues(kv))
+    if s.get("counts"):
+        blocks.append(Para("Counts, reconciled:"))
+        blocks.append(Bullets(list(s["counts"])))
     audio = s.get("audio_events") or {}
     classes = _text(audio.get("by_classification")) if audio.get("n") else "none"
     blocks.append(Para(f"Audio events: {audio.get('n', 0)} ({classes}), "
@@ -443,7 +461,8 @@ def _visual(s: dict) -> list:
     blocks: list = []
     snaps = s.get("snapshots") or []
     for snap in snaps:
-        caption = f"{snap['label'] or 'snapshot'} at {fmt_t(snap.get('t_s'))}"
+        caption = (f"{snap['label'] or 'snapshot'}: {fmt_t(snap.get('t_s'))} after the start "
+                   f"(run clock {fmt_t(snap.get('stamp'))}; file {Path(snap['path']).name})")
         if snap["exists"]:
             blocks.append(Image(Path(snap["path"]), caption, "snapshot"))
         else:

@@ -47,6 +47,9 @@ def run_data(store, experiment_id: str, run_dir: Path | None = None) -> RunData:
     metadata = experiment.pop("metadata", None) or {}
     plan = experiment.get("plan") or metadata.get("plan") or {}
     reagents, conditions = _reagents_and_conditions(plan)
+    for key in ("calendar_start", "calendar_finish"):  # ISO 8601 wall-clock times the recorder stored
+        if isinstance(metadata.get(key), str):
+            experiment[key] = metadata[key]
     experiment.update({"plan": plan, "reagents": experiment.get("reagents") or reagents,
                        "conditions": {**conditions, **(experiment.get("conditions") or {})},
                        "software_version": f"agentchemist {agentchemist.__version__}",
