@@ -60,6 +60,8 @@ def _report(args, console: Console) -> int:
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     for name, path in sorted(paths.charts.items()):
         console.print(f"  chart {name}: {path}")
+    for name, path in sorted(paths.tables.items()):
+        console.print(f"  table {name}: {path}")
     return 0
 
 
@@ -177,13 +179,13 @@ def main(argv: list[str] | None = None) -> int:
                        add_help=False)
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
     args = parser.parse_args(argv)
-    console = Console()
+    console = Console(soft_wrap=True)  # paths and messages are never broken across lines (piped or not)
     handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:
         # on stderr, like any command line tool: scripts (and the summarizer's report child) read it there
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 
 
