@@ -35,7 +35,7 @@ bench: setup
 	@$(ENV) python bench/run_all.py
 
 lock:
-	@.venv/bin/pip freeze --exclude-editable | grep -v '^agentchemist' | sed '1i # Pinned versions of every Python dependency (pip freeze of a working .venv). Regenerate with make lock.' > requirements/constraints.txt
+	@.venv/bin/pip freeze --all --exclude-editable | grep -v '^agentchemist\|^pip==' | sed '1i # Pinned versions of every Python dependency (pip freeze of a working .venv). Regenerate with make lock.' > requirements/constraints.txt
 
 clean:
 	rm -rf ros2_ws/build ros2_ws/install ros2_ws/log .venv/.agentchemist-stamps
