@@ -71,7 +71,9 @@ def test_acetic_acid_equivalence_and_pka(seed):
     assert abs(half.value - 4.76) < 0.02
     assert abs(fit.value - 4.76) < 0.02
     assert half.half_equivalence_volume_ml == pytest.approx(eq.volume_ml / 2)
-    assert 0 < fit.uncertainty < 0.02 and 0 < half.uncertainty < 0.05
+    # The fit's standard error is tiny; the stated uncertainty includes the pH scale's calibration (0.02).
+    assert 0.02 <= fit.uncertainty < 0.03 and 0.02 <= half.uncertainty < 0.05
+    assert "pH scale's calibration" in fit.reason
     assert result.best_pka(1) is not None
 
 

@@ -219,6 +219,7 @@ def _half_equivalence(
                 )
             else:
                 uncertainty = math.hypot(uncertainty, bias)
+        uncertainty = math.hypot(uncertainty, cfg.ph_calibration_sd)  # the pH scale's own calibration
         if problems:
             out.append(PkaEstimate(value, "half_equivalence", uncertainty, False, "; ".join(problems), index, v_half))
         else:
@@ -258,10 +259,12 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
         if not u <= cfg.fit_max_pka_uncertainty:
             problems.append(f"standard error {u:.3g} exceeds {cfg.fit_max_pka_uncertainty:g}: the data barely "
                             "constrain this pKa")
+        combined = math.hypot(u, cfg.ph_calibration_sd)
         reason = "; ".join(problems) if problems else (
-            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH, standard error from the Jacobian"
+            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH; uncertainty {combined:.2g} = fit "
+            f"standard error {u:.2g} (Jacobian) combined with the pH scale's calibration {cfg.ph_calibration_sd:g}"
         )
-        out.append(PkaEstimate(value, "curve_fit", u, not problems, reason, index, v_half))
+        out.append(PkaEstimate(value, "curve_fit", combined, not problems, reason, index, v_half))
     return out
 
 

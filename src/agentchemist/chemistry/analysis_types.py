@@ -148,6 +148,9 @@ class AnalysisConfig:
     fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error above which it is unsupported
     fit_max_rms_factor: float = 5.0        # fit residual rms above this times the noise: model misfit
     fit_min_rms_ph: float = 0.02           # ... but never demand a better rms than this
+    # Standard uncertainty of the pH scale itself (a two-point buffer calibration: buffers are certified to
+    # about +-0.02 pH). A pKa read from pH inherits it one to one; the fit's standard error does not see it.
+    ph_calibration_sd: float = 0.02
 
     def __post_init__(self) -> None:
         ints = {
@@ -168,6 +171,7 @@ class AnalysisConfig:
             "fit_max_pka_uncertainty": self.fit_max_pka_uncertainty,
             "fit_max_rms_factor": self.fit_max_rms_factor,
             "fit_min_rms_ph": self.fit_min_rms_ph,
+            "ph_calibration_sd": self.ph_calibration_sd,
         }
         for name, value in floats.items():
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
