@@ -144,7 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         return _hand_over("agentchemist_ros.tools.bag_cli", raw[1:], Console())
     if raw[:1] == ["scenario"]:
         return _scenario(raw[1:], Console())
-    parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agentchemist", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="AgentChemist ROS: plan chemistry instructions, run them through the node graph in the lab "
+                    "twin, and report, calibrate, record and score.\n\n"
+                    + "\n".join(__doc__.splitlines()[2:]).split("`run`, `bag`")[0].rstrip(),
+        epilog="`run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`). "
+               "Each command has its own help: agentchemist COMMAND -h.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
     p.add_argument("instruction")
