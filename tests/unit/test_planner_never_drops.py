@@ -47,3 +47,14 @@ def test_a_refusal_prints_its_message_once(capsys):
     rc = cli_main(["plan", BASE + " under nitrogen"])
     out = capsys.readouterr().out
     assert rc == 1 and out.count("no gas supply") == 1
+
+
+def test_concentrated_reagents_get_the_registry_hazard_note_and_a_meter_range_word():
+    outcome = plan_instruction("Titrate 25 mL of 12 M HCl with 10 M NaOH to pH 7")
+    assert outcome.kind == "plan"
+    warnings = outcome.plan.warnings
+    assert any(w.startswith("hazard: 12 M hydrochloric acid") and "H314" in w for w in warnings)
+    assert any(w.startswith("hazard: 10 M sodium hydroxide") for w in warnings)
+    assert any("outside the pH meter's range 0-14" in w for w in warnings)
+    plain = plan_instruction(BASE).plan.warnings
+    assert not any(w.startswith("hazard:") or "meter's range" in w for w in plain)

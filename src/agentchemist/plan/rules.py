@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+
+import numpy as np
 from typing import Any
 
 from agentchemist.control.calibration import CalibrationError, load_or_none
+from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
 from agentchemist.plan.alternatives import choose, holder_of
 from agentchemist.plan.feasibility import (
@@ -63,6 +66,16 @@ def _ask(*questions: str) -> _Stop:
 
 def _refuse(*reasons: str) -> _Stop:
     return _Stop({"refusal": "; ".join(reasons), "reasons": list(reasons)})
+
+
+def _hazard_notes(reagents: list[ReagentParse]) -> list[str]:
+    """The reagent registry's handling note for each reagent at or above its hazard concentration."""
+    out = []
+    for r in reagents:
+        hazard = r.reagent.hazard
+        if hazard is not None and r.concentration_m is not None and r.concentration_m >= hazard.above_m:
+            out.append(f"hazard: {r.concentration_m:g} M {r.reagent.display_name}: {hazard.note}")
+    return out
 
 
 def _calibrated_drop(ctx: dict[str, Any], warnings: list[str]) -> None:
@@ -189,6 +202,20 @@ class RulesBackend:
             "module_instantiation": filled["module_instantiation"],
             "warnings": warnings,
         }
+
+    def _meter_range(self, a: dict, va: float, t: dict) -> list[str]:
+        """A word when the pH the run starts at lies outside the pH meter's range (hardware registry)."""
+        lo, hi = self.registry.ph_range
+        try:
+            (start,) = titration_curve(a, va, t, np.array([0.0]), activity=self.registry.ph_reads_activity,
+                                       library=self.library)
+        except (ValueError, ArithmeticError):
+            return []
+        if lo <= start <= hi:
+            return []
+        return [f"the solution starts at about pH {start:.1f}, outside the pH meter's range {lo:g}-{hi:g}: the first "
+                "readings are at the meter's limit and are not evidence of the pH (dilute the sample to see the "
+                "whole curve)"]
 
     def _beaker(
         self,
@@ -453,6 +480,9 @@ class RulesBackend:
             "temperature_c": parse.initial_temperature_c,
         }
         ctx["target_conditions"] = target_conditions
+        warnings.extend(_hazard_notes([analyte, titrant, *[r for r in parse.reagents if r not in (analyte, titrant)]]))
+        if fam == "acid_base_titration":
+            warnings.extend(self._meter_range(a, va, t))
         end = (
             f"until pH {ctx['target_ph']:g}"
             if ctx.get("stop_on") == "ph"
