@@ -507,6 +507,12 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     sm = s.get("smoothing")
     if sm:
         blocks.append(Para(f"Smoothing: {sm.get('reason')}."))
+        shown = sm.get("display_derivative")
+        if shown:
+            blocks.append(Para(f"The derivative charts are smoothed over {shown['window_points']} grid points "
+                               f"({shown['window_ml']:.3g} mL: {shown['reason']}), chosen by the data density; the "
+                               "equivalence point itself comes from the model fitted across the jump where the "
+                               "table above says so."))
         local = sm.get("local_windows") or []
         if local:
             blocks.append(Para("Local windows at the equivalence points: " + "; ".join(

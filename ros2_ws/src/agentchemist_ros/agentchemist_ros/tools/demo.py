@@ -100,12 +100,15 @@ def headline(report_path: str) -> list[str]:
                                         {setup["titrant"]: setup["titrant_m"]})
     except (KeyError, TypeError, ValueError):
         theory = []
+    modules = (data.get("sections", {}).get("parameters", {}) or {}).get("modules") or {}
+    drop = (modules.get("dispenser") or {}).get("drop_volume_ml") or 0.046875  # the drop the run planned with
     for eq, v_theory in zip(results.get("equivalence_points") or [], theory):
         volume = eq.get("volume_ml")
         if volume is not None and eq.get("supported"):
             dev = volume - v_theory
             lines.append(f"equivalence {eq.get('index', 1)}: {volume:.3f} mL vs theory {v_theory:.3f} mL "
-                         f"({dev:+.3f} mL, {dev / 0.046875:+.1f} drops, {100 * dev / v_theory:+.2f} %)")
+                         f"({dev:+.3f} mL, {dev / drop:+.1f} drops, {100 * dev / v_theory:+.2f} %), pH "
+                         f"{eq.get('ph', float('nan')):.2f}")
     lines += [f"not concluded: {x}" for x in data.get("not_concluded", [])]
     return lines
 
@@ -224,7 +227,7 @@ def main(argv=None):
             console.print(line)
         console.print("[bold]Outputs:[/bold]")
         for label, path in output_paths(result.report_path):
-            console.print(f"  {label:<18} {path}")
+            console.print(f"  {label:<24} {path}")
     return 0 if result.success else 1
 
 
