@@ -14,6 +14,8 @@ BASE = "Titrate 25 mL of 0.1 M HCl with 0.1 M NaOH to pH 7"
 @pytest.mark.parametrize("text, kind, words", [
     ("Titrate 25 mL of 1e400 M HCl with 0.1 M NaOH to pH 7", "refusal", "not a finite number"),
     ("Titrate 25 mL of 0.1 M HCl with 0.1 M NaOH to pH 1e-400", "refusal", ""),
+    ("Titrate 25 mL of 1e300 M HCl with 0.1 M NaOH to pH 7", "refusal", "above any aqueous solution"),
+    ("Titrate 1e300 mL of 0.1 M HCl with 0.1 M NaOH to pH 7", "refusal", "more than 10 L"),
     (BASE + " and also pH 9", "question", "two target pH values"),
     ("Titrate 25 mL of 0.1 M HCl with 0.2 M NaOH to pH 7 using 0.1 M NaOH", "question", "two concentrations"),
     (BASE + " and dispense 5 L", "question", "'and dispense 5 L'"),

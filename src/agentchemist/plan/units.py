@@ -53,6 +53,15 @@ _PH = re.compile(
 )
 
 
+# Amounts no instruction for this bench can mean (in plan units), refused before any chemistry runs on them
+# (an equilibrium solve at 1e300 mol/L cannot converge): the plan schema's own limits.
+_LIMITS = {
+    "concentration": (20.0, "above any aqueous solution (at most 20 mol/L)"),
+    "volume": (10_000.0, "more than 10 L, far beyond any vessel on the bench"),
+    "mass": (10_000.0, "more than 10 kg, far beyond the balance"),
+}
+
+
 class QuantityError(ValueError):
     """A quantity that is written but cannot be used (negative, not a number, zero)."""
 
@@ -109,6 +118,9 @@ def find_quantities(text: str) -> list[Quantity]:
             raise QuantityError(f"quantity {m.group(0)!r} is not a finite number")
         if kind != "temperature" and value <= 0:
             raise QuantityError(f"quantity {m.group(0).strip()!r} must be positive")
+        limit = _LIMITS.get(kind)
+        if limit is not None and value * factor > limit[0]:
+            raise QuantityError(f"quantity {m.group(0).strip()!r} is {limit[1]}")
         found.append(Quantity(kind, value * factor, unit, m.start(), m.end(), m.group(0), normal))
     return found
 
