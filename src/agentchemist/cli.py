@@ -69,6 +69,8 @@ def _export(args, console: Console) -> int:
     from agentchemist.record import export_run, open_store
 
     run_dir = Path(args.run_dir)
+    if not args.store and not (run_dir / "records.db").is_file():  # never create a folder or a database
+        raise ValueError(f"{run_dir}: no records.db here, so there is no run to export")
     store = open_store(args.store or str(run_dir / "records.db"))
     try:
         experiment = args.experiment or store.experiments()[-1]["experiment_id"]

@@ -143,3 +143,10 @@ def test_empty_experiment_report_has_no_answer_rows(tmp_path):
     paths = write_report(RunData(experiment={"experiment_id": "x", "status": "completed"}), tmp_path)
     summary = paths.markdown.read_text().split("\n## 1. ")[0]
     assert "Result (" not in summary and math.isfinite(len(summary))
+
+
+def test_export_on_a_mistyped_path_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "runs" / "exp-typo"
+    rc = cli_main(["export", str(missing)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no records.db here" in err and not (tmp_path / "runs").exists()
