@@ -214,7 +214,7 @@ class Recording:
             plan = {"unparsed": plan_json}
         # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
         store.start_experiment(experiment_id, now=now, instruction=instruction,
-                               metadata={"plan": plan, "calendar_start": _calendar_now(), "calendar_start_run_s": now})
+                               metadata={"plan": plan, "calendar_start": datetime.now(timezone.utc).isoformat(timespec="seconds"), "calendar_start_run_s": now})
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous)
 
@@ -235,7 +235,7 @@ class Recording:
             return None
         status = "completed" if msg.accepting else "aborted"
         self.store.start_experiment(self.experiment_id, now=msg.stamp,
-                                    metadata={"calendar_finish": _calendar_now(), "calendar_finish_run_s": msg.stamp})
+                                    metadata={"calendar_finish": datetime.now(timezone.utc).isoformat(timespec="seconds"), "calendar_finish_run_s": msg.stamp})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
@@ -387,8 +387,3 @@ class Recording:
         self.store.flush()  # durable before acknowledged
         return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
                       tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))
-
-
-def _calendar_now() -> str:
-    """ISO 8601 wall-clock time with its zone (UTC), for the report's calendar times."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
