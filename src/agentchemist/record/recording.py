@@ -214,7 +214,8 @@ class Recording:
             plan = {"unparsed": plan_json}
         # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
         store.start_experiment(experiment_id, now=now, instruction=instruction,
-                               metadata={"plan": plan, "calendar_start": datetime.now(timezone.utc).isoformat(timespec="seconds"), "calendar_start_run_s": now})
+                               metadata={"plan": plan, "calendar_start_run_s": now,
+                                         "calendar_start": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous)
 
@@ -235,7 +236,8 @@ class Recording:
             return None
         status = "completed" if msg.accepting else "aborted"
         self.store.start_experiment(self.experiment_id, now=msg.stamp,
-                                    metadata={"calendar_finish": datetime.now(timezone.utc).isoformat(timespec="seconds"), "calendar_finish_run_s": msg.stamp})
+                                    metadata={"calendar_finish_run_s": msg.stamp,
+                                              "calendar_finish": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
