@@ -168,7 +168,7 @@ def first_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str =
     ax.set_ylabel("dpH/dV (pH/mL)")
     _mark_equivalence(ax, analysis, annotate=True)
     ax.set_title("First derivative: peaks at the equivalence points")
-    ax.legend(loc="center right", fontsize=8)  # clear of the V_eq label at the top
+    ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
     return fig
 
 
@@ -188,7 +188,7 @@ def second_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str 
     ax.set_ylabel("d²pH/dV² (pH/mL²)")
     _mark_equivalence(ax, analysis, annotate=True)
     ax.set_title("Second derivative: zero crossings at the equivalence points")
-    ax.legend(loc="center right", fontsize=8)  # clear of the V_eq label at the top
+    ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
     return fig
 
 
