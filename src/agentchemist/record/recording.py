@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,7 +233,10 @@ class Recording:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
             plan = {"unparsed": plan_json}
-        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
+        # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
+        store.start_experiment(experiment_id, now=now, instruction=instruction,
+                               metadata={"plan": plan, "calendar_start_run_s": now,
+                                         "calendar_start": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous, plan=plan)
 
@@ -255,6 +259,9 @@ class Recording:
         if not msg.terminal or self.closed:
             return None
         status = "completed" if msg.accepting else "aborted"
+        self.store.start_experiment(self.experiment_id, now=msg.stamp,
+                                    metadata={"calendar_finish_run_s": msg.stamp,
+                                              "calendar_finish": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
