@@ -56,7 +56,20 @@ def _report(args, console: Console) -> int:
     run_dir = Path(args.run_dir)
     if run_dir.is_file():  # `agentchemist report runs/<id>/records.db`: the folder is meant
         run_dir = run_dir.parent
+    from agentchemist.record.recording import SPILL_NAME, unreplayed_spill
+
+    # Rows the database could not take while the run was recorded wait in a spill file in the run folder;
+    # opening the store replays them when the database takes them now.
+    spills = [run_dir / SPILL_NAME, run_dir / "records.db.spill.jsonl"]
+    before = [unreplayed_spill(p) for p in spills]
     paths = regenerate_report(run_dir, args.store, args.experiment)
+    for had, spill in zip(before, spills):
+        left = unreplayed_spill(spill)
+        if left:
+            console.print(f"[yellow]warning:[/yellow] {left}; the report lacks them until the database "
+                          "takes them (run this command again then)")
+        elif had:
+            console.print(f"{had.split(' ')[0]} records left in {spill.name} by the run are now in the database")
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     for name, path in sorted(paths.charts.items()):
         console.print(f"  chart {name}: {path}")
