@@ -37,7 +37,7 @@ from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
 from agentchemist_ros.common.goals import dispense_goal, subtask_goal
 from agentchemist_ros.common.params import declare, declare_config
-from agentchemist_ros.common.peer_waits import peer_waits
+from agentchemist_ros.common.peer_waits import hold_while, peer_waits
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
@@ -62,7 +62,7 @@ class VisionSupervisorNode(GuardedNode):
         self.ex: Executor | None = None   # the running experiment's executor
         self.frames = FrameProblems()     # bad front frames, once per episode
         self.experiment_id = ""
-        self.front = self.recorder_status = self.ack_wait = None
+        self.front = self.recorder_status = self.ack_wait = self.back_wait = None
         self.dispense_goal = self.policy_goal = None  # running goal handles (cancelled on the executor's word)
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
@@ -110,8 +110,6 @@ class VisionSupervisorNode(GuardedNode):
             self.carry_out([self.ex.initial_state()])
         self.get_logger().info(f"running experiment {msg.experiment_id}")
         self.event(Executor.start, now, self.front, self.require_scene)
-        # Waiting for the recorder's acknowledgement is waiting on a peer: the twin's clock stands still.
-        self.ack_wait = peer_waits(self).begin("the recorder's acknowledgement")
         self.on_recorder(self.recorder_status)
 
     def on_message(self, msg):
@@ -147,12 +145,17 @@ class VisionSupervisorNode(GuardedNode):
         if msg is not None:
             self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
                        node_now(self), self.front)
-        self.end_ack_wait()
+        self.recorder_waits()
 
-    def end_ack_wait(self):
+    def recorder_waits(self):
+        """Waiting for the recorder (its acknowledgement, its return) is waiting on a peer: the twin's clock
+        stands still meanwhile (common/peer_waits.py), up to the twin's own limit."""
         with self.lock:
-            if self.ex is None or self.ex.pending_start is None:
-                peer_waits(self).end(self.ack_wait)
+            ex = self.ex if self.ex is not None and self.ex.running else None
+            self.ack_wait = hold_while(peer_waits(self), self.ack_wait, ex is not None and ex.pending_start is not None,
+                                       "the recorder's acknowledgement")
+            self.back_wait = hold_while(peer_waits(self), self.back_wait, ex is not None and
+                                        ex.record_watch.lost_since is not None, "the recorder's return")
 
     def on_front(self, msg):
         try:
@@ -172,13 +175,12 @@ class VisionSupervisorNode(GuardedNode):
         self.event(Executor.on_frame, to_sec(msg.header.stamp), frame)
 
     def check_timeouts(self):
-        self.end_ack_wait()
         try:
             self.event(Executor.on_tick, node_now(self))
-        except FsmTimeError as exc:
-            # The clock went back under a running experiment (the twin or a bag restarted, or another
-            # graph on this ROS domain): no timing can be trusted, so stop the run and say why.
+        except FsmTimeError as exc:  # the clock went back (the twin or a bag restarted, another graph on this
+            # ROS domain): no timing can be trusted, so stop the run and say why.
             self.abort(f"the ROS clock went back during the experiment: {exc}", "clock_jump")
+        self.recorder_waits()
 
     def report_failure(self, text):
         super().report_failure(text)  # its own callback failed (it ignores its own anomalies): stop the run

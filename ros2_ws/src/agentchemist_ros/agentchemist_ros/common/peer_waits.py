@@ -46,3 +46,14 @@ def peer_waits(node) -> PeerWaits:
     if waits is None:
         waits = node._peer_waits = PeerWaits(node)
     return waits
+
+
+def hold_while(waits: PeerWaits, token: int | None, waiting: bool, what: str) -> int | None:
+    """Keep one wait open exactly while `waiting`: begin it when none is open, end the open one when not.
+    Returns the token of the open wait (None when none)."""
+    if waiting and token is None:
+        return waits.begin(what)
+    if not waiting and token is not None:
+        waits.end(token)
+        return None
+    return token
