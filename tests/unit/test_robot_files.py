@@ -316,7 +316,8 @@ def all_declared_parameters() -> dict[str, dict]:
 
 def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
     declared = all_declared_parameters()
-    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver"}
+    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver", "ph_meter",
+                                      "balance"}
     assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
 
 

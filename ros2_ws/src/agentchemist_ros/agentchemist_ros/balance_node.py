@@ -1,0 +1,133 @@
+"""balance: a laboratory balance on a serial port -> /lab/balance/reading, with tare and zero services.
+
+Publishes ChemicalReading (sensor 'balance', quantity mass, g) for every weight the balance sends, its
+own stability flag on /lab/balance/stable (std_msgs/Bool, with each mass) and self_check_ok false for an
+overload, a unit other than g or a negative net mass beyond negative_tolerance_g. /lab/balance/tare and
+/lab/balance/zero (std_srvs/Trigger, the names the twin serves) send T / Z (MT-SICS) or ESC T (SBI) and
+answer with the balance's reply (MT-SICS ``T I``: not executable, e.g. unstable); an SBI balance sends
+no acknowledgement, so the answer there is 'sent'. Deadline and reconnect as in ph_meter.
+
+    ros2 run agentchemist_ros balance --ros-args -p port:=/dev/serial/by-id/usb-...-if00 -p dialect:=mt_sics
+"""
+import threading
+import time
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.task import Future
+from std_msgs.msg import Bool, Header
+from std_srvs.srv import Trigger
+
+from agentchemist.hardware.instruments.link import InstrumentLink
+from agentchemist.hardware.instruments.meters import BalanceConfig, BalanceLogic
+from agentchemist.hardware.instruments.port import SerialLine
+from agentchemist_interfaces.msg import Anomaly, ChemicalReading
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.params import declare, declare_config
+from agentchemist_ros.common.qos import READINGS, RELIABLE
+from agentchemist_ros.common.runner import spin_node
+from agentchemist_ros.common.timeconv import node_now, to_msg
+
+READABILITY_G = 0.01
+
+
+class BalanceNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("balance", **kwargs)
+        self.config = config = declare_config(self, BalanceConfig)
+        service_hz = declare(self, "service_rate_hz", 50.0, "How often the port is read (Hz)", low=1.0, high=1000.0)
+        self.command_timeout_s = declare(self, "command_timeout_s", 5.0, "Longest wait for a tare/zero answer (s)",
+                                         low=0.1, high=60.0)
+        self.logic = BalanceLogic(config)
+        self.link = InstrumentLink(self.logic.dialect, name=self.get_name(), deadline_s=config.deadline_s,
+                                   poll_period_s=config.poll_period_s, answer_timeout_s=config.answer_timeout_s)
+        self.line = SerialLine(self.link, config.port, baud=config.baud,
+                               reconnect_period_s=config.reconnect_period_s)
+        # The port is touched by the timer and by service calls on other threads: one lock.
+        self.lock = threading.Lock()
+        self._pending = None     # (future, deadline, which) of the tare/zero awaiting its answer
+        self.reading_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
+        self.stable_pub = self.create_publisher(Bool, topics.BALANCE_STABLE, READINGS)
+        self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        services = ReentrantCallbackGroup()
+        self.create_service(Trigger, topics.BALANCE_TARE, lambda req, res: self.command("tare", res),
+                            callback_group=services)
+        self.create_service(Trigger, topics.BALANCE_ZERO, lambda req, res: self.command("zero", res),
+                            callback_group=services)
+        self._last_problem = ""
+        self.link.start(time.monotonic())
+        self.timer = self.create_timer(1.0 / service_hz, self.tick, callback_group=MutuallyExclusiveCallbackGroup())
+        self.get_logger().info(f"{config.dialect} balance on {config.port} at {config.baud} baud")
+
+    def tick(self):
+        with self.lock:
+            parsed_frames = self.line.service(time.monotonic())
+            events = self.link.drain_events()
+            if self._pending is not None and time.monotonic() > self._pending[1]:
+                self.logic.pending = None
+                self._settle((False, f"no answer to {self._pending[2]} in {self.command_timeout_s:g} s"))
+        for parsed in parsed_frames:
+            masses, result = self.logic.process(parsed)
+            if result is not None:
+                self._settle(result)
+            for mass in masses:
+                self.publish(mass)
+        for event in events:
+            self.anomaly(event.kind, event.severity, event.description, event.resolved)
+
+    def publish(self, mass):
+        now = node_now(self)
+        self.reading_pub.publish(ChemicalReading(
+            header=Header(stamp=to_msg(now), frame_id="balance"), sensor="balance", quantity="mass",
+            value=float(mass.value), unit="g", self_check_ok=bool(mass.self_check_ok),
+            noise=READABILITY_G if mass.stable else 10 * READABILITY_G))
+        self.stable_pub.publish(Bool(data=bool(mass.stable)))
+        if mass.problem != self._last_problem:
+            if mass.problem:
+                self.anomaly("reading_flagged", "warn", f"mass: {mass.problem}")
+            else:
+                self.anomaly("reading_flagged", "warn", "mass readings pass their self-check again", resolved=True)
+            self._last_problem = mass.problem
+
+    async def command(self, which, response):
+        """Send tare/zero; the answer comes through the timer (a coroutine: no thread waits, any executor)."""
+        with self.lock:
+            sent = self.line.write(self.logic.command(which), time.monotonic())
+            if sent and self.logic.dialect.request:
+                self._pending = (Future(), time.monotonic() + self.command_timeout_s, which)
+                future = self._pending[0]
+        if not sent:
+            response.success, response.message = False, f"{which} not sent: the serial port is closed"
+        elif not self.logic.dialect.request:     # continuous dialect: no acknowledgement exists
+            self.logic.pending = None
+            response.success, response.message = True, f"{which} sent (the balance does not acknowledge)"
+        else:
+            response.success, response.message = await future
+        return response
+
+    def _settle(self, result):
+        if self._pending is not None:
+            future, self._pending = self._pending[0], None
+            future.set_result(result)
+
+    def anomaly(self, kind, severity, description, resolved=False):
+        if severity == "info":
+            self.get_logger().info(description)
+        else:
+            self.get_logger().warn(description)
+        self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id="", source=self.get_name(),
+                                              kind=kind, severity=severity, description=description,
+                                              resolved=resolved))
+
+    def destroy_node(self):
+        self.line.close()
+        super().destroy_node()
+
+
+def main(args=None):
+    spin_node(BalanceNode, args)
+
+
+if __name__ == "__main__":
+    main()
