@@ -135,12 +135,33 @@ def _scenario(scenario_args: list[str], console: Console) -> int:
     return _hand_over("agentchemist_ros.tools.scenario_runner", scenario_args[1:], console)
 
 
+def _doctor(doctor_args: list[str], console: Console) -> int:
+    """Readiness check. With the ROS 2 environment: every check (agentchemist_ros.tools.doctor); without it,
+    the checks that need no graph (CAN, calibrations), and the topics are reported as not checked."""
+    import importlib.util
+    if importlib.util.find_spec("agentchemist_ros") is not None:
+        return _hand_over("agentchemist_ros.tools.doctor", doctor_args, console)
+    import time as _time
+    from agentchemist.hardware import readiness
+    from agentchemist.hardware.instruments.electrode import CalibrationStore
+    profile = readiness.load_profile(doctor_args[doctor_args.index("--profile") + 1]
+                                     if "--profile" in doctor_args[:-1] else "robot")
+    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces))
+    checks += readiness.calibration_checks(profile.probes, CalibrationStore(), _time.time(), profile.acceptance)
+    checks += [readiness.Check("topics", t.topic, readiness.SKIP, "not checked: no ROS 2 environment")
+               for t in profile.topics]
+    readiness.render(checks, console, title=f"agentchemist doctor ({profile.name}, no ROS)")
+    return readiness.exit_code(checks)
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
         return _hand_over("agentchemist_ros.tools.bag_cli", raw[1:], Console())
     if raw[:1] == ["scenario"]:
         return _scenario(raw[1:], Console())
+    if raw[:1] == ["doctor"]:
+        return _doctor(raw[1:], Console())
     parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
@@ -173,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("scenario", help="run and score scenario files (agentchemist scenario run -h)",
                        add_help=False)
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
+    d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks "
+                                      "(agentchemist doctor -h)", add_help=False)
+    d.add_argument("doctor_args", nargs=argparse.REMAINDER, help="[--profile robot|twin] [--seconds S] [--strict]")
     args = parser.parse_args(argv)
     console = Console()
     handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}

@@ -12,9 +12,8 @@ no acknowledgement, so the answer there is 'sent'. Deadline and reconnect as in 
 import threading
 import time
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.task import Future
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
@@ -45,16 +44,13 @@ class BalanceNode(Node):
         self.line = SerialLine(self.link, config.port, baud=config.baud,
                                reconnect_period_s=config.reconnect_period_s)
         # The port is touched by the timer and by service calls on other threads: one lock.
-        self.lock = threading.Lock()
-        self._pending = None     # (future, deadline, which) of the tare/zero awaiting its answer
+        self.lock = threading.RLock()
         self.reading_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
         self.stable_pub = self.create_publisher(Bool, topics.BALANCE_STABLE, READINGS)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
-        services = ReentrantCallbackGroup()
-        self.create_service(Trigger, topics.BALANCE_TARE, lambda req, res: self.command("tare", res),
-                            callback_group=services)
-        self.create_service(Trigger, topics.BALANCE_ZERO, lambda req, res: self.command("zero", res),
-                            callback_group=services)
+        services = MutuallyExclusiveCallbackGroup()
+        self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare, callback_group=services)
+        self.create_service(Trigger, topics.BALANCE_ZERO, self.on_zero, callback_group=services)
         self._last_problem = ""
         self.link.start(time.monotonic())
         self.timer = self.create_timer(1.0 / service_hz, self.tick, callback_group=MutuallyExclusiveCallbackGroup())
@@ -62,19 +58,19 @@ class BalanceNode(Node):
 
     def tick(self):
         with self.lock:
-            parsed_frames = self.line.service(time.monotonic())
-            events = self.link.drain_events()
-            if self._pending is not None and time.monotonic() > self._pending[1]:
-                self.logic.pending = None
-                self._settle((False, f"no answer to {self._pending[2]} in {self.command_timeout_s:g} s"))
-        for parsed in parsed_frames:
-            masses, result = self.logic.process(parsed)
-            if result is not None:
-                self._settle(result)
+            self.service()
+
+    def service(self):
+        """Read the port, publish what came; the result of a tare/zero it answered, if any (lock held)."""
+        result = None
+        for parsed in self.line.service(time.monotonic()):
+            masses, answered = self.logic.process(parsed)
+            result = answered or result
             for mass in masses:
                 self.publish(mass)
-        for event in events:
+        for event in self.link.drain_events():
             self.anomaly(event.kind, event.severity, event.description, event.resolved)
+        return result
 
     def publish(self, mass):
         now = node_now(self)
@@ -90,26 +86,36 @@ class BalanceNode(Node):
                 self.anomaly("reading_flagged", "warn", "mass readings pass their self-check again", resolved=True)
             self._last_problem = mass.problem
 
-    async def command(self, which, response):
-        """Send tare/zero; the answer comes through the timer (a coroutine: no thread waits, any executor)."""
-        with self.lock:
-            sent = self.line.write(self.logic.command(which), time.monotonic())
-            if sent and self.logic.dialect.request:
-                self._pending = (Future(), time.monotonic() + self.command_timeout_s, which)
-                future = self._pending[0]
-        if not sent:
-            response.success, response.message = False, f"{which} not sent: the serial port is closed"
-        elif not self.logic.dialect.request:     # continuous dialect: no acknowledgement exists
-            self.logic.pending = None
-            response.success, response.message = True, f"{which} sent (the balance does not acknowledge)"
-        else:
-            response.success, response.message = await future
-        return response
+    def on_tare(self, request, response):
+        return self.command("tare", response)
 
-    def _settle(self, result):
-        if self._pending is not None:
-            future, self._pending = self._pending[0], None
-            future.set_result(result)
+    def on_zero(self, request, response):
+        return self.command("zero", response)
+
+    def command(self, which, response):
+        """Send tare/zero and read the port here until the balance answers (MT-SICS answers T after the
+        weight is stable: up to command_timeout_s). Readings that arrive meanwhile are published; the timer
+        waits on the lock. Synchronous on purpose: it works on every executor, the one-process graph's
+        single-threaded one included (a robot node spins its own multi-threaded executor)."""
+        deadline = time.monotonic() + self.command_timeout_s
+        with self.lock:
+            if not self.line.write(self.logic.command(which), time.monotonic()):
+                self.logic.pending = None
+                response.success, response.message = False, f"{which} not sent: the serial port is closed"
+                return response
+            if not self.logic.dialect.request:    # continuous dialect: no acknowledgement exists
+                self.logic.pending = None
+                response.success, response.message = True, f"{which} sent (the balance does not acknowledge)"
+                return response
+            while time.monotonic() < deadline:
+                result = self.service()
+                if result is not None:
+                    response.success, response.message = result
+                    return response
+                time.sleep(0.01)
+            self.logic.pending = None
+        response.success, response.message = False, f"no answer to {which} in {self.command_timeout_s:g} s"
+        return response
 
     def anomaly(self, kind, severity, description, resolved=False):
         if severity == "info":

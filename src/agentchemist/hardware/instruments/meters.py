@@ -60,6 +60,9 @@ class PhMeterConfig(SerialConfig):
 
 @dataclass(frozen=True)
 class BalanceConfig(SerialConfig):
+    port: str = param("/dev/ttyUSB1", description="Serial device (a /dev/serial/by-id/... link on the robot)")
+    poll_period_s: float = param(0.2, unit="s", low=0.05, high=60.0,
+                                 description="Request period for request/response dialects (SI)")
     dialect: str = param("mt_sics", choices=tuple(BALANCE_DIALECTS),
                          description="Balance protocol: mt_sics (request/response) or sartorius_sbi (continuous)")
     capacity_g: float = param(220.0, unit="g", low=0.1, high=100000.0, description="Balance capacity")
