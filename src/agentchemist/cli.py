@@ -135,6 +135,32 @@ def _scenario(scenario_args: list[str], console: Console) -> int:
     return _hand_over("agentchemist_ros.tools.scenario_runner", scenario_args[1:], console)
 
 
+def _ph_calibrate(args, console: Console) -> int:
+    """Electrode calibration from buffer readings; stored per probe in the user's store (not the repo)."""
+    import time as _time
+    from agentchemist.hardware.instruments import electrode
+    points = []
+    for text in args.point:
+        try:
+            buffer, value, temperature = (float(x) for x in text.split(":"))
+        except ValueError:
+            raise ValueError(f"--point {text!r}: expected BUFFER:VALUE:TEMPERATURE, e.g. 7.00:-3.1:24.5") from None
+        mv = value if args.unit == "mV" else electrode.mv_from_ideal_ph(value, temperature)
+        points.append(electrode.BufferPoint(buffer, mv, temperature))
+    acceptance = electrode.Acceptance(offset_max_mv=args.offset_max_mv, slope_low_pct=args.slope_low_pct,
+                                      slope_high_pct=args.slope_high_pct)
+    try:
+        cal = electrode.calibrate(args.probe, points, now=_time.time(), acceptance=acceptance)
+    except electrode.CalibrationError as exc:
+        console.print(f"[red]refused:[/red] {escape(str(exc))}")
+        return 1
+    store = electrode.CalibrationStore(args.file)
+    store.save(cal)
+    console.print(f"probe {cal.probe}: slope {cal.slope_pct:.1f} % of Nernst, offset {cal.offset_mv:+.1f} mV "
+                  f"({len(points)} buffers at {cal.temperature_c:.1f} degC) -> {store.path}")
+    return 0
+
+
 def _doctor(doctor_args: list[str], console: Console) -> int:
     """Readiness check. With the ROS 2 environment: every check (agentchemist_ros.tools.doctor); without it,
     the checks that need no graph (CAN, calibrations), and the topics are reported as not checked."""
@@ -194,12 +220,24 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("scenario", help="run and score scenario files (agentchemist scenario run -h)",
                        add_help=False)
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
+    k = sub.add_parser("ph-calibrate", help="pH electrode calibration from 2 or 3 buffers (4.01 / 7.00 / 10.01)")
+    k.add_argument("probe", help="electrode id (the ph_meter node's probe_id)")
+    k.add_argument("--point", action="append", required=True,
+                   help="BUFFER:VALUE:TEMPERATURE, the stable reading in a buffer (repeat: 2 or 3 buffers)")
+    k.add_argument("--unit", choices=["mV", "pH"], default="mV",
+                   help="VALUE is the electrode's mV, or the pH an uncalibrated meter shows (ideal electrode)")
+    k.add_argument("--file", help="calibration store (default $AGENTCHEMIST_CALIBRATION_FILE or "
+                                  "~/.local/state/agentchemist/electrodes.json)")
+    k.add_argument("--slope-low-pct", type=float, default=95.0)
+    k.add_argument("--slope-high-pct", type=float, default=105.0)
+    k.add_argument("--offset-max-mv", type=float, default=30.0)
     d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks "
                                       "(agentchemist doctor -h)", add_help=False)
     d.add_argument("doctor_args", nargs=argparse.REMAINDER, help="[--profile robot|twin] [--seconds S] [--strict]")
     args = parser.parse_args(argv)
     console = Console()
-    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}
+    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run,
+                "ph-calibrate": _ph_calibrate}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:

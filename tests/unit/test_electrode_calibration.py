@@ -72,3 +72,33 @@ def test_store_round_trip(tmp_path, monkeypatch):
     (tmp_path / "cal.json").write_text("{not json")
     with pytest.raises(CalibrationError):
         store.get("p")
+
+
+def test_calibration_removes_the_twin_probes_offset_and_drift_within_0_01_ph():
+    """The twin's electrode (offset, drift, noise) in the three buffers at 20 degC, calibrated; a sample
+    measured ten minutes later reads within 0.01 pH of its true pH."""
+    import numpy as np
+
+    from agentchemist.hardware.instruments.electrode import mv_from_ideal_ph
+    from agentchemist.sim.instruments import PhProbe
+    from agentchemist.sim.scenario import ProbeSpec
+    t_c = 20.0
+    probe = PhProbe(ProbeSpec(offset=0.15, drift_per_h=0.02, noise_sd=0.003, temperature_c=t_c), 7.0,
+                    np.random.default_rng(5))
+    t, points = 0.0, []
+    for nominal in (4.01, 7.00, 10.01):
+        t += 1.0
+        probe.advance(t, 1.0)
+        probe.set_bulk(buffer_ph(nominal, t_c))
+        t += 60.0                      # settle, then average the meter's readings as a person would
+        probe.advance(t, 1.0)
+        shown = np.mean([probe.indicated(t) + probe.sample_noise() for _ in range(25)])
+        points.append(BufferPoint(nominal, mv_from_ideal_ph(shown, t_c), t_c))
+    cal = calibrate("twin_probe", points, now=T0)
+    assert abs(cal.slope_pct - 100.0) < 0.5 and cal.offset_mv == pytest.approx(-0.15 * nernst_mv(t_c), abs=1.0)
+    probe.advance(t + 1.0, 1.0)
+    probe.set_bulk(5.30)
+    t += 600.0
+    probe.advance(t, 1.0)
+    assert abs(cal.correct(probe.indicated(t), t_c) - 5.30) < 0.01
+    assert abs(probe.indicated(t) - 5.30) > 0.1         # uncorrected, the offset is plainly there

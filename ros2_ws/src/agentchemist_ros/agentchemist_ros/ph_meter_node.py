@@ -6,7 +6,7 @@ flags or that is out of range, an unexpected unit, or a probe without a valid, f
 require_calibration). The meter's stability (judged from the drift: neither dialect sends a flag) goes
 on /lab/ph_meter/stable (std_msgs/Bool, published with each pH). A reading older than deadline_s raises
 sensor_timeout; a pulled cable is reopened every reconnect_period_s. ~/reload_calibration
-(std_srvs/Trigger) rereads the calibration store after `agentchemist calibrate-ph`.
+(std_srvs/Trigger) rereads the calibration store after `agentchemist ph-calibrate`.
 
     ros2 run agentchemist_ros ph_meter --ros-args -p port:=/dev/serial/by-id/usb-...-if00 \\
         -p dialect:=tps_continuous -p probe_id:=ph_probe_1
