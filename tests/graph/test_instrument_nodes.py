@@ -134,3 +134,45 @@ def test_balance_node_mass_stability_and_tare(tmp_path):
             wait_for(lambda: readings[-1].value == 0.0, "zero after tare")
     finally:
         dev.close()
+
+
+@pytest.mark.parametrize("scenario", ["hcl_naoh", "nacl_weighing"])
+def test_twin_with_instruments_serial_feeds_the_drivers(tmp_path, scenario):
+    """lab_sim instruments:=serial: the twin's pH (titration bench) and mass (weighing bench) reach
+    /lab/*/reading only through the ptys and the driver nodes, each published value is one the simulated
+    instrument sent, and a tare through the balance driver tares the twin's balance."""
+    from agentchemist_ros.lab_sim_node import LabSimNode
+    from tests.conftest import REPO
+    folder = tmp_path / "instruments"
+    rclpy.init()
+    sim = LabSimNode(parameter_overrides=[
+        Parameter("scenario", value=str(REPO / "config" / "scenarios" / f"{scenario}.yaml")),
+        Parameter("real_time_factor", value=2.0), Parameter("instruments", value="serial"),
+        Parameter("instrument_dir", value=str(folder))])
+    ph_node = PhMeterNode(parameter_overrides=[Parameter("port", value=str(folder / "ph_meter")),
+                                               Parameter("require_calibration", value=False)])
+    bal_node = BalanceNode(parameter_overrides=[Parameter("port", value=str(folder / "balance")),
+                                                Parameter("poll_period_s", value=0.05)])
+    probe = Node("twin_serial_listener")
+    ph, mass = [], []
+    probe.create_subscription(ChemicalReading, topics.PH_READING, ph.append, READINGS)
+    probe.create_subscription(ChemicalReading, topics.BALANCE_READING, mass.append, READINGS)
+    client = probe.create_client(Trigger, topics.BALANCE_TARE)
+    with spinning([sim, ph_node, bal_node, probe], threads=4):
+        if scenario == "hcl_naoh":
+            wait_for(lambda: len([m for m in ph if m.quantity == "pH"]) >= 5, "pH through the meter driver")
+            assert {m.sensor for m in ph} == {"ph_meter"}
+            sent_ph = {float(line[:6]) for line in map(bytes.decode, list(sim.serial.ph_device.sent_lines))}
+            assert {m.value for m in ph if m.quantity == "pH"} <= sent_ph
+            assert 1.0 < ph[-1].value < 2.0 if ph[-1].quantity == "pH" else True     # 0.05 M HCl
+            return
+        wait_for(lambda: len(mass) >= 5, "mass through the balance driver")
+        assert {m.sensor for m in mass} == {"balance"}
+        sent_mass = {float(line.split()[2]) for line in map(bytes.decode, list(sim.serial.balance_device.sent_lines))
+                     if line.startswith("S ")}
+        assert {m.value for m in mass} <= sent_mass and mass[-1].value > 10.0       # a beaker of water
+        future = client.call_async(Trigger.Request())
+        wait_for(future.done, "the tare answer")
+        assert future.result().success, future.result().message
+        wait_for(lambda: sim.twin.balance.tare_g > 10.0, "the twin's balance tared on the beaker")
+        wait_for(lambda: abs(mass[-1].value) < 0.05, "zero on the display after the tare")

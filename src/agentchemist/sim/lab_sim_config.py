@@ -27,6 +27,17 @@ class LabSimConfig:
     publish_only_with_subscribers: bool = param(True, description="Skip rendering audio/camera streams (and "
                                                                   "markers) that have no subscriber")
     cameras: tuple = param(("front",), choices=CAMERA_NAMES, description="Cameras to render")
+    # instruments:=serial (docs/robot.md): the pH meter and balance answer on pseudo-terminals in
+    # instrument_dir, and the ph_meter / balance driver nodes publish their readings instead of lab_sim.
+    instruments: str = param("topics", choices=("topics", "serial"),
+                             description="topics: lab_sim publishes the pH and balance readings; serial: "
+                                         "simulated instruments on ptys, read by the driver nodes")
+    instrument_dir: str = param("/tmp/agentchemist_instruments",
+                                description="Folder of the ptys' links (ph_meter, balance) with instruments serial")
+    ph_dialect: str = param("tps_continuous", choices=("tps_continuous", "hanna_ras"),
+                            description="Dialect of the simulated pH meter (instruments serial)")
+    balance_dialect: str = param("mt_sics", choices=("mt_sics", "sartorius_sbi"),
+                                 description="Dialect of the simulated balance (instruments serial)")
     ground_truth_period: float = param(1.0, unit="sim s", low=0.05, high=60.0,
                                        description="Time between ground-truth messages")
     start_time: float = param(1.0, unit="sim s", low=0.0, high=1e9, description="Sim time of the first tick")

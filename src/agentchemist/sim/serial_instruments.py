@@ -220,6 +220,8 @@ class MtSicsBalance(PtyDevice):
             if v.overload:
                 return b"T +\r\n"
             tare_g = self.tare_cb() if self.tare_cb else v.grams
+            if tare_g is None:
+                return b"T I\r\n"
             return f"T S {tare_g:10.2f} g\r\n".encode()
         if request == "Z":
             if self.busy or not v.stable:
@@ -252,3 +254,70 @@ class SbiBalance(PtyDevice):
         if request.strip("\r") == "\x1bT" and self.tare_cb:
             self.tare_cb()
         return b""
+
+
+class SerialBench:
+    """The twin's pH meter and balance behind pty devices (lab_sim with instruments:=serial).
+
+    The twin is stepped only on lab_sim's thread, so the devices never call into it: lab_sim hands over
+    each reading it would have published (`update_ph`, `update_mass`; None = the instrument is silent, a
+    dropout or no balance on this bench, and the device goes quiet), and a tare the balance receives is
+    answered at once and carried out on the twin at lab_sim's next tick (`serve`). The ph_meter and balance driver nodes open `folder/ph_meter` and
+    `folder/balance`."""
+
+    def __init__(self, folder: str | Path, *, ph_dialect: str = "tps_continuous", balance_dialect: str = "mt_sics",
+                 period_s: float = 0.05) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.ph = PhValues(7.0, 25.0)
+        self.mass = MassValues(0.0, True)
+        self._tares = 0      # tares received, not yet carried out on the twin
+        self._tare_lock = threading.Lock()
+        ph_cls = {"tps_continuous": TpsPhMeter, "hanna_ras": HannaPhMeter}[ph_dialect]
+        self.ph_device = ph_cls(self.folder / "ph_meter", lambda: self.ph, period_s=period_s)
+        self.ph_device.mute(True)
+        if balance_dialect == "mt_sics":
+            self.balance_device = MtSicsBalance(self.folder / "balance", lambda: self.mass, tare=self._tare,
+                                                zero=self._tare)
+        else:
+            self.balance_device = SbiBalance(self.folder / "balance", lambda: self.mass, tare=self._tare,
+                                             period_s=period_s)
+        self.balance_device.mute(True)
+
+    def update_ph(self, reading, temperature) -> None:
+        if reading is None:
+            self.ph_device.mute(True)
+            return
+        t_c = temperature.value if temperature is not None else self.ph.temperature_c
+        self.ph = PhValues(float(reading.value), float(t_c))
+        self.ph_device.mute(False)
+
+    def update_mass(self, reading, settled: bool = True) -> None:
+        if reading is None:
+            self.balance_device.mute(True)
+            return
+        self.mass = MassValues(float(reading.value), settled, overload=not reading.self_check_ok)
+        self.balance_device.mute(False)
+
+    def _tare(self) -> float | None:
+        """The balance answers at once with the weight it tares (the last display); the twin's tare is
+        applied on lab_sim's next tick. Never waiting here keeps a single-threaded one-process graph, whose
+        balance driver waits for this answer, from stalling the tick that would carry the tare out."""
+        with self._tare_lock:
+            self._tares += 1
+        return self.mass.grams
+
+    def serve(self, twin, t: float, balance_due: bool) -> None:
+        """On lab_sim's thread (the only one that steps the twin): the balance's reading when due, and the
+        tares the balance received since the last tick."""
+        if balance_due:
+            self.update_mass(twin.read_balance(t))
+        with self._tare_lock:
+            pending, self._tares = self._tares, 0
+        for _ in range(pending):
+            twin.tare_balance(t)
+            self.mass = MassValues(0.0, self.mass.stable, self.mass.overload)
+
+    def close(self) -> None:
+        self.ph_device.close()
+        self.balance_device.close()

@@ -9,7 +9,9 @@ the right gripper closing on the beaker at `beaker_at_<X>` and opening at `beake
 station Y; the left gripper closing at `solid_bottle` grasps the bottle, whose tilt then follows the
 left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switches the stirrer on.
 Service /lab/balance/tare (std_srvs/Trigger) tares the balance. The pipette draws titrant when its arm
-squeezes and releases the bulb at the titrant bottle (agentchemist.sim.pipette_draw).
+squeezes and releases the bulb at the titrant bottle (agentchemist.sim.pipette_draw). With instruments
+serial, pH, balance and tare go through simulated instruments on ptys (sim/serial_instruments.py) and the
+ph_meter / balance driver nodes publish and serve them (docs/robot.md).
 
 Pacing: parameters are agentchemist.sim.lab_sim_config.LabSimConfig; each tick advances sim time by
 clock_period, the streams go out when due (agentchemist.sim.streams), and while a gripper controller
@@ -38,6 +40,7 @@ from agentchemist.sim.lab_sim_config import LabSimConfig
 from agentchemist.sim.lockstep import Lockstep
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
+from agentchemist.sim.serial_instruments import SerialBench
 from agentchemist.sim.streams import StreamSchedule
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, ClockAck, PeerWait
 from agentchemist_interfaces.srv import InjectFault
@@ -96,7 +99,11 @@ class LabSimNode(Node):
             m.node, to_sec(m.stamp), time.monotonic()), 50)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
-        self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
+        # instruments:=serial: the meter and balance speak their dialects on ptys; the driver nodes publish.
+        self.serial = (SerialBench(cfg.instrument_dir, ph_dialect=cfg.ph_dialect, balance_dialect=cfg.balance_dialect)
+                       if cfg.instruments == "serial" else None)
+        if self.serial is None:  # else the balance driver serves the tare
+            self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
         self.timer = self.create_timer(cfg.clock_period / self.rtf, self.tick)
@@ -160,6 +167,11 @@ class LabSimNode(Node):
         self.get_logger().info(response.message)
         return response
 
+    def destroy_node(self):
+        if self.serial:
+            self.serial.close()
+        super().destroy_node()
+
     # ------------------------------------------------------------------ pacing
     def tick(self):
         cfg = self.config
@@ -187,8 +199,10 @@ class LabSimNode(Node):
                     self.publish_markers()
         if self.streams.due("ph", self.t):
             self._publish_ph()
-        if self.streams.due("balance", self.t):
+        if not self.serial and self.streams.due("balance", self.t):
             self._publish_reading(self.balance_pub, self.twin.read_balance(self.t), "balance", "mass", "g")
+        if self.serial:  # the balance's mass and queued tares, on this thread (the twin's only one)
+            self.serial.serve(self.twin, self.t, self.streams.due("balance", self.t))
         if cfg.publish_joint_states and self.streams.due("joint", self.t):
             names, positions = self.twin.joint_states()
             self.joint_pub.publish(JointState(header=Header(stamp=to_msg(self.t)), name=names,
@@ -213,6 +227,9 @@ class LabSimNode(Node):
 
     def _publish_ph(self):
         reading = self.twin.read_ph(self.t)
+        if self.serial:
+            self.serial.update_ph(reading, self.twin.read_temperature(self.t))
+            return
         self._publish_reading(self.ph_pub, reading, "ph_meter", "pH", "pH")
         temp = self.twin.read_temperature(self.t)
         self._publish_reading(self.ph_pub, temp, "ph_meter", "temperature", "degC")
