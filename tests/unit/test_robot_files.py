@@ -566,7 +566,7 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
     assert launch_run_problems(summary, console_scripts()) == []
     ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
             and n.fields["executable"] not in PENDING_EXECUTABLES}
-    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS | {"ph_meter", "balance"},
+    expected = {"twin.launch.py": AGENTS | {"lab_sim", "ph_meter", "balance"}, "robot.launch.py": AGENTS | {"ph_meter", "balance"},
                 "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename]
     assert set(ours) == expected
     agents_sim_time = filename != "robot.launch.py"
