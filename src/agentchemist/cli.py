@@ -172,7 +172,8 @@ def _doctor(doctor_args: list[str], console: Console) -> int:
     from agentchemist.hardware.instruments.electrode import CalibrationStore
     profile = readiness.load_profile(doctor_args[doctor_args.index("--profile") + 1]
                                      if "--profile" in doctor_args[:-1] else "robot")
-    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces))
+    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces),
+                                   dict(zip(profile.can_interfaces, profile.can_bitrates)))
     checks += readiness.calibration_checks(profile.probes, CalibrationStore(), _time.time(), profile.acceptance)
     checks += [readiness.Check("topics", t.topic, readiness.SKIP, "not checked: no ROS 2 environment")
                for t in profile.topics]

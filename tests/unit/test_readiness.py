@@ -25,6 +25,9 @@ def test_can_checks_from_ip_json(tmp_path):
     assert got["can_right"][0] == FAIL and "500000" in got["can_right"][1]
     assert got["can_spare"][0] == FAIL and "down" in got["can_spare"][1]
     assert got["can9"] == (FAIL, "not present")
+    base = readiness.can_checks(readiness.read_can_links(["can_right"], sys_net=tmp_path, ip_json=IP_JSON),
+                                {"can_right": 500000})
+    assert base[0].status == OK and base[0].detail == "up at 0.5 Mbit/s"
 
 
 def test_can_checks_from_sysfs_and_this_machine(tmp_path):

@@ -1,7 +1,8 @@
 """Readiness check of the robot (or the twin) before an experiment: `agentchemist doctor`.
 
 Four kinds of check, each a `Check` with a status a person reads at a glance:
-- CAN: each expected SocketCAN interface exists, is up, and runs at 1 Mbit/s (the Piper's bus rate).
+- CAN: each expected SocketCAN interface exists, is up, and runs at its rate (1 Mbit/s for the Piper
+  arms, 500 kbit/s for the Tracer base).
   Read from `ip -details -json link show` where `ip` exists, else /sys/class/net/<name>/ (operstate;
   sysfs has no bitrate, so it is then 'unknown'). An interface that is not there is 'not present'.
 - topics: every expected topic alive at its expected rate, measured from message arrivals (wall
@@ -69,6 +70,7 @@ class TopicObservation:
 class Profile:
     name: str
     can_interfaces: tuple[str, ...] = ()
+    can_bitrates: tuple[int, ...] = ()      # expected bit rate of each interface (1 Mbit/s: the Piper)
     topics: tuple[TopicExpectation, ...] = ()
     probes: tuple[str, ...] = ()
     max_skew_s: float = 2.0
@@ -82,7 +84,9 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
     if name not in profiles:
         raise ValueError(f"no doctor profile {name!r}: known {sorted(profiles)}")
     p = profiles[name]
-    return Profile(name=name, can_interfaces=tuple(p.get("can_interfaces", ())),
+    can = p.get("can_interfaces") or {}
+    can = can if isinstance(can, dict) else {n: CAN_BITRATE for n in can}
+    return Profile(name=name, can_interfaces=tuple(can), can_bitrates=tuple(int(b) for b in can.values()),
                    topics=tuple(TopicExpectation(t["topic"], t["type"], float(t["min_hz"]))
                                 for t in p.get("topics", ())),
                    probes=tuple(p.get("probes", ())), max_skew_s=float(p.get("max_skew_s", 2.0)),
@@ -122,19 +126,21 @@ def read_can_links(names, sys_net: Path = Path("/sys/class/net"), ip_json: str |
     return out
 
 
-def can_checks(links: dict) -> list[Check]:
+def can_checks(links: dict, bitrates: dict | None = None) -> list[Check]:
+    """`bitrates`: expected bit/s per interface (default 1 Mbit/s, the Piper's; the Tracer base runs 500k)."""
     checks = []
     for name, link in links.items():
+        want = (bitrates or {}).get(name, CAN_BITRATE)
         if not link["present"]:
             checks.append(Check("CAN", name, FAIL, "not present"))
         elif not link["up"]:
             checks.append(Check("CAN", name, FAIL, "down (sudo ip link set up; docs/robot.md)"))
         elif link["bitrate"] is None:
             checks.append(Check("CAN", name, WARN, "up, bitrate unknown"))
-        elif link["bitrate"] != CAN_BITRATE:
-            checks.append(Check("CAN", name, FAIL, f"up at {link['bitrate']} bit/s, expected {CAN_BITRATE}"))
+        elif link["bitrate"] != want:
+            checks.append(Check("CAN", name, FAIL, f"up at {link['bitrate']} bit/s, expected {want}"))
         else:
-            checks.append(Check("CAN", name, OK, "up at 1 Mbit/s"))
+            checks.append(Check("CAN", name, OK, f"up at {want / 1e6:g} Mbit/s"))
     return checks
 
 
@@ -144,7 +150,7 @@ def topic_checks(expected, observed: dict[str, TopicObservation], max_skew_s: fl
     for exp in expected:
         obs = observed.get(exp.topic) or TopicObservation()
         if obs.count == 0:
-            checks.append(Check("topics", exp.topic, FAIL, "missing: no message"))
+            checks.append(Check("topics", exp.topic, FAIL, "missing"))
             continue
         rate = obs.rate_hz
         if rate < exp.min_hz:

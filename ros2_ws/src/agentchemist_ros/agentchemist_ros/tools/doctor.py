@@ -84,7 +84,8 @@ def observe(profile: readiness.Profile, seconds: float, executor=None) -> list[r
 
 def run(args) -> int:
     profile = readiness.load_profile(args.profile)
-    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces))
+    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces),
+                                   dict(zip(profile.can_interfaces, profile.can_bitrates)))
     checks += readiness.calibration_checks(profile.probes, CalibrationStore(args.calibration_file),
                                            time.time(), profile.acceptance)
     rclpy.init()
