@@ -83,7 +83,7 @@ class BalanceNode(Node):
             if mass.problem:
                 self.anomaly("reading_flagged", "warn", f"mass: {mass.problem}")
             else:
-                self.anomaly("reading_flagged", "warn", "mass readings pass their self-check again", resolved=True)
+                self.anomaly("reading_flagged", "info", "mass readings pass their self-check again", resolved=True)
             self._last_problem = mass.problem
 
     def on_tare(self, request, response):

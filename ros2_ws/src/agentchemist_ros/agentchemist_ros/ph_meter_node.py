@@ -80,7 +80,7 @@ class PhMeterNode(Node):
             if reading.problem:
                 self.anomaly("reading_flagged", "warn", f"{reading.quantity}: {reading.problem}")
             elif reading.quantity == "pH" and self._last_problem:
-                self.anomaly("reading_flagged", "warn", "pH readings pass their self-check again", resolved=True)
+                self.anomaly("reading_flagged", "info", "pH readings pass their self-check again", resolved=True)
             if reading.quantity == "pH" or reading.problem:
                 self._last_problem = reading.problem
 

@@ -73,7 +73,7 @@ class InstrumentLink:
         if self._disconnect_reported:
             self.stats.reconnects += 1
             self._disconnect_reported = False
-            self.events.append(LinkEvent("instrument_disconnected", "warn",
+            self.events.append(LinkEvent("instrument_disconnected", "info",
                                          f"{self.name}: serial port {port} open again", resolved=True))
 
     def on_disconnected(self, now: float, why: str) -> None:
@@ -117,7 +117,7 @@ class InstrumentLink:
                 self.last_reading = now
                 if self._timed_out:
                     self._timed_out = False
-                    self.events.append(LinkEvent("sensor_timeout", "warn",
+                    self.events.append(LinkEvent("sensor_timeout", "info",
                                                  f"{self.name}: readings again", resolved=True))
             elif parsed.problem and not parsed.reply:
                 self._malformed(now, parsed.problem)
