@@ -112,6 +112,12 @@ def table() -> str:
             rows.append((f"bag playback timing, {fmt} reference bag (at the subscriber)",
                          f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
                          f"{100 * r['within_5ms']:.0f} % within 5 ms"))
+    vision = load("vision_pipeline")
+    if vision:
+        pf = vision["per_frame_ms"]
+        rows.append(("vision pipeline per 640x480 frame (goal: < 33 ms at 30 fps)",
+                     f"{pf['mean']:.1f} ms mean, {pf['p95']:.1f} ms p95 on one core: "
+                     f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
@@ -189,6 +195,7 @@ def main() -> int:
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
+    ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()
