@@ -176,3 +176,30 @@ def test_twin_with_instruments_serial_feeds_the_drivers(tmp_path, scenario):
         assert future.result().success, future.result().message
         wait_for(lambda: sim.twin.balance.tare_g > 10.0, "the twin's balance tared on the beaker")
         wait_for(lambda: abs(mass[-1].value) < 0.05, "zero on the display after the tare")
+
+
+@pytest.mark.slow  # reason: a whole weighing experiment at a low real-time factor (the instruments run on wall time)
+def test_weighing_experiment_through_the_serial_instruments(tmp_path):
+    """The NaCl weighing with instruments:=serial: every mass the supervisor sees and the tare it asks for go
+    through the simulated MT-SICS balance on a pty and the balance driver; the run completes with the
+    twin's weighed mass."""
+    from agentchemist_interfaces.msg import Anomaly as AnomalyMsg
+    from tests.conftest import REPO
+    from tests.graph.harness import run_experiment
+
+    class Probe(Node):
+        def __init__(self):
+            super().__init__("serial_weighing_probe")
+            self.anomalies, self.mass = [], []
+            self.create_subscription(AnomalyMsg, topics.ANOMALIES, self.anomalies.append, RELIABLE)
+            self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.mass.append, READINGS)
+
+    run = run_experiment(REPO / "config" / "scenarios" / "nacl_weighing.yaml", tmp_path / "runs", probe=Probe,
+                         wall_limit_s=400.0,
+                         overrides={"lab_sim": {"camera_rate_hz": 1.0, "instruments": "serial",
+                                                "instrument_dir": str(tmp_path / "instruments"),
+                                                "real_time_factor": 3.0}})
+    problems = [f"{a.source}: {a.kind}: {a.description}" for a in run.probe.anomalies if a.severity != "info"]
+    assert run.result.success and run.result.outcome == "completed", f"{run.result.message}; {problems}"
+    assert run.probe.mass and {m.sensor for m in run.probe.mass} == {"balance"}
+    assert abs(run.truth["weighing"]["poured_g"] - 2.5) <= 0.1
