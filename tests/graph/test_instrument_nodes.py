@@ -8,6 +8,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import Bool  # noqa: E402
@@ -48,9 +49,10 @@ def test_ph_meter_node_calibrated_readings_flags_and_reconnect(tmp_path):
         Parameter("calibration_file", value=str(tmp_path / "cal.json")), Parameter("deadline_s", value=1.0),
         Parameter("reconnect_period_s", value=0.1), Parameter("stability_window_s", value=1.0)])
     probe = Node("ph_probe_listener")
-    readings, stable, anomalies = [], [], []
+    readings, stable, anomalies, diagnostics = [], [], [], []
     probe.create_subscription(ChemicalReading, topics.PH_READING, readings.append, READINGS)
     probe.create_subscription(Bool, topics.PH_STABLE, stable.append, READINGS)
+    probe.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
     probe.create_subscription(Anomaly, topics.ANOMALIES, anomalies.append, RELIABLE)
     try:
         with spinning([node, probe]):
@@ -62,6 +64,8 @@ def test_ph_meter_node_calibrated_readings_flags_and_reconnect(tmp_path):
             temps = [x for x in readings if x.quantity == "temperature"]
             assert temps and temps[-1].value == pytest.approx(t_c) and temps[-1].unit == "degC"
             wait_for(lambda: stable and stable[-1].data, "the stability flag once the window is steady")
+            wait_for(lambda: any(s.level == DiagnosticStatus.OK and s.name.startswith("ph_meter")
+                                 for d in diagnostics for s in d.status), "an OK status on /diagnostics")
             # pH 17 from the meter: published, flagged, reported once
             state["ph"] = 17.0
             wait_for(lambda: ph()[-1].value > 16 and not ph()[-1].self_check_ok, "a flagged pH 17")
@@ -69,6 +73,8 @@ def test_ph_meter_node_calibrated_readings_flags_and_reconnect(tmp_path):
             state["ph"] = 5.00 + offset
             dev.pull_cable()
             wait_for(lambda: any(a.kind == "sensor_timeout" and not a.resolved for a in anomalies), "sensor_timeout")
+            wait_for(lambda: any(s.level == DiagnosticStatus.ERROR for d in diagnostics for s in d.status),
+                     "an ERROR status while the cable is out")
             dev.plug_in()
             wait_for(lambda: any(a.kind == "sensor_timeout" and a.resolved for a in anomalies), "readings again")
             assert abs(ph()[-1].value - 5.00) < 0.01 and ph()[-1].self_check_ok

@@ -23,6 +23,7 @@ from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.diagnostics import LinkDiagnostics
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -48,6 +49,7 @@ class BalanceNode(Node):
         self.reading_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
         self.stable_pub = self.create_publisher(Bool, topics.BALANCE_STABLE, READINGS)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.diagnostics = LinkDiagnostics(self, self.link, config.port)  # /diagnostics, 1 Hz
         services = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare, callback_group=services)
         self.create_service(Trigger, topics.BALANCE_ZERO, self.on_zero, callback_group=services)

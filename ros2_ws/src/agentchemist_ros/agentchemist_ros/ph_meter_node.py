@@ -28,6 +28,7 @@ from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.diagnostics import LinkDiagnostics
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -51,8 +52,9 @@ class PhMeterNode(Node):
         self.reading_pub = self.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
         self.stable_pub = self.create_publisher(Bool, topics.PH_STABLE, READINGS)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self.diagnostics = LinkDiagnostics(self, self.link, config.port)  # /diagnostics, 1 Hz
         self.create_service(Trigger, "~/reload_calibration", self.on_reload)
-        self._last_problem = ""
+        self._last_problem: dict[str, str] = {}
         self.link.start(time.monotonic())
         self.timer = self.create_timer(1.0 / service_hz, self.tick)
         cal = self.logic.calibration
@@ -76,13 +78,14 @@ class PhMeterNode(Node):
             self_check_ok=bool(reading.self_check_ok), noise=NOISE.get(reading.quantity, 0.0)))
         if reading.quantity == "pH":
             self.stable_pub.publish(Bool(data=bool(reading.stable)))
-        if reading.problem != self._last_problem:   # a new problem (or its end) once, not per reading
+        last = self._last_problem.get(reading.quantity, "")
+        if reading.problem != last:   # a new problem (or its end) once per quantity, not per reading
             if reading.problem:
                 self.anomaly("reading_flagged", "warn", f"{reading.quantity}: {reading.problem}")
-            elif reading.quantity == "pH" and self._last_problem:
-                self.anomaly("reading_flagged", "info", "pH readings pass their self-check again", resolved=True)
-            if reading.quantity == "pH" or reading.problem:
-                self._last_problem = reading.problem
+            else:
+                self.anomaly("reading_flagged", "info", f"{reading.quantity} readings pass their self-check again",
+                             resolved=True)
+            self._last_problem[reading.quantity] = reading.problem
 
     def report(self):
         for event in self.link.drain_events():
