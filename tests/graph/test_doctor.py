@@ -34,8 +34,13 @@ def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_
     rclpy.init()
     sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
                                           Parameter("real_time_factor", value=5.0)])
+    # A pH meter driver whose serial port is not there: its /diagnostics ERROR must reach the table.
+    from agentchemist_ros.ph_meter_node import PhMeterNode
+    meter = PhMeterNode(parameter_overrides=[Parameter("port", value=str(tmp_path / "no_such_tty")),
+                                             Parameter("calibration_file", value=str(tmp_path / "cal.json"))])
     executor = make_executor(threads=4, default="multi")
     executor.add_node(sim)
+    executor.add_node(meter)
     import threading
     stop = threading.Event()
     spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)],
@@ -48,6 +53,7 @@ def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_
         spinner.join(timeout=10)
         executor.shutdown(timeout_sec=2.0)
         sim.destroy_node()
+        meter.destroy_node()
         rclpy.try_shutdown()
     checks += readiness.calibration_checks(profile.probes, store, time.time(), profile.acceptance)
     got = {c.name: c for c in checks}
@@ -58,6 +64,8 @@ def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_
     # This titration bench has no balance: the twin publishes no mass, and the doctor says so.
     assert got["/lab/balance/reading"].status == readiness.FAIL
     assert got["/clock"].status == readiness.OK
+    assert got["ph_meter: serial instrument"].status == readiness.FAIL
+    assert got["ph_meter: serial instrument"].detail == "port closed"
     assert readiness.exit_code(checks) == 1
 
 

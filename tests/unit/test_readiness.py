@@ -83,3 +83,11 @@ def test_profiles_load_and_render():
     readiness.render([readiness.Check("CAN", "can_left", FAIL, "not present")], console)
     text = console.export_text()     # export clears the record: read it once
     assert "not present" in text and "not ready" in text
+
+
+def test_diagnostic_statuses_become_checks():
+    got = {c.name: c.status for c in readiness.diagnostic_checks({"ph_meter: serial instrument": (2, "port closed"),
+                                                                  "right_audio_capture": (1, "1 overflow(s)"),
+                                                                  "balance: serial instrument": (0, "reading")})}
+    assert got == {"ph_meter: serial instrument": FAIL, "right_audio_capture": WARN,
+                   "balance: serial instrument": OK}

@@ -8,6 +8,8 @@ Four kinds of check, each a `Check` with a status a person reads at a glance:
 - topics: every expected topic alive at its expected rate, measured from message arrivals (wall
   clock) by the ROS probe (agentchemist_ros.tools.doctor); this module only judges the counts.
 - calibrations: each expected electrode has a calibration in the user store, inside its window, fresh.
+- diagnostics: the last /diagnostics status of every component that publishes one (the instrument
+  drivers' links, the microphones' overflow counters), ERROR as a failure.
 - clocks: the header stamps of the sensor streams agree with the receiving node's clock (a host with a
   wrong clock or a driver stamping with the wrong one shows up here), and /clock advances when the
   graph runs on sim time.
@@ -190,6 +192,14 @@ def calibration_checks(probes, store: CalibrationStore, now: float, acceptance: 
         summary = f"slope {cal.slope_pct:.1f} %, offset {cal.offset_mv:+.1f} mV, {cal.age_h(now):.1f} h old"
         checks.append(Check("calibration", probe, FAIL if problem else OK, problem or summary))
     return checks
+
+
+def diagnostic_checks(statuses: dict[str, tuple[int, str]]) -> list[Check]:
+    """The latest /diagnostics status of each component (name -> (level, message)): the drivers' own view
+    (instrument links, microphones' overflow counters). Level 0 OK, 1 WARN, 2 ERROR, 3 STALE."""
+    status = {0: OK, 1: WARN, 2: FAIL, 3: WARN}
+    return [Check("diagnostics", name, status.get(level, WARN), message) for name, (level, message) in
+            sorted(statuses.items())]
 
 
 def exit_code(checks: list[Check], strict: bool = False) -> int:

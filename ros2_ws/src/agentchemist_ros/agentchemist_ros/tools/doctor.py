@@ -18,6 +18,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from rich.console import Console
+from diagnostic_msgs.msg import DiagnosticArray
 from rosgraph_msgs.msg import Clock
 
 from agentchemist.hardware import readiness
@@ -45,6 +46,13 @@ class DoctorProbe(Node):
             self.create_subscription(cls, exp.topic, lambda msg, t=exp.topic: self.on_msg(t, msg),
                                      qos_profile_sensor_data)
         self.create_subscription(Clock, "/clock", self.on_clock, qos_profile_sensor_data)
+        self.diagnostics = {}
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 50)
+
+    def on_diagnostics(self, msg):
+        for status in msg.status:
+            level = status.level[0] if isinstance(status.level, bytes) else int(status.level)
+            self.diagnostics[status.name] = (level, status.message)
 
     def on_msg(self, topic, msg):
         stamp = getattr(getattr(msg, "header", None), "stamp", None)
@@ -79,7 +87,8 @@ def observe(profile: readiness.Profile, seconds: float, executor=None) -> list[r
         probe.destroy_node()
     advance = None if probe.sim_first is None else probe.sim_last - probe.sim_first
     return (readiness.topic_checks(profile.topics, probe.observed, profile.max_skew_s)
-            + readiness.clock_checks(profile.sim_time, probe.clock, advance))
+            + readiness.clock_checks(profile.sim_time, probe.clock, advance)
+            + readiness.diagnostic_checks(probe.diagnostics))
 
 
 def run(args) -> int:
