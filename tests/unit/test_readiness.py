@@ -91,3 +91,15 @@ def test_diagnostic_statuses_become_checks():
                                                                   "balance: serial instrument": (0, "reading")})}
     assert got == {"ph_meter: serial instrument": FAIL, "right_audio_capture": WARN,
                    "balance: serial instrument": OK}
+
+
+def test_clock_checks():
+    clock = readiness.TopicObservation()
+    assert readiness.clock_checks(True, clock, None)[0].status == FAIL                  # sim time, no /clock
+    clock.add(0.0)
+    clock.add(0.1)
+    assert readiness.clock_checks(True, clock, 0.0)[0].status == FAIL                   # /clock frozen
+    assert readiness.clock_checks(True, clock, 2.5)[0].status == OK
+    assert readiness.clock_checks(False, None, None, ntp=True)[0].status == OK
+    assert readiness.clock_checks(False, None, None, ntp=False)[0].status == WARN
+    assert readiness.clock_checks(False, None, None, ntp=None)[0].status == WARN

@@ -87,7 +87,7 @@ def observe(profile: readiness.Profile, seconds: float, executor=None) -> list[r
         probe.destroy_node()
     advance = None if probe.sim_first is None else probe.sim_last - probe.sim_first
     return (readiness.topic_checks(profile.topics, probe.observed, profile.max_skew_s)
-            + readiness.clock_checks(profile.sim_time, probe.clock, advance)
+            + readiness.clock_checks(profile.sim_time, probe.clock, advance, readiness.ntp_synchronised())
             + readiness.diagnostic_checks(probe.diagnostics))
 
 
