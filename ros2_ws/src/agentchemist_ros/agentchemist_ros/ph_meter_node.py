@@ -15,6 +15,7 @@ The protocol, calibration and bookkeeping are agentchemist.hardware.instruments;
 timer, the messages and the clock. Serial timing (polls, deadline, reconnect) runs on the monotonic wall
 clock, because the line runs in real time; readings are stamped with the node's clock.
 """
+import math
 import time
 
 from rclpy.node import Node
@@ -72,12 +73,18 @@ class PhMeterNode(Node):
         self.report()
 
     def publish(self, reading, now):
+        if not math.isfinite(reading.value):   # a meter in mV mode without a calibration: no pH to publish
+            self.flag(reading)
+            return
         self.reading_pub.publish(ChemicalReading(
             header=Header(stamp=to_msg(now), frame_id="ph_meter"), sensor="ph_meter", quantity=reading.quantity,
             value=float(reading.value), unit=UNITS.get(reading.quantity, reading.unit),
             self_check_ok=bool(reading.self_check_ok), noise=NOISE.get(reading.quantity, 0.0)))
         if reading.quantity == "pH":
             self.stable_pub.publish(Bool(data=bool(reading.stable)))
+        self.flag(reading)
+
+    def flag(self, reading):
         last = self._last_problem.get(reading.quantity, "")
         if reading.problem != last:   # a new problem (or its end) once per quantity, not per reading
             if reading.problem:
