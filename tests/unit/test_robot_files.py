@@ -273,7 +273,8 @@ def declared_parameters(source: str) -> tuple[str, dict]:
 
 
 #: helpers in agentchemist_ros/common that declare parameters on the node they are given
-SHARED_DECLARERS = {"declare_calibration": "calibration.py", "acknowledge_clock": "clock_acks.py"}
+SHARED_DECLARERS = {"declare_calibration": "calibration.py", "acknowledge_clock": "clock_acks.py",
+                    "declared_backend": "scene_service.py"}
 
 
 def _type_name(value) -> str:

@@ -35,6 +35,8 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from agentchemist.limits import InputLimitError, load_yaml, read_text
+
 __all__ = [
     "KINDS",
     "Literature",
@@ -346,11 +348,15 @@ class ReagentLibrary:
         """Load a library from YAML (default: :func:`default_reagents_path`)."""
         file = Path(path) if path is not None else default_reagents_path()
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text(file)
         except OSError as exc:
             raise ReagentConfigError(f"cannot read reagent library {file}: {exc.strerror or exc}") from None
+        except InputLimitError as exc:
+            raise ReagentConfigError(str(exc)) from None
         try:
-            doc = yaml.safe_load(text)
+            doc = load_yaml(text, str(file))
+        except InputLimitError as exc:
+            raise ReagentConfigError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise ReagentConfigError(f"{file}: invalid YAML: {exc}") from None
         if not isinstance(doc, Mapping) or not isinstance(doc.get("reagents"), Mapping):

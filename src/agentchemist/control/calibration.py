@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 import yaml
 
+from agentchemist.limits import load_yaml_file
 from agentchemist.paths import config_dir
 
 
@@ -97,9 +98,11 @@ def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
 def load_calibration(path: str | Path | None = None) -> Calibration:
     path = Path(path) if path else default_calibration_path()
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml_file(path)
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read the calibration: {exc.strerror or exc}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        raise CalibrationError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise CalibrationError(f"{path}: a calibration is a mapping of fields")
     fields = set(Calibration.__dataclass_fields__)

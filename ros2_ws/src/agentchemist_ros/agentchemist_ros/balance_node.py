@@ -13,7 +13,6 @@ import threading
 import time
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
@@ -24,6 +23,7 @@ from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.diagnostics import LinkDiagnostics
+from agentchemist_ros.common.guarded import GuardedNode
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -32,7 +32,7 @@ from agentchemist_ros.common.timeconv import node_now, to_msg
 READABILITY_G = 0.01
 
 
-class BalanceNode(Node):
+class BalanceNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("balance", **kwargs)
         self.config = config = declare_config(self, BalanceConfig)

@@ -24,7 +24,7 @@ published: tf2_msgs has no PyPI wheel), at marker_rate_hz of wall time.
 import json
 import time
 
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
@@ -53,7 +53,7 @@ from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 SAMPLE_RATE = 48000
 
 
-class LabSimNode(Node):
+class LabSimNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("lab_sim", **kwargs)
         self.config = cfg = declare_config(self, LabSimConfig)

@@ -18,7 +18,6 @@ clock, because the line runs in real time; readings are stamped with the node's 
 import math
 import time
 
-from rclpy.node import Node
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
@@ -30,6 +29,7 @@ from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.diagnostics import LinkDiagnostics
+from agentchemist_ros.common.guarded import GuardedNode
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -39,7 +39,7 @@ UNITS = {"pH": "pH", "temperature": "degC"}
 NOISE = {"pH": 0.01, "temperature": 0.1}     # the meters' last digit: the reading's standard deviation
 
 
-class PhMeterNode(Node):
+class PhMeterNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("ph_meter", **kwargs)
         self.config = config = declare_config(self, PhMeterConfig)

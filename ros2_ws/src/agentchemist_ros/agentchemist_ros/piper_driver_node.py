@@ -14,7 +14,7 @@ agentchemist.hardware.piper.PiperDriver; this node owns the bus, the timer and t
 the driver's events into log lines and Anomaly messages.
 """
 import can
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
@@ -30,7 +30,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
 
-class PiperDriverNode(Node):
+class PiperDriverNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("piper_driver", **kwargs)
         config = declare_config(self, DriverConfig)
