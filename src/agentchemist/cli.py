@@ -140,7 +140,9 @@ def _ph_calibrate(args, console: Console) -> int:
     import time as _time
     from agentchemist.hardware.instruments import electrode
     points = []
-    for text in args.point:
+    if args.port:
+        points = _ph_measure(args, console)
+    for text in args.point or []:
         try:
             buffer, value, temperature = (float(x) for x in text.split(":"))
         except ValueError:
@@ -159,6 +161,34 @@ def _ph_calibrate(args, console: Console) -> int:
     console.print(f"probe {cal.probe}: slope {cal.slope_pct:.1f} % of Nernst, offset {cal.offset_mv:+.1f} mV "
                   f"({len(points)} buffers at {cal.temperature_c:.1f} degC) -> {store.path}")
     return 0
+
+
+def _ph_measure(args, console: Console) -> list:
+    """The buffers measured at the meter over its serial line (agentchemist.hardware.instruments.procedure)."""
+    import time as _time
+    from agentchemist.hardware.instruments.link import InstrumentLink
+    from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
+    from agentchemist.hardware.instruments.port import SerialLine
+    from agentchemist.hardware.instruments.procedure import measure_buffers
+    if args.dialect not in PH_DIALECTS:
+        raise ValueError(f"--dialect {args.dialect!r}: one of {sorted(PH_DIALECTS)}")
+    line = SerialLine(InstrumentLink(PH_DIALECTS[args.dialect](), name="ph-calibrate", poll_period_s=0.5), args.port)
+
+    def prompt(buffer):
+        console.print(f"Rinse the electrode, put it in the [bold]pH {buffer:.2f}[/bold] buffer and stir; "
+                      "press Enter when it is in")
+        try:
+            input()
+        except (EOFError, KeyboardInterrupt):
+            raise ValueError("calibration cancelled: no answer at the prompt (nothing stored)") from None
+        console.print("waiting for a stable reading ...")
+    line.service(_time.monotonic())
+    if line.port is None:
+        raise ValueError(f"cannot open the meter's serial port {args.port} (nothing stored)")
+    try:
+        return measure_buffers(line, args.buffers, prompt, _time.monotonic, _time.sleep)
+    finally:
+        line.close()
 
 
 def _doctor(doctor_args: list[str], console: Console) -> int:
@@ -223,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
     k = sub.add_parser("ph-calibrate", help="pH electrode calibration from 2 or 3 buffers (4.01 / 7.00 / 10.01)")
     k.add_argument("probe", help="electrode id (the ph_meter node's probe_id)")
-    k.add_argument("--point", action="append", required=True,
+    k.add_argument("--point", action="append",
                    help="BUFFER:VALUE:TEMPERATURE, the stable reading in a buffer (repeat: 2 or 3 buffers)")
+    k.add_argument("--port", help="measure at the meter instead: its serial device (asks for each buffer)")
+    k.add_argument("--dialect", default="tps_continuous", help="the meter's protocol with --port")
+    k.add_argument("--buffers", type=float, nargs="+", default=[4.01, 7.00, 10.01], help="buffers with --port")
     k.add_argument("--unit", choices=["mV", "pH"], default="mV",
                    help="VALUE is the electrode's mV, or the pH an uncalibrated meter shows (ideal electrode)")
     k.add_argument("--file", help="calibration store (default $AGENTCHEMIST_CALIBRATION_FILE or "

@@ -192,3 +192,33 @@ def test_mt_sics_busy_and_unknown_command(tmp_path):
     finally:
         drv.line.close()
         dev.close()
+
+
+def test_buffer_calibration_at_the_meter_over_the_serial_line(tmp_path):
+    """The procedure `agentchemist ph-calibrate --port` runs: a Hanna meter on a pty whose electrode (97 %,
+    +12 mV) sits in each buffer in turn at 21 degC; the stable mV readings give the electrode back."""
+    from agentchemist.hardware.instruments.electrode import buffer_ph, calibrate, nernst_mv
+    from agentchemist.hardware.instruments.procedure import measure_buffers, read_stable
+    t_c, slope, offset = 21.0, 97.0, 12.0
+    state = {"ph": 7.0}
+
+    def mv():
+        return offset - slope / 100.0 * nernst_mv(t_c) * (state["ph"] - 7.0)
+
+    dev = HannaPhMeter(tmp_path / "ph", lambda: PhValues(state["ph"], t_c, mv=round(mv(), 1)))
+    link = InstrumentLink(PH_DIALECTS["hanna_ras"](), name="ph-calibrate", poll_period_s=0.05)
+    line = SerialLine(link, str(tmp_path / "ph"), reconnect_period_s=0.1)
+    try:
+        points = measure_buffers(line, [4.01, 7.00, 10.01], lambda b: state.update(ph=buffer_ph(b, t_c)),
+                                 time.monotonic, time.sleep, window_s=0.5, band_mv=0.5, timeout_s=WAIT_S)
+        cal = calibrate("probe", points, now=0.0)
+        assert abs(cal.slope_pct - slope) < 0.2 and abs(cal.offset_mv - offset) < 0.2
+        assert abs(cal.ph(offset - slope / 100 * nernst_mv(t_c) * (5.5 - 7.0), t_c) - 5.5) < 0.01
+        # An electrode that keeps drifting is refused, not calibrated on.
+        start = time.monotonic()
+        dev.source = lambda: PhValues(7.0, t_c, mv=round(20.0 * (time.monotonic() - start), 1))
+        with pytest.raises(Exception, match="no stable reading"):
+            read_stable(line, time.monotonic, time.sleep, window_s=0.5, band_mv=0.5, timeout_s=1.5)
+    finally:
+        line.close()
+        dev.close()
