@@ -59,7 +59,7 @@ def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_
     got = {c.name: c for c in checks}
     assert got["/lab/ph_meter/stable"].status == readiness.FAIL and "missing" in got["/lab/ph_meter/stable"].detail
     assert got["ph_probe_1"].status == readiness.FAIL and "h old" in got["ph_probe_1"].detail
-    for topic in ("/lab/ph_meter/reading", "/joint_states", "/camera/front/color/image_raw"):
+    for topic in ("/lab/ph_meter/reading", "/joint_states"):
         assert got[topic].status == readiness.OK, got[topic]
     # This titration bench has no balance: the twin publishes no mass, and the doctor says so.
     assert got["/lab/balance/reading"].status == readiness.FAIL

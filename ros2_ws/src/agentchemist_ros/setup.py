@@ -38,6 +38,7 @@ NODES = {
     "piper_driver": "piper_driver_node",
     "ph_meter": "ph_meter_node",
     "balance": "balance_node",
+    "status_overlay": "status_overlay_node",
 }
 
 setup(
@@ -47,7 +48,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
-    ] + tree("launch") + tree("config") + tree("urdf"),
+    ] + tree("launch") + tree("config") + tree("urdf") + tree("worlds"),
     install_requires=["setuptools"],
     zip_safe=True,
     maintainer="AgentChemist maintainers",

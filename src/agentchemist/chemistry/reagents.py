@@ -119,6 +119,20 @@ class Literature:
 
 
 @dataclass(frozen=True)
+class Hazard:
+    """A handling note that applies from a concentration up (mol/L): the planner adds it to the plan."""
+
+    above_m: float
+    note: str
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.above_m) and self.above_m > 0):
+            raise ReagentConfigError(f"hazard.above_m must be a concentration > 0 mol/L, got {self.above_m!r}")
+        if not self.note.strip():
+            raise ReagentConfigError("hazard block needs a non-empty note")
+
+
+@dataclass(frozen=True)
 class Reagent:
     """One chemical as a component of an aqueous mixture (see the module docstring).
 
@@ -142,6 +156,7 @@ class Reagent:
     phase: str = "solid"
     log_kf: tuple[tuple[str, float], ...] = ()
     literature: Literature | None = None
+    hazard: Hazard | None = None
 
     def __post_init__(self) -> None:
         where = f"reagent {self.name!r}"
@@ -238,6 +253,7 @@ _ENTRY_KEYS = {
     "phase",
     "log_kf",
     "literature",
+    "hazard",
 }
 _ACID_BASE_KEYS = {"pka", "charge_fully_protonated", "protons_as_added"}
 
@@ -287,6 +303,10 @@ def _reagent_from_entry(name: str, entry: Any, source: str) -> Reagent:
                 source=str(lit_entry.get("source", "")),
                 log_kf=tuple((str(k), float(v)) for k, v in (lit_entry.get("log_kf") or {}).items()),
             )
+        hazard = None
+        if entry.get("hazard") is not None:
+            _check_keys(entry["hazard"], {"above_m", "note"}, f"{where}.hazard")
+            hazard = Hazard(above_m=float(entry["hazard"]["above_m"]), note=str(entry["hazard"].get("note", "")))
         display_name = str(entry["display_name"])
         raw_aliases = entry.get("aliases") or ()
         if not isinstance(raw_aliases, (list, tuple)) or not all(isinstance(a, str) for a in raw_aliases):
@@ -308,6 +328,7 @@ def _reagent_from_entry(name: str, entry: Any, source: str) -> Reagent:
             phase=str(entry.get("phase", "solid")),
             log_kf=tuple((str(k), float(v)) for k, v in (entry.get("log_kf") or {}).items()),
             literature=literature,
+            hazard=hazard,
         )
     except ReagentConfigError as exc:
         raise ReagentConfigError(f"{where}: {exc}") from None

@@ -218,9 +218,11 @@ class Recording:
 
     @classmethod
     def open(cls, config: RecorderConfig, experiment_id: str, *, now: float, instruction: str = "",
-             plan_json: str = "", previous: Recording | None = None, on_failure=None) -> Recording:
+             plan_json: str = "", previous: Recording | None = None, on_failure=None,
+             calendar: str = "") -> Recording:
         """Open the experiment's store (SQLite in its run folder unless `config.store_url` names one),
-        start the experiment with its plan and make that durable. `now` is the plan's stamp."""
+        start the experiment with its plan and make that durable. `now` is the plan's stamp; `calendar` the
+        caller's ISO 8601 wall-clock time beside it (the core reads no clock)."""
         url = config.store_url_for(experiment_id)
         folder = run_folder(config.runs_dir, experiment_id)
         folder.mkdir(parents=True, exist_ok=True)
@@ -232,7 +234,12 @@ class Recording:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
             plan = {"unparsed": plan_json}
-        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
+        # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
+        # A recorder restarted during the run reopens it: its start stays the first one.
+        metadata = {"plan": plan}
+        if calendar and not store.knows(experiment_id):
+            metadata.update(calendar_start=calendar, calendar_start_run_s=now)
+        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata=metadata)
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous, plan=plan)
 
@@ -244,7 +251,7 @@ class Recording:
         return unreplayed_spill(self.store.spill.path)
 
     # ------------------------------------------------------------------ inputs
-    def on_fsm(self, msg: FsmUpdate) -> Closed | None:
+    def on_fsm(self, msg: FsmUpdate, calendar: str = "") -> Closed | None:
         if msg.experiment_id != self.experiment_id:
             return None
         if msg.previous_state or msg.symbol:
@@ -255,6 +262,9 @@ class Recording:
         if not msg.terminal or self.closed:
             return None
         status = "completed" if msg.accepting else "aborted"
+        if calendar:
+            self.store.start_experiment(self.experiment_id, now=msg.stamp,
+                                        metadata={"calendar_finish_run_s": msg.stamp, "calendar_finish": calendar})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()

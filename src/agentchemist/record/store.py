@@ -135,6 +135,10 @@ class QueuedStore:
             first_seq=first_seq, unavailable=unavailable,
         )
 
+    def knows(self, experiment_id: str) -> bool:
+        """True when the experiment was started in this store before (database or spill)."""
+        return experiment_id in self._known
+
     @property
     def closed(self) -> bool:
         return self._writer.closed

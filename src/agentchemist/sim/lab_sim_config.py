@@ -63,12 +63,27 @@ class LabSimConfig:
     # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
     publish_clock: bool = param(True, description="Publish /clock; false beside Gazebo: the twin then follows the "
                                                   "ROS clock (use_sim_time true) instead of pacing itself")
+    arm_backend: str = param("", choices=("", "kinematic", "mujoco"),
+                             description="Arms and cameras: kinematic (the twin's own) or mujoco (physics, RGB-D "
+                                         "renders); empty = the scenario's arm_backend")
     publish_joint_states: bool = param(True, description="Publish /joint_states (false when ros2_control "
                                                          "publishes them)")
 
     def pace(self, scenario_rtf: float) -> float:
         """Sim seconds per wall second: this config's factor, else the scenario's, capped."""
         return min(self.real_time_factor or scenario_rtf, self.max_real_time_factor)
+
+    def serial_bench(self, context, twin, streams):
+        """instruments serial: the twin's pH meter and balance on ptys (sim/serial_instruments.SerialBench),
+        fed by `twin` when `streams` says a reading is due, closed when `context` (the node's rclpy context)
+        shuts down. With instruments topics: a stand-in that does nothing and is false."""
+        from agentchemist.sim.serial_instruments import NO_SERIAL_BENCH, SerialBench
+        if self.instruments != "serial":
+            return NO_SERIAL_BENCH
+        bench = SerialBench(self.instrument_dir, ph_dialect=self.ph_dialect, balance_dialect=self.balance_dialect,
+                            twin=twin, streams=streams)
+        context.on_shutdown(bench.close)
+        return bench
 
     def camera_period(self, scenario_rate_hz: float) -> float:
         return 1.0 / (self.camera_rate_hz or scenario_rate_hz)

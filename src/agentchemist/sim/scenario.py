@@ -377,6 +377,9 @@ class Scenario(_Model):
     faults: list[FaultSpec] = Field(default_factory=list)
     expected: ExpectedSpec
     real_time_factor: float = Field(default=50.0, gt=0, le=10000)
+    arm_backend: Literal["kinematic", "mujoco"] = Field(
+        default="kinematic", description="who moves the arms and draws the cameras (lab_sim's arm_backend "
+                                         "parameter, when set, wins): the twin's kinematics or MuJoCo physics")
     repeat: int = Field(default=1, ge=1, le=500,
                         description="experiments run back to back, each on a fresh sample (long runs)")
 

@@ -259,14 +259,16 @@ class SbiBalance(PtyDevice):
 class SerialBench:
     """The twin's pH meter and balance behind pty devices (lab_sim with instruments:=serial).
 
-    The twin is stepped only on lab_sim's thread, so the devices never call into it: lab_sim hands over
-    each reading it would have published (`update_ph`, `update_mass`; None = the instrument is silent, a
-    dropout or no balance on this bench, and the device goes quiet), and a tare the balance receives is
-    answered at once and carried out on the twin at lab_sim's next tick (`serve`). The ph_meter and balance driver nodes open `folder/ph_meter` and
-    `folder/balance`."""
+    The twin is stepped only on lab_sim's thread, so the devices never call into it: each lab_sim tick
+    (`tick`) hands over the readings lab_sim would have published (`update_ph`, `update_mass`; None = the
+    instrument is silent, a dropout or no balance on this bench, and the device goes quiet), and a tare the
+    balance receives is answered at once and carried out on the twin at the next tick. The ph_meter and
+    balance driver nodes open `folder/ph_meter` and `folder/balance`."""
 
     def __init__(self, folder: str | Path, *, ph_dialect: str = "tps_continuous", balance_dialect: str = "mt_sics",
-                 period_s: float = 0.05) -> None:
+                 period_s: float = 0.05, twin=None, streams=None) -> None:
+        self.twin, self.streams = twin, streams
+        self._closed = False
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.ph = PhValues(7.0, 25.0)
@@ -307,17 +309,46 @@ class SerialBench:
             self._tares += 1
         return self.mass.grams
 
-    def serve(self, twin, t: float, balance_due: bool) -> None:
-        """On lab_sim's thread (the only one that steps the twin): the balance's reading when due, and the
-        tares the balance received since the last tick."""
+    def tick(self, t: float) -> list:
+        """On lab_sim's thread (the only one that steps the twin), every tick: the readings whose stream is
+        due (taken here, so lab_sim's own publishing of them finds nothing due), and the tares the balance
+        received since the last tick. Returns log lines (level, text) as lab_sim's other per-tick effects do."""
+        twin, streams, log = self.twin, self.streams, []
+        ph_due = balance_due = False
+        while streams.due("ph", t):
+            ph_due = True
+        while streams.due("balance", t):
+            balance_due = True
+        if ph_due:
+            self.update_ph(twin.read_ph(t), twin.read_temperature(t))
         if balance_due:
             self.update_mass(twin.read_balance(t))
         with self._tare_lock:
             pending, self._tares = self._tares, 0
         for _ in range(pending):
-            twin.tare_balance(t)
+            result = twin.tare_balance(t)
             self.mass = MassValues(0.0, self.mass.stable, self.mass.overload)
+            log.append(("info", f"simulated balance tared at {t:.2f} s (accepted: {result.accepted})"))
+        return log
 
     def close(self) -> None:
-        self.ph_device.close()
-        self.balance_device.close()
+        if not self._closed:
+            self._closed = True
+            self.ph_device.close()
+            self.balance_device.close()
+
+
+class _NoSerialBench:
+    """lab_sim with instruments topics: nothing on ptys, nothing to do each tick."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def tick(self, t: float) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+NO_SERIAL_BENCH = _NoSerialBench()

@@ -28,7 +28,7 @@ from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+from agentchemist_ros.common.timeconv import calendar_now, node_now, to_msg, to_sec
 
 
 def typed(cls, msg, **given):
@@ -82,7 +82,7 @@ class RecorderNode(GuardedNode):
                 return
             self.recording = Recording.open(self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
                                             instruction=msg.instruction, plan_json=msg.plan_json, previous=previous,
-                                            on_failure=self.store_failure)
+                                            on_failure=self.store_failure, calendar=calendar_now())
             url, self.records = self.recording.url, 0
         self.get_logger().info(f"recording {msg.experiment_id} into {url}")
         self.publish_status()
@@ -91,7 +91,7 @@ class RecorderNode(GuardedNode):
         with self.lock:
             if self.recording is None:
                 return
-            closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)))
+            closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)), calendar=calendar_now())
         if closed is not None:
             self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
                                               sender=self.get_name(), receiver="summarizer", symbol="record_closed",

@@ -19,12 +19,22 @@ BALANCE_STABLE = "/lab/balance/stable"   # std_msgs/Bool with each mass: the bal
 JOINT_STATES = "/joint_states"
 GROUND_TRUTH = "/lab_sim/ground_truth"
 BENCH_MARKERS = "/lab/bench_markers"     # visualization_msgs/MarkerArray of the twin's bench, for rviz
+STATUS_OVERLAY = "/agentchemist/status_overlay"  # visualization_msgs/Marker: FSM / pH / volume text, for rviz
 CAMERAS = ("front", "left_wrist", "right_wrist")
 SIDES = ("left", "right")
 
 
 def camera_topic(name: str) -> str:
     return f"/camera/{name}/color/image_raw"
+
+
+def depth_topic(name: str) -> str:
+    """Depth registered to the colour image (lab_sim arm_backend mujoco), 16UC1 mm as a RealSense publishes it."""
+    return f"/camera/{name}/aligned_depth_to_color/image_raw"
+
+
+def camera_info_topic(name: str) -> str:
+    return f"/camera/{name}/color/camera_info"
 
 
 def audio_topic(side: str) -> str:
