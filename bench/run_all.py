@@ -141,6 +141,12 @@ def table() -> str:
                          f"{100 * max(a['bus_load'] for a in r['arms'].values()):.0f} % of 1 Mbit/s (nominal "
                          f"{100 * piper.get('bus_load_nominal', float('nan')):.0f} %); "
                          f"load average {r['load_1min_before']:.1f} on {piper['machine']['cpus']} cores"))
+    vision = load("vision_pipeline")
+    if vision:
+        pf = vision["per_frame_ms"]
+        rows.append(("vision pipeline per 640x480 frame (goal: < 33 ms at 30 fps)",
+                     f"{pf['mean']:.1f} ms mean, {pf['p95']:.1f} ms p95 on one core: "
+                     f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
@@ -220,6 +226,7 @@ def main() -> int:
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])
     ok &= run("physics", ["bench/physics.py"])
+    ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

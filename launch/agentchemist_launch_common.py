@@ -51,22 +51,25 @@ def config_environment() -> SetEnvironmentVariable:
     return SetEnvironmentVariable("AGENTCHEMIST_CONFIG_DIR", LaunchConfiguration("config_dir"))
 
 
-def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = None, **kwargs) -> Node:
+def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = None, node_name: str | None = None,
+                      **kwargs) -> Node:
     """One AgentChemist node in its own process: the params file, then use_sim_time and overrides."""
     params = {"use_sim_time": use_sim_time}
     if name in RUNS_DIR_NODES:
         params["runs_dir"] = LaunchConfiguration("runs_dir")
     params.update(overrides or {})
+    # node_name: one of several instances (left_/right_audio_capture); the YAML block of `name` then does not
+    # apply, so the launch file sets what differs.
     return Node(
-        package=PACKAGE, executable=name, name=name, output="screen",
+        package=PACKAGE, executable=name, name=node_name or name, output="screen",
         parameters=[LaunchConfiguration("params_file"), params],
         ros_arguments=["--log-level", LaunchConfiguration("log_level")],
         **kwargs)
 
 
-def agent_nodes(use_sim_time: bool) -> list:
-    """The seven agent nodes (everything but the twin)."""
-    return [agentchemist_node(name, use_sim_time) for name in AGENTS]
+def agent_nodes(use_sim_time: bool, overrides: dict | None = None) -> list:
+    """The seven agent nodes (everything but the twin); `overrides` maps a node name to parameter values."""
+    return [agentchemist_node(name, use_sim_time, (overrides or {}).get(name)) for name in AGENTS]
 
 
 def robot_state_publisher(mappings: dict, use_sim_time: bool) -> OpaqueFunction:

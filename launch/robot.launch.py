@@ -4,6 +4,8 @@
     ros2 launch agentchemist_ros robot.launch.py hardware:=mock        # no arms: mock hardware (dry run)
     ros2 launch agentchemist_ros robot.launch.py can_left:=can0 can_right:=can1  # arms on other interfaces
     ros2 launch agentchemist_ros robot.launch.py with_piper_driver:=false  # the drivers run elsewhere
+    ros2 launch agentchemist_ros robot.launch.py camera_driver:=realsense ph_dialect:=hanna_ras
+    agentchemist doctor                                                # before an experiment: all green?
 
 Hardware path (DESIGN.md): Piper arm <- SocketCAN <- piper_driver (one per arm, ~200 Hz) <->
 /<side>_piper/joint_states and /<side>_piper/joint_commands <-> ros2_control (one
@@ -11,9 +13,11 @@ joint_state_topic_hardware_interface/JointStateTopicSystem per arm, declared in 
 JointTrajectoryController (/<side>_arm_controller) and ForwardCommandController (/<side>_gripper_controller).
 joint_state_broadcaster publishes /joint_states. Everything runs on the wall clock (use_sim_time false).
 
-Not started here (other packages' drivers): the three cameras (remap their colour streams to
-/camera/{front,left_wrist,right_wrist}/color/image_raw), the pH meter and the balance (publish
-ChemicalReading on /lab/ph_meter/reading and /lab/balance/reading). See docs/robot.md.
+Instruments, cameras, microphones and base (agentchemist_robot_drivers.py): the ph_meter and balance
+serial drivers (with_instruments, default on), the three RGB-D cameras through their vendor driver
+(camera_driver orbbec | realsense | none; /camera/{front,left_wrist,right_wrist}/color/image_raw, aligned
+depth, intrinsics in config/cameras/), one audio_capture per gripper (with_audio_capture; the audio
+supervisor listens to both here) and the Tracer base driver (with_base). See docs/robot.md.
 """
 import os
 import sys
@@ -27,6 +31,7 @@ from launch_ros.actions import Node
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agentchemist_launch_common as common  # noqa: E402  (launch files are loaded by path)
+import agentchemist_robot_drivers as drivers  # noqa: E402
 
 SIDES = ("left", "right")
 MOTION_CONTROLLERS = ("left_arm_controller", "right_arm_controller",
@@ -60,8 +65,10 @@ def generate_launch_description():
             description="SocketCAN interface of the right Piper arm (1 Mbit/s), given to its piper_driver"),
         DeclareLaunchArgument(
             "with_audio_capture", default_value="false", choices=["true", "false"],
-            description="capture the contact microphone of the pipette's gripper (audio_capture: PortAudio "
-                        "device and side from params_file, block audio_capture)"),
+            description="capture both grippers' contact microphones (left_audio_capture, right_audio_capture: "
+                        "PortAudio devices left_microphone / right_microphone, 48 kHz)"),
+        *drivers.microphone_arguments(),
+        *drivers.arguments(),
         *common.common_arguments(),
         *common.rviz_arguments(),
     ]
@@ -101,15 +108,13 @@ def generate_launch_description():
             for side in SIDES
         ])
 
-    # Optional audio capture, off by default (with_audio_capture:=false): AudioChunk on /audio/<side>_gripper/raw
-    # from the PUI contact microphone found by its PortAudio device name (params_file, block audio_capture:
-    # device, side). The audio supervisor listens to the right gripper, which holds the pipette.
-    audio_capture = common.agentchemist_node(
-        "audio_capture", use_sim_time=False, condition=IfCondition(LaunchConfiguration("with_audio_capture")))
+    # Both contact microphones, off by default (with_audio_capture:=false): AudioChunk on /audio/<side>_gripper/raw.
+    audio_capture = drivers.microphone_nodes()
 
     agents = GroupAction(
         condition=IfCondition(LaunchConfiguration("with_agents")),
-        actions=common.agent_nodes(use_sim_time=False))
+        actions=common.agent_nodes(use_sim_time=False,
+                                   overrides={"audio_supervisor": {"sides": ["left", "right"]}}))
 
     return LaunchDescription([
         *arguments,
@@ -121,5 +126,8 @@ def generate_launch_description():
         motion_after_broadcaster,
         piper_drivers,
         audio_capture,
+        drivers.instrument_nodes(),
+        *drivers.camera_nodes(),
+        drivers.base_node(),
         agents,
     ])

@@ -18,8 +18,9 @@ import os
 import sys
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration
+from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.parameter_descriptions import ParameterValue
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,13 +37,30 @@ def generate_launch_description():
             description="Sim seconds per wall second; 0.0 = the scenario's value (capped by "
                         "max_real_time_factor in params_file)"),
         *common.rviz_arguments(),
+        DeclareLaunchArgument(
+            "instruments", default_value="topics", choices=["topics", "serial"],
+            description="topics: lab_sim publishes pH and mass; serial: the twin's pH meter and balance speak their "
+                        "dialects on pseudo-terminals and the ph_meter / balance drivers publish (real serial I/O; "
+                        "keep real_time_factor low: the instruments run on the wall clock)"),
+        DeclareLaunchArgument(
+            "instrument_dir", default_value="/tmp/agentchemist_instruments",
+            description="Folder of the simulated instruments' pty links (ph_meter, balance) with instruments:=serial"),
         *common.common_arguments(),
     ]
+    serial = IfCondition(PythonExpression(["'", LaunchConfiguration("instruments"), "' == 'serial'"]))
+    drivers = GroupAction(condition=serial, actions=[
+        common.agentchemist_node("ph_meter", use_sim_time=True, overrides={
+            "port": PathJoinSubstitution([LaunchConfiguration("instrument_dir"), "ph_meter"]),
+            "require_calibration": False}),  # the twin's probe is the uncalibrated meter of topics mode
+        common.agentchemist_node("balance", use_sim_time=True, overrides={
+            "port": PathJoinSubstitution([LaunchConfiguration("instrument_dir"), "balance"])}),
+    ])
     # ParameterValue(value_type=float): the parameter is declared as a double; a bare "20" would arrive as
     # an integer and be refused.
     twin = common.agentchemist_node("lab_sim", use_sim_time=False, overrides={
         "scenario": LaunchConfiguration("scenario"),
         "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
+        "instruments": LaunchConfiguration("instruments"), "instrument_dir": LaunchConfiguration("instrument_dir"),
     })
     # The robot model for TF and rviz. No ros2_control runs beside the twin (lab_sim moves the arms and
     # publishes /joint_states), so the model's hardware plugin is never loaded: mock says so. Sim time: the
@@ -52,6 +70,7 @@ def generate_launch_description():
         *arguments,
         common.config_environment(),
         twin,
+        drivers,
         robot_state_publisher,
         *common.agent_nodes(use_sim_time=True),
         *common.rviz_nodes(use_sim_time=True),

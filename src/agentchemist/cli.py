@@ -153,12 +153,90 @@ def _scenario(scenario_args: list[str], console: Console) -> int:
     return _hand_over("agentchemist_ros.tools.scenario_runner", scenario_args[1:], console)
 
 
+def _ph_calibrate(args, console: Console) -> int:
+    """Electrode calibration from buffer readings; stored per probe in the user's store (not the repo)."""
+    import time as _time
+    from agentchemist.hardware.instruments import electrode
+    points = []
+    if args.port:
+        points = _ph_measure(args, console)
+    for text in args.point or []:
+        try:
+            buffer, value, temperature = (float(x) for x in text.split(":"))
+        except ValueError:
+            raise ValueError(f"--point {text!r}: expected BUFFER:VALUE:TEMPERATURE, e.g. 7.00:-3.1:24.5") from None
+        mv = value if args.unit == "mV" else electrode.mv_from_ideal_ph(value, temperature)
+        points.append(electrode.BufferPoint(buffer, mv, temperature))
+    acceptance = electrode.Acceptance(offset_max_mv=args.offset_max_mv, slope_low_pct=args.slope_low_pct,
+                                      slope_high_pct=args.slope_high_pct)
+    try:
+        cal = electrode.calibrate(args.probe, points, now=_time.time(), acceptance=acceptance)
+    except electrode.CalibrationError as exc:
+        console.print(f"[red]refused:[/red] {escape(str(exc))}")
+        return 1
+    store = electrode.CalibrationStore(args.file)
+    store.save(cal)
+    console.print(f"probe {cal.probe}: slope {cal.slope_pct:.1f} % of Nernst, offset {cal.offset_mv:+.1f} mV "
+                  f"({len(points)} buffers at {cal.temperature_c:.1f} degC) -> {store.path}")
+    return 0
+
+
+def _ph_measure(args, console: Console) -> list:
+    """The buffers measured at the meter over its serial line (agentchemist.hardware.instruments.procedure)."""
+    import time as _time
+    from agentchemist.hardware.instruments.link import InstrumentLink
+    from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
+    from agentchemist.hardware.instruments.port import SerialLine
+    from agentchemist.hardware.instruments.procedure import measure_buffers
+    if args.dialect not in PH_DIALECTS:
+        raise ValueError(f"--dialect {args.dialect!r}: one of {sorted(PH_DIALECTS)}")
+    line = SerialLine(InstrumentLink(PH_DIALECTS[args.dialect](), name="ph-calibrate", poll_period_s=0.5), args.port)
+
+    def prompt(buffer):
+        console.print(f"Rinse the electrode, put it in the [bold]pH {buffer:.2f}[/bold] buffer and stir; "
+                      "press Enter when it is in")
+        try:
+            input()
+        except (EOFError, KeyboardInterrupt):
+            raise ValueError("calibration cancelled: no answer at the prompt (nothing stored)") from None
+        console.print("waiting for a stable reading ...")
+    line.service(_time.monotonic())
+    if line.port is None:
+        raise ValueError(f"cannot open the meter's serial port {args.port} (nothing stored)")
+    try:
+        return measure_buffers(line, args.buffers, prompt, _time.monotonic, _time.sleep)
+    finally:
+        line.close()
+
+
+def _doctor(doctor_args: list[str], console: Console) -> int:
+    """Readiness check. With the ROS 2 environment: every check (agentchemist_ros.tools.doctor); without it,
+    the checks that need no graph (CAN, calibrations), and the topics are reported as not checked."""
+    import importlib.util
+    if importlib.util.find_spec("agentchemist_ros") is not None:
+        return _hand_over("agentchemist_ros.tools.doctor", doctor_args, console)
+    import time as _time
+    from agentchemist.hardware import readiness
+    from agentchemist.hardware.instruments.electrode import CalibrationStore
+    profile = readiness.load_profile(doctor_args[doctor_args.index("--profile") + 1]
+                                     if "--profile" in doctor_args[:-1] else "robot")
+    checks = readiness.can_checks(readiness.read_can_links(profile.can_interfaces),
+                                   dict(zip(profile.can_interfaces, profile.can_bitrates)))
+    checks += readiness.calibration_checks(profile.probes, CalibrationStore(), _time.time(), profile.acceptance)
+    checks += [readiness.Check("topics", t.topic, readiness.SKIP, "not checked: no ROS 2 environment")
+               for t in profile.topics]
+    readiness.render(checks, console, title=f"agentchemist doctor ({profile.name}, no ROS)")
+    return readiness.exit_code(checks)
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
         return _hand_over("agentchemist_ros.tools.bag_cli", raw[1:], Console())
     if raw[:1] == ["scenario"]:
         return _scenario(raw[1:], Console())
+    if raw[:1] == ["doctor"]:
+        return _doctor(raw[1:], Console())
     parser = argparse.ArgumentParser(
         prog="agentchemist", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="AgentChemist ROS: plan chemistry instructions, run them through the node graph in the lab "
@@ -199,9 +277,27 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("scenario", help="run and score scenario files (agentchemist scenario run -h)",
                        add_help=False)
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
+    k = sub.add_parser("ph-calibrate", help="pH electrode calibration from 2 or 3 buffers (4.01 / 7.00 / 10.01)")
+    k.add_argument("probe", help="electrode id (the ph_meter node's probe_id)")
+    k.add_argument("--point", action="append",
+                   help="BUFFER:VALUE:TEMPERATURE, the stable reading in a buffer (repeat: 2 or 3 buffers)")
+    k.add_argument("--port", help="measure at the meter instead: its serial device (asks for each buffer)")
+    k.add_argument("--dialect", default="tps_continuous", help="the meter's protocol with --port")
+    k.add_argument("--buffers", type=float, nargs="+", default=[4.01, 7.00, 10.01], help="buffers with --port")
+    k.add_argument("--unit", choices=["mV", "pH"], default="mV",
+                   help="VALUE is the electrode's mV, or the pH an uncalibrated meter shows (ideal electrode)")
+    k.add_argument("--file", help="calibration store (default $AGENTCHEMIST_CALIBRATION_FILE or "
+                                  "~/.local/state/agentchemist/electrodes.json)")
+    k.add_argument("--slope-low-pct", type=float, default=95.0)
+    k.add_argument("--slope-high-pct", type=float, default=105.0)
+    k.add_argument("--offset-max-mv", type=float, default=30.0)
+    d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks "
+                                      "(agentchemist doctor -h)", add_help=False)
+    d.add_argument("doctor_args", nargs=argparse.REMAINDER, help="[--profile robot|twin] [--seconds S] [--strict]")
     args = parser.parse_args(argv)
     console = Console(soft_wrap=True)  # paths and messages are never broken across lines (piped or not)
-    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}
+    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run,
+                "ph-calibrate": _ph_calibrate}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:

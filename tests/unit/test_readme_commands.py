@@ -25,6 +25,10 @@ NOT_HERE = [
     (r"^agentchemist scenario run\b", "the whole graph for minutes per run (tests/graph/test_scenario_runner.py)"),
     (r"^agentchemist report runs/<experiment_id>", "needs a stored run (tests/unit/test_report_newcomer.py)"),
     (r"^agentchemist bag (record|info|play)\b", "needs a running graph or the bag it records (tests/graph, tests/replay)"),
+    (r"^agentchemist ph-calibrate ", "writes the user's electrode store (tests/unit/test_electrode_calibration.py "
+                                     "and the pty procedure in tests/unit/test_serial_instruments.py run its code)"),
+    (r"^agentchemist doctor\b", "listens to a graph and exits 1 without a robot (tests/graph/test_doctor.py runs it)"),
+    (r"^ros2 run |^-p \"cameras:=", "a node in its own process with MuJoCo rendering (continued on the next line)"),
 ]
 # Commands run here, as written (in the test's environment: scripts/env.sh is already in effect).
 RUN_HERE = [r"^\. scripts/env\.sh$", r"^agentchemist plan ", r"^agentchemist calibrate --twin$", r"^agentchemist --help$"]

@@ -325,7 +325,8 @@ def all_declared_parameters() -> dict[str, dict]:
 
 def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
     declared = all_declared_parameters()
-    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver", "status_overlay"}
+    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver", "status_overlay",
+                                      "ph_meter", "balance"}
     assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
 
 
@@ -598,8 +599,8 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
     ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
             and n.fields["executable"] not in PENDING_EXECUTABLES}
     # status_overlay: the rviz text overlay, started with rviz:=true only (checked below).
-    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS | {"left_piper_driver",
-                                                                                  "right_piper_driver"},
+    expected = {"twin.launch.py": AGENTS | {"lab_sim", "ph_meter", "balance"},
+                "robot.launch.py": AGENTS | {"left_piper_driver", "right_piper_driver", "ph_meter", "balance"},
                 "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename] | {"status_overlay"}
     assert set(ours) == expected
     agents_sim_time = filename != "robot.launch.py"
@@ -650,6 +651,54 @@ def test_robot_launch_starts_the_control_stack(launch_api):
         "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "true",
         "with_audio_capture": "false"}
     assert Path(args["controllers_file"].fields["default_value"]) == CONTROLLERS_FILE
+
+
+def test_robot_launch_starts_instruments_cameras_microphones_and_base(launch_api):
+    """The issue-18 drivers: serial instruments on by default with the ports and dialects of the arguments;
+    three cameras per vendor driver on DESIGN.md's topic names with aligned depth and the intrinsics in
+    config/cameras; both contact microphones; the base behind an argument that defaults to false."""
+    summary = run_launch_file("robot.launch.py")
+    args, nodes = summary["args"], summary["nodes"]
+
+    def guards(guard):
+        out = []
+        for c in guard:
+            pred = c.fields["predicate_expression"]
+            out.append(pred.fields.get("variable_name") if type(pred).__name__ == "LaunchConfiguration"
+                       else "".join(p if isinstance(p, str) else "<" + p.fields["variable_name"] + ">"
+                                    for p in pred.fields["expression"]))
+        return out
+    by_exe = {}
+    for node, guard in nodes:
+        by_exe.setdefault(node.fields["executable"], []).append((node.fields, guards(guard)))
+    (ph, ph_guard), = by_exe["ph_meter"]
+    (bal, bal_guard), = by_exe["balance"]
+    assert ph_guard == ["with_instruments"] == bal_guard and args["with_instruments"].fields["default_value"] == "true"
+    assert ph["parameters"][1]["port"].fields["variable_name"] == "ph_port"
+    assert ph["parameters"][1]["dialect"].fields["variable_name"] == "ph_dialect"
+    assert set(args["ph_dialect"].fields["choices"]) == {"tps_continuous", "hanna_ras"}
+    assert set(args["balance_dialect"].fields["choices"]) == {"mt_sics", "sartorius_sbi"}
+    for exe, driver in (("orbbec_camera_node", "orbbec"), ("realsense2_camera_node", "realsense")):
+        cams = by_exe[exe]
+        assert sorted(f["name"] for f, _ in cams) == ["front", "left_wrist", "right_wrist"]
+        for fields, guard in cams:
+            assert fields["namespace"] == "camera"        # -> /camera/<name>/color/image_raw (DESIGN.md)
+            assert guard == [f"'<camera_driver>' == '{driver}'"]
+            params = fields["parameters"][0]
+            assert params.get("depth_registration", params.get("align_depth.enable")) is True
+            wrist = fields["name"] != "front"
+            assert ("color.image_raw.compressed.jpeg_quality" in params) is wrist
+    for fields, _ in by_exe["orbbec_camera_node"]:
+        url = fields["parameters"][0]["color_info_url"]
+        assert url.startswith("file://") and Path(url[len("file://"):]).exists()
+        assert yaml.safe_load(Path(url[len("file://"):]).read_text())["image_width"] == 640
+    mics = by_exe["audio_capture"]
+    assert sorted(f["name"] for f, _ in mics) == ["left_audio_capture", "right_audio_capture"]
+    assert all(g == ["with_audio_capture"] for _, g in mics)
+    (supervisor, _), = by_exe["audio_supervisor"]
+    assert supervisor["parameters"][1]["sides"] == ["left", "right"]
+    (base, base_guard), = by_exe["tracer_base_node"]
+    assert base_guard == ["with_base"] and args["with_base"].fields["default_value"] == "false"
 
 
 def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):

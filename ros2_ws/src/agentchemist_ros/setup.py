@@ -36,6 +36,8 @@ NODES = {
     "wav_source": "wav_source_node",
     "audio_capture": "audio_capture_node",
     "piper_driver": "piper_driver_node",
+    "ph_meter": "ph_meter_node",
+    "balance": "balance_node",
     "status_overlay": "status_overlay_node",
 }
 

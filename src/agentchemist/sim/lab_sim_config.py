@@ -27,6 +27,17 @@ class LabSimConfig:
     publish_only_with_subscribers: bool = param(True, description="Skip rendering audio/camera streams (and "
                                                                   "markers) that have no subscriber")
     cameras: tuple = param(("front",), choices=CAMERA_NAMES, description="Cameras to render")
+    # instruments:=serial (docs/robot.md): the pH meter and balance answer on pseudo-terminals in
+    # instrument_dir, and the ph_meter / balance driver nodes publish their readings instead of lab_sim.
+    instruments: str = param("topics", choices=("topics", "serial"),
+                             description="topics: lab_sim publishes the pH and balance readings; serial: "
+                                         "simulated instruments on ptys, read by the driver nodes")
+    instrument_dir: str = param("/tmp/agentchemist_instruments",
+                                description="Folder of the ptys' links (ph_meter, balance) with instruments serial")
+    ph_dialect: str = param("tps_continuous", choices=("tps_continuous", "hanna_ras"),
+                            description="Dialect of the simulated pH meter (instruments serial)")
+    balance_dialect: str = param("mt_sics", choices=("mt_sics", "sartorius_sbi"),
+                                 description="Dialect of the simulated balance (instruments serial)")
     ground_truth_period: float = param(1.0, unit="sim s", low=0.05, high=60.0,
                                        description="Time between ground-truth messages")
     start_time: float = param(1.0, unit="sim s", low=0.0, high=1e9, description="Sim time of the first tick")
@@ -61,6 +72,18 @@ class LabSimConfig:
     def pace(self, scenario_rtf: float) -> float:
         """Sim seconds per wall second: this config's factor, else the scenario's, capped."""
         return min(self.real_time_factor or scenario_rtf, self.max_real_time_factor)
+
+    def serial_bench(self, context, twin, streams):
+        """instruments serial: the twin's pH meter and balance on ptys (sim/serial_instruments.SerialBench),
+        fed by `twin` when `streams` says a reading is due, closed when `context` (the node's rclpy context)
+        shuts down. With instruments topics: a stand-in that does nothing and is false."""
+        from agentchemist.sim.serial_instruments import NO_SERIAL_BENCH, SerialBench
+        if self.instruments != "serial":
+            return NO_SERIAL_BENCH
+        bench = SerialBench(self.instrument_dir, ph_dialect=self.ph_dialect, balance_dialect=self.balance_dialect,
+                            twin=twin, streams=streams)
+        context.on_shutdown(bench.close)
+        return bench
 
     def camera_period(self, scenario_rate_hz: float) -> float:
         return 1.0 / (self.camera_rate_hz or scenario_rate_hz)

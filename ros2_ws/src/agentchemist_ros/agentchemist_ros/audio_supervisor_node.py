@@ -40,6 +40,7 @@ class AudioSupervisorNode(GuardedNode):
         super().__init__("audio_supervisor", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.sides = list(declare(self, "sides", ["right"], "Gripper microphones to listen to (left, right)"))
+        self.pouring = False    # the dispenser pours solid (DispenserState mode solid_pour, active)
         _k, drop_ml, _residual, drop_sd, _source = declare_calibration(self)
         self.sample_rate = declare(self, "sample_rate", 48000, "Expected sample rate (Hz)", low=8000, high=192000)
         self.detectors = {s: StreamingDetector(DetectorConfig(sample_rate=self.sample_rate)) for s in self.sides}
@@ -87,6 +88,8 @@ class AudioSupervisorNode(GuardedNode):
         """Drops are expected while the dispenser squeezes (MOTION), about one per its drop interval; not
         while it waits for the pH to settle (WAIT), retracts (RESET) or pours solid."""
         squeezing = msg.active and msg.state == "MOTION" and msg.mode in ("drops", "calibration")
+        # A solid pour is a broadband sound on the pouring gripper's microphone (left, with both listened to).
+        self.pouring = msg.active and msg.mode == "solid_pour"
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id
             if msg.experiment_id and msg.experiment_id != self.context_experiment:
@@ -127,7 +130,11 @@ class AudioSupervisorNode(GuardedNode):
             self.publish_event(side, event)
 
     def on_noise(self, side, change, episode):
-        if change == "start":
+        if change == "start" and self.pouring:
+            self.report("audio_noise", "info", f"broadband noise on the {side} contact microphone from "
+                        f"{episode.start:.2f} s during the solid pour: the pour itself; the audio channel is gated",
+                        response="none", stamp=episode.start)
+        elif change == "start":
             self.report("audio_noise", "warn",
                         f"broadband noise on the {side} contact microphone from {episode.start:.2f} s "
                         f"({episode.level_db:.0f} dB over the floor, spectral flatness {episode.flatness:.2f}): "

@@ -108,7 +108,8 @@ class LabSimNode(GuardedNode):
             m.node, to_sec(m.stamp), time.monotonic()), 50)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
-        self.create_service(Trigger, topics.BALANCE_TARE, self.on_tare)
+        self.serial = cfg.serial_bench(self.context, self.twin, self.streams)  # instruments serial: docs/robot.md
+        self.create_service(Trigger, "/lab_sim/tare" if self.serial else topics.BALANCE_TARE, self.on_tare)
         self.wall_started = time.monotonic()
         self.sim_started = self.t
         self.timer = self.create_timer(cfg.clock_period / self.rtf, self.tick)
@@ -190,7 +191,7 @@ class LabSimNode(GuardedNode):
         if cfg.publish_clock:
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
         # Effects of the arms' motions: the pipette's draw, then the bench (see the module docstring).
-        for level, message in self.draw.tick(self.t) + self.bench.tick(self.t):
+        for level, message in self.draw.tick(self.t) + self.bench.tick(self.t) + self.serial.tick(self.t):
             getattr(self.get_logger(), level)(message)
         if self.marker_pub is not None:
             wall = time.monotonic()

@@ -137,7 +137,7 @@ class VisionSupervisorNode(GuardedNode):
             if not self.abort(f"{msg.source} reported {msg.kind}: {msg.description}", msg.kind, self.experiment_id):
                 self.get_logger().warn(f"{msg.source} reported {msg.kind} with no experiment running: "
                                        f"{msg.description}")
-        elif msg.kind == "audio_noise":
+        elif msg.kind == "audio_noise" and (msg.resolved or msg.severity != "info"):  # info: a pour, no pause
             self.event(Executor.on_audio_noise, msg.resolved, to_sec(msg.stamp))
 
     def on_recorder(self, msg):

@@ -13,9 +13,11 @@ from rclpy.time_source import TimeSource
 
 from agentchemist_ros.action_policy_node import ActionPolicyNode
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode
+from agentchemist_ros.balance_node import BalanceNode
 from agentchemist_ros.common.runner import make_executor
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode
 from agentchemist_ros.lab_sim_node import LabSimNode
+from agentchemist_ros.ph_meter_node import PhMeterNode
 from agentchemist_ros.planner_node import PlannerNode
 from agentchemist_ros.recorder_node import RecorderNode
 from agentchemist_ros.summarizer_node import SummarizerNode
@@ -45,6 +47,14 @@ class Graph:
         if with_twin:
             self.nodes["lab_sim"] = LabSimNode(parameter_overrides=_params(
                 {"scenario": str(scenario), "real_time_factor": float(real_time_factor), **overrides.get("lab_sim", {})}))
+        sim = overrides.get("lab_sim", {})
+        if with_twin and sim.get("instruments") == "serial":
+            # The twin's instruments on ptys: the drivers publish pH, mass and serve the tare (docs/robot.md).
+            folder = Path(sim.get("instrument_dir", "/tmp/agentchemist_instruments"))
+            self.nodes["ph_meter"] = PhMeterNode(parameter_overrides=_params(
+                {"port": str(folder / "ph_meter"), "require_calibration": False, **overrides.get("ph_meter", {})}))
+            self.nodes["balance"] = BalanceNode(parameter_overrides=_params(
+                {"port": str(folder / "balance"), "poll_period_s": 0.05, **overrides.get("balance", {})}))
         for name, cls in AGENTS.items():
             if name in without:
                 continue

@@ -1,0 +1,78 @@
+"""`agentchemist doctor` against a real twin graph: the lab_sim node publishes on /clock; the doctor's
+probe listens, finds the twin's streams alive, reports the topic the twin does not publish (a driver's
+stability flag) as missing and a stale electrode calibration as failed, and exits 1."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from agentchemist.hardware import readiness  # noqa: E402
+from agentchemist.hardware.instruments.electrode import (BufferPoint, CalibrationStore, buffer_ph,  # noqa: E402
+                                                         calibrate, mv_from_ideal_ph)
+from agentchemist_ros.common.runner import make_executor  # noqa: E402
+from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
+from agentchemist_ros.tools.doctor import observe  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+
+SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
+
+
+def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_path):
+    store = CalibrationStore(tmp_path / "cal.json")
+    store.save(calibrate("ph_probe_1", [BufferPoint(n, mv_from_ideal_ph(buffer_ph(n, 25.0), 25.0), 25.0)
+                                        for n in (4.01, 7.00)], now=time.time() - 40 * 3600))
+    twin = readiness.load_profile("twin")
+    profile = readiness.Profile(
+        name="test", topics=twin.topics + (readiness.TopicExpectation("/lab/ph_meter/stable", "std_msgs/msg/Bool",
+                                                                      0.2),),
+        probes=("ph_probe_1",), max_skew_s=twin.max_skew_s, sim_time=True)
+    rclpy.init()
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
+                                          Parameter("real_time_factor", value=5.0)])
+    # A pH meter driver whose serial port is not there: its /diagnostics ERROR must reach the table.
+    from agentchemist_ros.ph_meter_node import PhMeterNode
+    meter = PhMeterNode(parameter_overrides=[Parameter("port", value=str(tmp_path / "no_such_tty")),
+                                             Parameter("calibration_file", value=str(tmp_path / "cal.json"))])
+    executor = make_executor(threads=4, default="multi")
+    executor.add_node(sim)
+    executor.add_node(meter)
+    import threading
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)],
+                               daemon=True)
+    spinner.start()
+    try:
+        checks = observe(profile, seconds=4.0, executor=executor)
+    finally:
+        stop.set()
+        spinner.join(timeout=10)
+        executor.shutdown(timeout_sec=2.0)
+        sim.destroy_node()
+        meter.destroy_node()
+        rclpy.try_shutdown()
+    checks += readiness.calibration_checks(profile.probes, store, time.time(), profile.acceptance)
+    got = {c.name: c for c in checks}
+    assert got["/lab/ph_meter/stable"].status == readiness.FAIL and "missing" in got["/lab/ph_meter/stable"].detail
+    assert got["ph_probe_1"].status == readiness.FAIL and "h old" in got["ph_probe_1"].detail
+    for topic in ("/lab/ph_meter/reading", "/joint_states"):
+        assert got[topic].status == readiness.OK, got[topic]
+    # This titration bench has no balance: the twin publishes no mass, and the doctor says so.
+    assert got["/lab/balance/reading"].status == readiness.FAIL
+    assert got["/clock"].status == readiness.OK
+    assert got["ph_meter: serial instrument"].status == readiness.FAIL
+    assert got["ph_meter: serial instrument"].detail == "port closed"
+    assert readiness.exit_code(checks) == 1
+
+
+def test_doctor_cli_exits_1_and_names_what_failed(tmp_path):
+    """The command a person runs: no graph here, so the twin profile's topics are missing; exit code 1."""
+    out = subprocess.run([sys.executable, "-m", "agentchemist.cli", "doctor", "--profile", "twin", "--seconds", "1",
+                          "--calibration-file", str(tmp_path / "none.json")],
+                         capture_output=True, text=True, timeout=120, env=None)
+    assert out.returncode == 1, out.stderr
+    assert "missing" in out.stdout and "/lab/ph_meter/reading" in out.stdout and "not ready" in out.stdout
