@@ -164,3 +164,47 @@ def record_twin_demos(root: str | Path, episodes_per_subtask: int, seed: int = 0
                 raise RuntimeError(f"the scripted expert did not complete {subtask} (episode {n})")
             writer.add_episode(frames, instruction_text(subtask))
     return writer.finalize()
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+#: Where each coarse subtask must leave the right arm (named pose) and gripper (opening, mm).
+GOALS = {"grasp_pipette": ("pipette", "grasp_mm"), "position_over_beaker": ("over_beaker", "grasp_mm"),
+         "return_pipette": ("home", "open_mm")}
+
+
+def subtask_succeeded(expert: TwinExpert, subtask: str, tolerance_rad: float = 0.08,
+                      gripper_tolerance_m: float = 0.004) -> bool:
+    """The twin's measured right arm and gripper are where the subtask must leave them."""
+    pose, grip = GOALS[subtask]
+    arm = np.asarray(expert.twin.arms["right"].position)
+    goal = np.asarray(expert.poses.pose("right", pose))
+    opening = expert.twin.grippers["right"].position_m
+    return bool(np.abs(arm - goal).max() <= tolerance_rad
+                and abs(opening - expert.poses.gripper_mm[grip] / 1000.0) <= gripper_tolerance_m)
+
+
+def run_policy_in_twin(episode, expert: TwinExpert, on_command=None) -> dict:
+    """Drive the twin with a VLA episode (agentchemist.policy.vla.serve.VLAEpisode) at the control rate
+    until it completes or aborts; returns its report (with "error" on an abort)."""
+    from agentchemist.policy.vla.serve import Observation, PolicyAbort
+
+    history: list[np.ndarray] = []
+    while True:
+        frame = expert.observe()
+        history.append(frame["observation.audio"])
+        now = expert.t
+        obs = Observation(front=frame[IMAGE_KEYS[0]], wrists=[frame[IMAGE_KEYS[1]], frame[IMAGE_KEYS[2]]],
+                          audio=np.concatenate(history[-20:]), audio_rate=expert.samples * expert.fps,
+                          state=frame["observation.state"], stamps={})
+        try:
+            command = episode.step(obs, now)
+        except PolicyAbort as exc:
+            return {**episode.report(now, False), "error": str(exc)}
+        if on_command is not None:
+            on_command(command)
+        for i, side in enumerate(SIDES):
+            expert.arm_cmd[side] = list(command[7 * i:7 * i + 6])
+            expert.grip_cmd[side] = float(command[7 * i + 6])
+        expert.tick(None)
+        if episode.done:
+            return episode.report(expert.t, True)

@@ -72,9 +72,12 @@ class VLAConfig:
     vit_pretrained: str = ""
     clap_pretrained: str = ""
     tokenizer_dir: str = ""
+    #: The instructions (subtask texts) the policy was trained on; serving refuses others. Set by training.
+    tasks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.embodiments = tuple(self.embodiments)
+        self.tasks = tuple(self.tasks)
         self.validate()
 
     def validate(self) -> None:
@@ -108,6 +111,7 @@ class VLAConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["embodiments"] = list(self.embodiments)
+        d["tasks"] = list(self.tasks)
         return d
 
     def save(self, directory: str | Path) -> Path:

@@ -79,8 +79,11 @@ def train(dataset_dir: str | Path, out_dir: str | Path, config: VLAConfig | str 
         state = torch.load(last / "training_state.pt", weights_only=True)
     else:
         config = preset(config) if isinstance(config, str) else config
-        model, state = VLAPolicy(config), None
+        model, state = None, None
     ds = Dataset(dataset_dir)
+    if model is None:
+        config.tasks = tuple(sorted(set(config.tasks) | set(ds.tasks.values())))
+        model = VLAPolicy(config)
     if state is None:
         model.set_stats(ds.stats)
     processor = VLAProcessor(config)
