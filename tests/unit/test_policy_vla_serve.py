@@ -62,12 +62,12 @@ def test_missing_and_stale_observations_abort(checkpoint):
 
 def test_garbage_model_output_aborts(checkpoint, monkeypatch):
     r = runner(checkpoint)
-    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None: torch.full((1, 10, 14), float("nan")))
+    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None, noise=None: torch.full((1, 10, 14), float("nan")))
     with pytest.raises(PolicyAbort, match="not finite"):
         r.episode("grasp pipette", 0.0).step(obs(), 0.0)
     far = torch.tensor(HOME, dtype=torch.float32).repeat(1, 10, 1)
     far[0, 3, 1] = 4.0  # joint2 limit is 3.14
-    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None: far)
+    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None, noise=None: far)
     with pytest.raises(PolicyAbort, match="left_joint2 = 4.000"):
         r.episode("grasp pipette", 0.0).step(obs(), 0.0)
 
@@ -80,7 +80,7 @@ def test_commands_are_clamped_ensembled_and_settle(checkpoint, monkeypatch):
     target[7] = 1.0                      # right joint1: 1 rad away, must be rate-limited to 0.3 rad per tick
     target[13] = 0.0705                  # right gripper: slightly beyond its 0.07 m limit, within the margin
     monkeypatch.setattr(r.model, "sample_actions",
-                        lambda b, steps=None: torch.tensor(target, dtype=torch.float32).repeat(1, 10, 1))
+                        lambda b, steps=None, noise=None: torch.tensor(target, dtype=torch.float32).repeat(1, 10, 1))
     ep = r.episode("grasp pipette", 0.0)
     state, prev, t = HOME.copy(), HOME.copy(), 0.0
     commands = []

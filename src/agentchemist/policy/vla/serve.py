@@ -28,6 +28,7 @@ from agentchemist.policy.vla.processor_vla import ObservationError, VLAProcessor
 
 LOWER = np.array([*(lo for lo, _ in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[0]] * 2)
 UPPER = np.array([*(hi for _, hi in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[1]] * 2)
+GRIPPERS = np.array([False] * 6 + [True] + [False] * 6 + [True])
 #: Fallback joint speed limits (the checked-in URDF's: 3 rad/s arm joints, 0.05 m/s gripper opening).
 DEFAULT_VMAX = ([3.0] * 6 + [0.05]) * 2
 
@@ -53,13 +54,17 @@ class VLAServeConfig:
                                   description="Abort a subtask the policy has not completed in this long")
     settle_s: float = param(0.5, unit="s", low=0.0, high=10.0,
                             description="Done when the command moved less than settle_rad for this long")
-    settle_rad: float = param(0.004, unit="rad", low=0.0, high=0.5,
-                              description="Command change per tick below which the policy has settled")
+    settle_rad: float = param(0.02, unit="rad", low=0.0, high=0.5,
+                              description="Settled: every command of the last settle_s within this of the latest")
+    settle_m: float = param(0.001, unit="m", low=0.0, high=0.07,
+                            description="The same as settle_rad for the gripper openings")
     reached_rad: float = param(0.05, unit="rad", low=0.0, high=0.5,
                                description="Measured joints this close to the settled command: done")
     observation_max_age_s: float = param(2.0, unit="s", low=0.0, high=60.0,
                                          description="Older observations are missing (the subtask aborts)")
-    output_margin: float = param(0.3, low=0.0, high=3.0, description="A model output beyond a joint limit by "
+    deterministic: bool = param(True, description="Start the sampler from zero noise (the flow's mode) instead "
+                                "of random noise: the same observation gives the same chunk")
+    output_margin: float = param(0.5, low=0.0, high=3.0, description="A model output beyond a joint limit by "
                                  "more than this (rad, or m for a gripper) is garbage: the subtask aborts")
 
 
@@ -118,7 +123,7 @@ class VLAEpisode:
         self.tick = 0
         self.chunks: list[tuple[int, np.ndarray]] = []
         self.command: np.ndarray | None = None
-        self.still_since: float | None = None
+        self.recent: list[tuple[float, np.ndarray]] = []
         self.queries = 0
         self.max_clamp = 0.0
         self.done = False
@@ -160,7 +165,10 @@ class VLAEpisode:
             batch = self._inputs(obs, now)
             try:
                 with torch.inference_mode():
-                    chunk = self.r.model.sample_actions(batch, steps=self.r.cfg.ode_steps or None)[0].numpy()
+                    noise = torch.zeros(1, self.r.config.chunk_size, self.r.config.n_joints) \
+                        if self.r.cfg.deterministic else None
+                    chunk = self.r.model.sample_actions(batch, steps=self.r.cfg.ode_steps or None,
+                                                        noise=noise)[0].numpy()
             except VLAInputError as exc:
                 raise PolicyAbort(f"bad observation: {exc}") from None
             self._check_chunk(chunk)
@@ -177,15 +185,16 @@ class VLAEpisode:
             step = self.r.vmax * self.r.dt
             clamped = prev + np.clip(clamped - prev, -step, step)
         self.max_clamp = max(self.max_clamp, float(np.abs(clamped - target).max()))
-        moved = np.inf if self.command is None else float(np.abs(clamped - self.command).max())
         self.command = clamped
         self.tick += 1
-        if moved < self.r.cfg.settle_rad:
-            self.still_since = now if self.still_since is None else self.still_since
-        else:
-            self.still_since = None
-        if (self.still_since is not None and now - self.still_since >= self.r.cfg.settle_s and state is not None
-                and float(np.abs(state - clamped).max()) <= self.r.cfg.reached_rad):
+        self.recent = [(t, c) for t, c in self.recent if now - t <= self.r.cfg.settle_s + 1e-9] + [(now, clamped)]
+        span = now - self.recent[0][0]
+        cfg = self.r.cfg
+        settle = np.where(GRIPPERS, cfg.settle_m, cfg.settle_rad)
+        reached = np.where(GRIPPERS, 2 * cfg.settle_m, cfg.reached_rad)
+        still = all(np.all(np.abs(c - clamped) <= settle) for _, c in self.recent)
+        if (span >= cfg.settle_s - 1e-9 and still and state is not None
+                and np.all(np.abs(state - clamped) <= reached)):
             self.done = True
         return clamped
 
