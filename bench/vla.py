@@ -75,6 +75,7 @@ def main() -> int:
     ap.add_argument("--train-summary", help="train_summary.json of that checkpoint (N demos, training time)")
     ap.add_argument("--episodes", type=int, default=20, help="randomised episodes per subtask")
     ap.add_argument("--seed", type=int, default=100)
+    ap.add_argument("--no-latency", action="store_true", help="keep the latency numbers already in --out")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "vla.json"))
     args = ap.parse_args()
     from agentchemist.policy.vla.configuration_vla import paper_config, tiny_config
@@ -83,9 +84,14 @@ def main() -> int:
                                        text=True).stdout.strip(),
               "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, no GPU",
               "load_average_before": os.getloadavg(), "threads": 1}
-    result["tiny"] = latency(tiny_config(), args.reps)
-    print(json.dumps(result["tiny"]), flush=True)
-    if args.paper:
+    if args.no_latency and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text())
+        result.update({k: old[k] for k in ("tiny", "paper", "latency_commit", "latency_load") if k in old})
+    else:
+        result["tiny"] = latency(tiny_config(), args.reps)
+        result["latency_commit"], result["latency_load"] = result["commit"], os.getloadavg()
+        print(json.dumps(result["tiny"]), flush=True)
+    if args.paper and not args.no_latency:
         result["paper"] = latency(paper_config(), 3)
         print(json.dumps(result["paper"]), flush=True)
     if args.checkpoint:
