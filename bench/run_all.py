@@ -112,12 +112,35 @@ def table() -> str:
             rows.append((f"bag playback timing, {fmt} reference bag (at the subscriber)",
                          f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
                          f"{100 * r['within_5ms']:.0f} % within 5 ms"))
+    rows += vla_rows(load("vla"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
     lines += scenario_tables()
     lines.append(END)
     return "\n".join(lines)
+
+
+def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
+    """VLA action policy (bench/vla.py): chunk latency on one CPU core, success in the twin."""
+    if not vla:
+        return []
+    rows = []
+    for name in ("tiny", "paper"):
+        r = vla.get(name)
+        if r:
+            rows.append((f"VLA {name} ({r['parameters']['total'] / 1e6:.2f} M params) chunk latency, 1 CPU thread "
+                         f"(goal tiny >= 50 chunks/s)", f"median {1000 * r['median_s_per_chunk']:.1f} ms "
+                         f"({r['chunks_per_s']:.1f} chunks/s), best {1000 * r['min_s']:.1f} ms; load "
+                         f"{vla.get('latency_load', ['?'])[0]:.1f} on 2 cores"))
+    s = vla.get("success")
+    if s:
+        t = s.get("training", {})
+        rows.append(("VLA coarse subtasks in the twin, tiny vs scripted",
+                     ", ".join(f"{k}: {100 * s['vla'][k]:.0f} % vs {100 * s['scripted'][k]:.0f} %" for k in s["vla"])
+                     + f" ({s['episodes_per_subtask']} randomised episodes each; trained on {t.get('episodes', '?')}"
+                     f" demos, {t.get('steps', '?')} steps, {t.get('seconds', '?')} s CPU wall)"))
+    return rows
 
 
 def _f(x, spec):
@@ -189,6 +212,7 @@ def main() -> int:
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
+    ok &= run("vla", ["bench/vla.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

@@ -20,13 +20,24 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def batch_for(config, seed=0):
-    from tests.unit.test_policy_vla_model import make_batch
-    b = make_batch(config, b=1, seed=seed)
-    return {k: v for k, v in b.items() if k not in ("action", "action_is_pad")}
+    """One observation of the config's shapes (random images and audio, a 12-token instruction)."""
+    g = torch.Generator().manual_seed(seed)
+    c = config
+    return {
+        "observation.images.main": torch.randn(1, 3, c.image_size, c.image_size, generator=g),
+        "observation.images.wrist": torch.randn(1, c.n_wrist_views, 3, c.wrist_image_size, c.wrist_image_size,
+                                                generator=g),
+        "observation.wrist_mask": torch.ones(1, c.n_wrist_views, dtype=torch.bool),
+        "observation.audio": torch.rand(1, 1, c.audio_frames, c.n_mels, generator=g),
+        "observation.audio_mask": torch.ones(1, dtype=torch.bool),
+        "observation.state": torch.randn(1, 14, generator=g),
+        "text.input_ids": torch.randint(0, 256, (1, 12), generator=g),
+        "text.attention_mask": torch.ones(1, 12, dtype=torch.long),
+        "embodiment": torch.zeros(1, dtype=torch.long),
+    }
 
 
 def latency(config, reps: int) -> dict:
