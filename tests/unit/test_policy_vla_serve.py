@@ -46,6 +46,7 @@ def test_refusals(checkpoint, tmp_path):
         VLARunner(VLAServeConfig(checkpoint=str(tmp_path)))
     r = runner(checkpoint)
     assert r.instruction("grasp_pipette", {}) == "grasp pipette"
+    assert r.instruction("grasp", {"object": "pipette_1", "side": "right"}) == "grasp pipette"
     with pytest.raises(PolicyRefused, match="not one the VLA policy was trained on"):
         r.instruction("stir_vigorously", {})
 

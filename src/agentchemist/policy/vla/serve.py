@@ -22,6 +22,7 @@ import torch
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
 from agentchemist.params import param
 from agentchemist.paths import config_dir
+from agentchemist.policy.primitives import ALIASES, _grasp_object
 from agentchemist.policy.vla.configuration_vla import VLAConfigError
 from agentchemist.policy.vla.modeling_vla import VLAInputError, VLAPolicy
 from agentchemist.policy.vla.processor_vla import ObservationError, VLAProcessor, instruction_text
@@ -107,7 +108,17 @@ class VLARunner:
         self.tasks = tuple(getattr(self.config, "tasks", ()) or ())
 
     def instruction(self, primitive: str, parameters: dict | None) -> str:
-        text = instruction_text(primitive, parameters)
+        """The plan's primitive as the instruction the policy was trained on: the scripted backend's names
+        (the plan's "grasp" of a pipette is grasp_pipette, "move_to" without an object is
+        position_over_beaker), with the parameters that still say something (not the object or arm)."""
+        p = dict(parameters or {})
+        name = primitive
+        if primitive == "grasp" and p.get("object"):
+            name = _grasp_object(str(p["object"])) or primitive
+        elif not (primitive in ("place", "move_to") and p.get("object")):
+            name = ALIASES.get(primitive, primitive)
+        rest = {k: v for k, v in p.items() if k not in ("object", "side")} if name != primitive else p
+        text = instruction_text(name, rest)
         if self.tasks and text not in self.tasks:
             raise PolicyRefused(f"subtask '{text}' is not one the VLA policy was trained on "
                                 f"(known: {', '.join(self.tasks)})")
