@@ -129,17 +129,20 @@ def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
     for name in ("tiny", "paper"):
         r = vla.get(name)
         if r:
-            rows.append((f"VLA {name} ({r['parameters']['total'] / 1e6:.2f} M params) chunk latency, 1 CPU thread "
-                         f"(goal tiny >= 50 chunks/s)", f"median {1000 * r['median_s_per_chunk']:.1f} ms "
-                         f"({r['chunks_per_s']:.1f} chunks/s), best {1000 * r['min_s']:.1f} ms; load "
-                         f"{vla.get('latency_load', ['?'])[0]:.1f} on 2 cores"))
+            med, best = r["median_s_per_chunk"], r["min_s"]
+            unit, k = ("ms", 1000) if med < 1 else ("s", 1)
+            load = r.get("load_average") or vla.get("latency_load") or [float("nan")]
+            rows.append((f"VLA {name} ({r['parameters']['total'] / 1e6:.2f} M params) per action chunk, 1 CPU thread, "
+                         f"{r['ode_steps']} Euler steps" + (" (goal >= 50 chunks/s)" if name == "tiny" else ""),
+                         f"median {k * med:.1f} {unit} ({r['chunks_per_s']:.2f} chunks/s), best {k * best:.1f} {unit}; "
+                         f"load average {load[0]:.1f} on 2 shared cores; no GPU"))
     s = vla.get("success")
     if s:
         t = s.get("training", {})
         rows.append(("VLA coarse subtasks in the twin, tiny vs scripted",
                      ", ".join(f"{k}: {100 * s['vla'][k]:.0f} % vs {100 * s['scripted'][k]:.0f} %" for k in s["vla"])
                      + f" ({s['episodes_per_subtask']} randomised episodes each; trained on {t.get('episodes', '?')}"
-                     f" demos, {t.get('steps', '?')} steps, {t.get('seconds', '?')} s CPU wall)"))
+                     f" demos, {t.get('steps', '?')} steps, {t.get('seconds', '?')} s wall on CPU)"))
     return rows
 
 
