@@ -71,6 +71,18 @@ def table() -> str:
             rows.append(("whole graph, HCl/NaOH demo (incl. start-up)",
                          f"{demo['real_time_factor']:.1f}x, {demo['wall_s']:.0f} s wall for {demo['sim_s']:.0f} s sim"))
         s = twin["solver"]
+        physics = load("physics")
+        if physics:
+            r, tk, tm = physics["render"], physics["titration"]["kinematic"], physics["titration"]["mujoco"]
+            rows.append(("MuJoCo: 3 RGB-D cameras 320x240 + physics, one core (goal >= 15 fps each)",
+                         f"{r['fps_each_camera']:.1f} fps each ({r['render_ms_per_frame_set']:.0f} ms render, "
+                         f"{r['physics_ms_per_frame_set']:.1f} ms physics per frame set; {r['gl']})"))
+            rows.append(("titration session in the twin, arm_backend kinematic vs mujoco (same run)",
+                         f"{tk['real_time_factor']:.0f}x vs {tm['real_time_factor']:.1f}x real time "
+                         f"(3 cameras at 2 Hz, {tm['sim_s']:.0f} s sim)"))
+            for run in (physics.get("scenario_once") or {}).get("runs", []):
+                rows.append((f"whole graph once, {run['scenario']}", f"{run['outcome']}, {run['wall_s']:.0f} s wall, "
+                             f"{run['real_time_factor']:.1f}x"))
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
     demo = load("demo")
@@ -112,6 +124,23 @@ def table() -> str:
             rows.append((f"bag playback timing, {fmt} reference bag (at the subscriber)",
                          f"median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
                          f"{100 * r['within_5ms']:.0f} % within 5 ms"))
+    piper = load("piper")
+    if piper:
+        for cond, label in (("quiet", "normal scheduling"), ("cpu_hog", "normal scheduling, CPU hog per core"),
+                            ("quiet_fifo", "SCHED_FIFO loop"), ("cpu_hog_fifo", "SCHED_FIFO loop, CPU hog per core")):
+            r = piper.get(cond)
+            if not r or any("failed" in a for a in r["arms"].values()):
+                continue
+            worst = lambda key, q: max(a[key].get(q, float("nan")) for a in r["arms"].values())  # noqa: E731
+            rows.append((f"Piper loop, 2 arms x 200 Hz, {label} (goal: period jitter p99 <= 1 ms on a quiet core)",
+                         f"jitter p50/p99/max {worst('period_jitter', 'p50_ms'):.2f}/{worst('period_jitter', 'p99_ms'):.1f}/"
+                         f"{worst('period_jitter', 'max_ms'):.0f} ms; command->frame p50/p99 "
+                         f"{worst('command_to_frame', 'p50_ms'):.1f}/{worst('command_to_frame', 'p99_ms'):.0f} ms; "
+                         f"feedback->JointState (DDS) p50/p99 {worst('feedback_to_joint_state', 'p50_ms'):.1f}/"
+                         f"{worst('feedback_to_joint_state', 'p99_ms'):.0f} ms; bus load "
+                         f"{100 * max(a['bus_load'] for a in r['arms'].values()):.0f} % of 1 Mbit/s (nominal "
+                         f"{100 * piper.get('bus_load_nominal', float('nan')):.0f} %); "
+                         f"load average {r['load_1min_before']:.1f} on {piper['machine']['cpus']} cores"))
     rows += vla_rows(load("vla"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
@@ -215,6 +244,8 @@ def main() -> int:
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
+    ok &= run("piper", ["bench/piper.py"])
+    ok &= run("physics", ["bench/physics.py"])
     ok &= run("vla", ["bench/vla.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()

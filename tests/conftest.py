@@ -1,6 +1,9 @@
 """Test-wide setup: an isolated DDS domain per test session, headless plotting, repo paths."""
+import atexit
 import os
 import random
+import shutil
+import tempfile
 import sys
 from pathlib import Path
 
@@ -11,6 +14,10 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid()).randint(1,
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("AGENTCHEMIST_CONFIG_DIR", str(REPO / "config"))
+# Calibrations a test saves go to a private folder, and a developer's own calibration store is not read:
+# every session starts from the shipped config/calibration/pipette.yaml.
+os.environ["AGENTCHEMIST_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="agentchemist-test-calibration-")
+atexit.register(shutil.rmtree, os.environ["AGENTCHEMIST_CALIBRATION_DIR"], True)
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -38,7 +38,8 @@ def _plan(args, console: Console) -> int:
         colour = {"plan": "green", "question": "yellow"}.get(outcome.kind, "red")
         console.print(f"[{colour}]{outcome.kind}[/{colour}]: {escape(outcome.message)}")
         for reason in outcome.reasons:
-            console.print(f"  - {escape(reason)}")
+            if reason.strip() not in outcome.message:  # a one-reason refusal is its message: print it once
+                console.print(f"  - {escape(reason)}")
         if outcome.plan is not None:
             p = outcome.plan
             console.print(f"experiment: {escape(p.parsed_instruction.experiment_name)}")
@@ -56,10 +57,25 @@ def _report(args, console: Console) -> int:
     run_dir = Path(args.run_dir)
     if run_dir.is_file():  # `agentchemist report runs/<id>/records.db`: the folder is meant
         run_dir = run_dir.parent
+    from agentchemist.record.recording import SPILL_NAME, unreplayed_spill
+
+    # Rows the database could not take while the run was recorded wait in a spill file in the run folder;
+    # opening the store replays them when the database takes them now.
+    spills = [run_dir / SPILL_NAME, run_dir / "records.db.spill.jsonl"]
+    before = [unreplayed_spill(p) for p in spills]
     paths = regenerate_report(run_dir, args.store, args.experiment)
+    for had, spill in zip(before, spills):
+        left = unreplayed_spill(spill)
+        if left:
+            console.print(f"[yellow]warning:[/yellow] {left}; the report lacks them until the database "
+                          "takes them (run this command again then)")
+        elif had:
+            console.print(f"{had.split(' ')[0]} records left in {spill.name} by the run are now in the database")
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     for name, path in sorted(paths.charts.items()):
         console.print(f"  chart {name}: {path}")
+    for name, path in sorted(paths.tables.items()):
+        console.print(f"  table {name}: {path}")
     return 0
 
 
@@ -67,6 +83,8 @@ def _export(args, console: Console) -> int:
     from agentchemist.record import export_run, open_store
 
     run_dir = Path(args.run_dir)
+    if not args.store and not (run_dir / "records.db").is_file():  # never create a folder or a database
+        raise ValueError(f"{run_dir}: no records.db here, so there is no run to export")
     store = open_store(args.store or str(run_dir / "records.db"))
     try:
         experiment = args.experiment or store.experiments()[-1]["experiment_id"]
@@ -145,7 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     if raw[:1] == ["policy"]:  # the VLA action policy's own command line (agentchemist/vla_cli.py)
         from agentchemist.vla_cli import main as policy_main
         return policy_main(raw[1:])
-    parser = argparse.ArgumentParser(prog="agentchemist", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agentchemist", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="AgentChemist ROS: plan chemistry instructions, run them through the node graph in the lab "
+                    "twin, and report, calibrate, record and score.\n\n"
+                    + "\n".join(__doc__.splitlines()[2:]).split("`run`, `bag`")[0].rstrip(),
+        epilog="`run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`). "
+               "Each command has its own help: agentchemist COMMAND -h.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
     p.add_argument("instruction")
@@ -168,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--samples", type=int, default=12)
     c.add_argument("--density", type=float, default=1.0, help="liquid density (g/mL)")
     c.add_argument("--pipette", default="rubber_bulb_60ml")
-    c.add_argument("--out", help="output file (default config/calibration/pipette.yaml)")
+    c.add_argument("--out", help="output file (default: the user's calibration store, "
+                   "$AGENTCHEMIST_CALIBRATION_DIR or ~/.local/share/agentchemist/calibration/pipette.yaml; "
+                   "the shipped config/calibration/pipette.yaml is never rewritten unless named here)")
     u = sub.add_parser("run", help="run an instruction through the node graph in the twin")
     u.add_argument("instruction", nargs="?")
     u.add_argument("--scenario")
@@ -178,13 +204,13 @@ def main(argv: list[str] | None = None) -> int:
                        add_help=False)
     s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
     args = parser.parse_args(argv)
-    console = Console()
+    console = Console(soft_wrap=True)  # paths and messages are never broken across lines (piped or not)
     handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:
         # on stderr, like any command line tool: scripts (and the summarizer's report child) read it there
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 
 

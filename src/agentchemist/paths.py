@@ -30,3 +30,18 @@ def default_runs_dir() -> Path:
     if root:
         return Path(root) / "runs"
     return _REPO / "runs" if (_REPO / "config").is_dir() else Path.cwd() / "runs"
+
+
+def urdf_file() -> Path:
+    """The plain robot model (urdf/agentchemist_aloha.urdf, xacro's output): beside config/ in a checkout and
+    in the installed package's share/ alike."""
+    path = config_dir().parent / "urdf" / "agentchemist_aloha.urdf"
+    if not path.is_file():
+        raise FileNotFoundError(f"robot model {path} not found (it sits in urdf/ beside config/)")
+    return path
+
+
+def scene_asset_dir(name: str) -> Path:
+    """A folder for a generated scene's files (tag textures), under the user's cache."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "agentchemist" / "scenes"
+    return base / "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

@@ -1,6 +1,8 @@
 """Two OS processes on python-can's udp_multicast bus (run by test_piper_udp_cross_process.py inside a
 private network namespace): `firmware` runs the simulated Piper, `driver` (the default) starts it as a
-child process, drives it with PiperDriver on the wall clock and prints one JSON line with what it saw."""
+child process, drives it with PiperDriver on the wall clock and prints one JSON line with what it saw.
+`loop` does the same with the driver on its real-time thread (rt_loop.DriverLoop, 200 Hz on the
+monotonic clock), commands handed to it from this main thread as the ROS node does."""
 import json
 import subprocess
 import sys
@@ -38,9 +40,48 @@ def wait(driver, condition, seconds):
     return None
 
 
+def loop_main(out: dict) -> None:
+    from agentchemist.hardware.piper.rt_loop import DriverLoop
+
+    with bus() as b:
+        loop = DriverLoop(PiperDriver(b, DriverConfig(side="left", feedback_timeout_s=0.5)), 200.0)
+        loop.start()
+
+        def until(condition, seconds):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                cycle, _ = loop.latest.get()
+                if cycle is not None and cycle.state is not None and condition(cycle.state):
+                    return cycle.state
+                time.sleep(0.01)
+            return None
+        state = until(lambda s: loop.driver.in_can_mode, 10.0)
+        out["state"] = None if state is None else list(state.positions)
+        if state is not None:
+            loop.command(state.positions[:6], state.positions[6])
+            loop.command(TARGET, 0.01)
+            state = until(lambda s: all(abs(a - b) < 1e-3 for a, b in zip(s.positions, (*TARGET, 0.01))), 10.0)
+            out["reached"] = None if state is None else list(state.positions)
+            out["velocities"] = None if state is None else list(state.velocities)
+        loop.stop()
+        periods = [b - a for a, b in zip(loop.starts, list(loop.starts)[1:])]
+        out.update(events=[e.kind for e in loop.drain_events()], cycles=loop.cycles, missed=loop.missed,
+                   period_max_s=max(periods, default=None), alive_after_stop=loop.alive)
+
+
 def main() -> int:
     if sys.argv[1:2] == ["firmware"]:
         firmware(float(sys.argv[2]))
+        return 0
+    if sys.argv[1:2] == ["loop"]:
+        child = subprocess.Popen([sys.executable, __file__, "firmware", "20"])
+        out = {"state": None, "reached": None}
+        try:
+            loop_main(out)
+        finally:
+            child.terminate()
+            child.wait(timeout=10)
+        print(json.dumps(out))
         return 0
     child = subprocess.Popen([sys.executable, __file__, "firmware", "20"])
     out = {"state": None, "reached": None}

@@ -147,3 +147,65 @@ def test_piper_driver_node_follows_commands_only_when_trustworthy():
             before_marker(states, lambda: None, lambda m: stamp(m) > dead_at, since=seen)
             back = next(i for i in range(first_dead_tick, len(ticks)) if ticks[i] is not None)
             assert back >= first_dead_tick + 20                 # no joint state in any dead cycle
+
+
+def test_piper_driver_node_faults_diagnostics_and_estop_over_ros():
+    """Velocity and effort in joint_states, one DiagnosticStatus per joint on /diagnostics, an over-temperature
+    anomaly with the hold response and its resolution, and the e-stop / resume services end to end."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_srvs.srv import Trigger
+
+    rclpy.init()
+    channel = f"piper-graph-{uuid.uuid4().hex}"
+    with FirmwareThread(channel) as arm:
+        driver = PiperDriverNode(
+            cli_args=["--ros-args", "-r", "__node:=right_piper_driver",
+                      "-r", "joint_states:=/right_piper/joint_states",
+                      "-r", "joint_commands:=/right_piper/joint_commands"],
+            parameter_overrides=[Parameter("side", value="right"), Parameter("can_interface", value=channel),
+                                 Parameter("can_bustype", value="virtual"),
+                                 Parameter("feedback_timeout_s", value=0.25)])
+        probe = Node("piper_probe_faults")
+        states, anomalies, diagnostics = [], [], []
+        probe.create_subscription(JointState, "/right_piper/joint_states", states.append, 10)
+        probe.create_subscription(Anomaly, topics.ANOMALIES, anomalies.append, RELIABLE)
+        probe.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+        estop = probe.create_client(Trigger, "/right_piper_driver/emergency_stop")
+        resume = probe.create_client(Trigger, "/right_piper_driver/resume")
+        with spinning([driver, probe]):
+            wait_for(lambda: states and len(states[-1].velocity) == 7, "joint_states with velocity and effort")
+            s = states[-1]
+            assert len(s.effort) == 7 and s.effort[1] == pytest.approx(0.9 * 1.18125, rel=1e-6)
+            # the first array may predate the first low-speed frames (STALE): wait for one with every driver OK
+            wait_for(lambda: diagnostics and all(st.level == b"\x00" for st in diagnostics[-1].status),
+                     "a DiagnosticArray with every joint driver OK")
+            statuses = diagnostics[-1].status
+            assert [st.hardware_id for st in statuses] == [f"piper_right_joint{j}" for j in range(1, 7)]
+            assert {kv.key for kv in statuses[0].values} >= {"voltage_v", "motor_temp_c", "driver_temp_c"}
+
+            with arm.lock:
+                arm.fw.motor_temp_c[2] = 85
+            wait_for(lambda: any(a.kind == "piper_over_temperature" for a in anomalies), "over-temperature")
+            hot = next(a for a in anomalies if a.kind == "piper_over_temperature")
+            assert hot.severity == "warn" and hot.response == "holding position, motors enabled"
+            assert "joint 3: motor 85 C" in hot.description and not hot.resolved
+            with arm.lock:
+                arm.fw.motor_temp_c[2] = 40
+            wait_for(lambda: any(a.kind == "piper_over_temperature" and a.resolved for a in anomalies),
+                     "the over-temperature resolution")
+            with arm.lock:
+                assert arm.fw.enabled                     # never disabled
+
+            assert estop.wait_for_service(timeout_sec=10)
+            future = estop.call_async(Trigger.Request())
+            wait_for(future.done, "the e-stop service reply")
+            assert future.result().success
+            wait_for(lambda: any(a.kind == "piper_emergency_stop" for a in anomalies), "the e-stop anomaly")
+            assert next(a for a in anomalies if a.kind == "piper_emergency_stop").severity == "halt"
+            wait_for(lambda: arm.fw.arm_status == codec.ARM_EMERGENCY_STOP, "the arm in e-stop")
+            future = resume.call_async(Trigger.Request())
+            wait_for(future.done, "the resume service reply")
+            wait_for(lambda: any(a.kind == "piper_emergency_stop" and a.resolved for a in anomalies),
+                     "the e-stop resolution")
+            wait_for(lambda: arm.fw.arm_status == codec.ARM_NORMAL and arm.fw.ctrl_mode == codec.CTRL_CAN,
+                     "the arm back in CAN mode")

@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -26,6 +27,7 @@ KILL_AFTER = 50  # acknowledged records before the SIGKILL
 
 
 def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
+    experiment = f"crash-{uuid.uuid4().hex[:8]}"  # unique: nothing another test sees can match it
     proc = subprocess.Popen([sys.executable, "-m", "tests.graph.recorder_process", str(tmp_path)], cwd=REPO)
     rclpy.init()
     node = None
@@ -35,12 +37,12 @@ def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
         node.create_subscription(FusedRecord, topics.RECORDS, acks.append, RELIABLE)
         plan_pub = node.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
         reading_pub = node.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
-        plan_pub.publish(ExperimentPlan(stamp=to_msg(1.0), experiment_id="crash-1", plan_json="{}"))
+        plan_pub.publish(ExperimentPlan(stamp=to_msg(1.0), experiment_id=experiment, plan_json="{}"))
         end = time.monotonic() + 60
         # The recorder process is up and has opened the experiment's store (on the latched plan): only
         # then do readings have somewhere to go. Waited for, not slept on: a loaded machine takes longer.
         while (reading_pub.get_subscription_count() == 0 or node.count_publishers(topics.RECORDS) == 0
-               or not (tmp_path / "crash-1" / "records.db").exists()):
+               or not (tmp_path / experiment / "records.db").exists()):
             rclpy.spin_once(node, timeout_sec=0.05)
             assert time.monotonic() < end, "the recorder process did not come up and open its store"
             assert proc.poll() is None, f"the recorder process exited with {proc.returncode}"
@@ -61,7 +63,10 @@ def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
                 killed_after = len(acks)
                 break
         assert killed_after is not None, f"only {len(acks)} acknowledgements for {sent} readings"
-        proc.wait(timeout=10)
+        try:  # SIGKILL cannot be caught; on a loaded machine the reaping may still take a while
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the recorder process (pid {proc.pid}) was still alive 60 s after SIGKILL")
         for _ in range(20):
             rclpy.spin_once(node, timeout_sec=0.01)
     finally:
@@ -72,8 +77,11 @@ def test_sigkill_mid_burst_loses_no_acknowledged_record(tmp_path):
         rclpy.try_shutdown()
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=10)
-    db = tmp_path / "crash-1" / "records.db"
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass  # reported above; never let cleanup raise over the test's own failure
+    db = tmp_path / experiment / "records.db"
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     stored = {seq for (seq,) in con.execute("SELECT seq FROM fused_records")}

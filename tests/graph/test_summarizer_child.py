@@ -47,5 +47,8 @@ def test_a_report_that_cannot_be_written_is_an_anomaly_and_the_node_goes_on(tmp_
         kinds = {(a.experiment_id, a.kind, a.severity) for a in peer.anomalies}
         assert kinds == {("exp-broken", "report_failed", "warn"), ("exp-missing", "report_failed", "warn")}
         why = {a.experiment_id: a.description for a in peer.anomalies}  # the child's own last error line
-        assert "not a database" in why["exp-broken"] and "no experiment" in why["exp-missing"], why
+        assert "not a readable SQLite database" in why["exp-broken"], why
+        # A run folder that does not exist is said so, and never created with an empty database (issue 25).
+        assert "no such run folder" in why["exp-missing"], why
+        assert not (tmp_path / "exp-missing").exists()
         assert summarizer.children == {}  # no report process left behind

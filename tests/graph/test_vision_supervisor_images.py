@@ -65,8 +65,16 @@ def graph(tmp_path_factory):
         yield node, bench, frame
 
 
+def _start(bench):
+    """Each test's times count from after the last frame any test sent (the supervisor drops a frame older
+    than the last it took), so the tests pass in any order (make test-random)."""
+    bench.base = getattr(bench, "last", 0.0) + 10.0
+
+
 def _send(bench, msg, t):
-    msg.header = Header(stamp=to_msg(t), frame_id="front_camera")
+    stamp = getattr(bench, "base", 0.0) + t
+    bench.last = max(getattr(bench, "last", 0.0), stamp)
+    msg.header = Header(stamp=to_msg(stamp), frame_id="front_camera")
     bench.image_pub.publish(msg)
 
 
@@ -87,6 +95,7 @@ def _expect_anomaly(bench, kind, text, send):
 
 def test_good_frames_become_vision_hue_estimates(graph):
     node, bench, frame = graph
+    _start(bench)
     est = _good(bench, frame, 2.0)
     assert est.quantity == "colour_hue" and est.unit == "deg" and est.channel == "vision"
     assert 320.0 < est.value < 335.0 and est.confidence > 0.8  # magenta
@@ -95,6 +104,7 @@ def test_good_frames_become_vision_hue_estimates(graph):
 
 def test_bad_frames_are_anomalies_once_per_episode(graph):
     node, bench, frame = graph
+    _start(bench)
     states_before = len(bench.states)
     weird = images.to_msg(frame, "rgb8")
     weird.encoding = "yuv422"

@@ -36,9 +36,10 @@ from rosgraph_msgs.msg import Clock
 
 from agentchemist.bag import BagReader
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
-from agentchemist_interfaces.msg import AgentMessage, FsmState, QuantityEstimate
+from agentchemist_interfaces.msg import AgentMessage, ExperimentPlan, FsmState, QuantityEstimate, RecorderStatus
 from agentchemist_ros.common import topics
-from agentchemist_ros.common.timeconv import to_sec
+from agentchemist_ros.common.qos import LATCHED
+from agentchemist_ros.common.timeconv import to_msg, to_sec
 
 SUPERVISOR = "vision_supervisor"
 AFTER_S = 1e-6  #: answers go out this long after their live time: after the bag's messages of that time
@@ -112,6 +113,11 @@ class RecordedPeers(Node):
                          handle_accepted_callback=self.park_dispense,
                          cancel_callback=lambda _handle: CancelResponse.ACCEPT)]
         self.create_subscription(Clock, "/clock", self.on_clock, QoSProfile(depth=10))
+        # The recorded run's recorder acknowledged its plan and kept up (its records are in the bag): say so
+        # as it did (agentchemist.fsm.record_watch), at the replayed plan and then every half second.
+        self.experiment_id, self.status_at = "", None
+        self.status_pub = self.create_publisher(RecorderStatus, topics.RECORDER_STATUS, LATCHED)
+        self.create_subscription(ExperimentPlan, topics.PLAN, self.on_plan, LATCHED)
 
     def destroy_node(self):
         for server in self.servers:
@@ -159,9 +165,22 @@ class RecordedPeers(Node):
             handle.succeed()
         return result
 
+    # ------------------------------------------------------------------ recorder
+    def on_plan(self, msg):
+        self.experiment_id = msg.experiment_id
+        self.recorder_status()
+
+    def recorder_status(self):
+        now = self.now or 0.0
+        self.status_at = now
+        self.status_pub.publish(RecorderStatus(stamp=to_msg(now), experiment_id=self.experiment_id, recording=True,
+                                               stored_through=to_msg(now)))
+
     # ------------------------------------------------------------------ clock
     def on_clock(self, msg):
         self.now = to_sec(msg.clock)
+        if self.experiment_id and (self.status_at is None or self.now - self.status_at >= 0.5):
+            self.recorder_status()
         due_now = [(d, h) for d, h in self.policy_goals if d < self.now]
         for item in due_now:
             self.policy_goals.remove(item)

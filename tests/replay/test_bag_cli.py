@@ -96,3 +96,38 @@ def test_record_and_play_across_processes(tmp_path):
         stop.set()
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
+
+
+def test_damage_is_a_nonzero_exit_that_says_how_much_was_kept(tmp_path):
+    """`bag info` reads every chunk (a flipped byte mid-file fails its CRC: exit 3, the intact count said);
+    `bag play` of a bag with nothing readable exits 3 instead of 0 having played nothing."""
+    import zlib
+
+    from tests.replay.bagdata import write_strings
+    from tests.replay.test_bag_damage import CHUNK_DATA, _chunk_offsets
+
+    bag = write_strings(tmp_path / "c", 200, size=20_000, noise=True)
+    assert run(CLI + ["info", str(bag)]).returncode == 0  # intact: verified, exit 0
+    mcap = bag / "c_0.mcap"
+    data = bytearray(mcap.read_bytes())
+    start = _chunk_offsets(data)[1]
+    body, records = start + 9, start + CHUNK_DATA - 4
+    size = int.from_bytes(data[body + 16:body + 24], "little")
+    data[body + 24:body + 28] = zlib.crc32(bytes(data[records:records + size])).to_bytes(4, "little")
+    data[records + size // 2] ^= 0xFF  # mid-file: the summary and footer are intact, the chunk is not
+    mcap.write_bytes(bytes(data))
+    out = run(CLI + ["info", str(bag)])
+    assert out.returncode == 3, out.stdout
+    assert "CRC" in out.stdout and "damaged" in out.stdout and "messages readable" in out.stdout
+    as_json = run(CLI + ["info", "--json", str(bag)])
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 3 and 100 <= report["readable_messages"] < 200 and report["problems"]
+    assert run(CLI + ["info", "--no-verify", str(bag)]).returncode == 0  # the quick look trusts the index
+
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(b"\x89MCAP0\r\n")  # a recording killed right after its first bytes
+    out = run(CLI + ["play", str(cut), "--no-progress"])
+    assert out.returncode == 2 and str(cut) in out.stdout and "Traceback" not in out.stdout + out.stderr
+    empty = write_strings(tmp_path / "empty", 0)
+    out = run(CLI + ["play", str(empty), "--no-progress"])
+    assert out.returncode == 3 and "nothing was played" in out.stdout, out.stdout + out.stderr

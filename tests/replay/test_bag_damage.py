@@ -237,3 +237,69 @@ def test_retyped_field_cannot_be_converted(tmp_path):
         (message,) = list(reader.messages())
     with pytest.raises(UnknownMessageTypeError, match="experiment_id"):
         converter.convert(message.data)
+
+
+KILLED_WRITER = """
+import sys, time
+from agentchemist.bag import BagWriter, WriterOptions
+from tests.replay.bagdata import string_cdr
+writer = BagWriter(sys.argv[1], WriterOptions(storage="sqlite3", commit_interval_s=0.05))
+writer.add_topic("/chatter", "std_msgs/msg/String")
+i = 0
+while True:
+    writer.write("/chatter", 10**9 + i, string_cdr(f"i:{i}:".ljust(2000, "x")))
+    i += 1
+    if i % 50 == 0:
+        writer.commit()
+        print(i, flush=True)  # everything up to i is committed
+    time.sleep(0.0005)
+"""
+
+
+def test_a_killed_sqlite3_recording_keeps_all_but_its_last_interval(tmp_path):
+    """A recording SIGKILLed mid-run: before the bounded commits a sqlite3 bag kept nothing (0 of 40 MB)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path / "killed")], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        committed = 0
+        while committed < 400:
+            line = proc.stdout.readline()
+            assert line, f"the writer stopped after {committed} messages (exit {proc.poll()})"
+            committed = int(line)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    with BagReader(tmp_path / "killed") as reader:
+        indexes = [index_of(m.data) for m in reader.messages()]
+        problems = _problems(reader)
+    assert len(indexes) >= committed and indexes == list(range(len(indexes)))
+    assert any("metadata.yaml" in p for p in problems)
+
+
+def test_commit_interval_is_validated():
+    with pytest.raises(Exception, match="commit_interval_s"):
+        WriterOptions(storage="sqlite3", commit_interval_s=0.0)
+
+
+@pytest.mark.parametrize("size", [1000, 9000])  # 9000 bytes: every message has an overflow chain
+def test_a_half_truncated_sqlite3_file_gives_back_its_intact_pages(tmp_path, size):
+    """SQLite refuses a .db3 cut in half (the header names pages that are gone); its intact pages are read
+    row by row instead (bag/sqlite_pages.py), as the sqlite3 shell's .recover would."""
+    bag = write_strings(tmp_path / "t", 300, storage="sqlite3", size=size)
+    (db,) = bag.glob("*.db3")
+    db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    with BagReader(bag) as reader:
+        messages = list(reader.messages())
+        problems = _problems(reader)
+    indexes = [index_of(m.data) for m in messages]
+    assert 100 <= len(indexes) < 300, len(indexes)
+    assert indexes == sorted(indexes) and len(set(indexes)) == len(indexes)
+    assert all(m.topic == "/chatter" and m.timestamp == 1_000_000_000 + 10_000_000 * i
+               for m, i in zip(messages, indexes))
+    assert any(str(db) in p and f"{len(indexes)} messages on 1 topics recovered" in p for p in problems), problems

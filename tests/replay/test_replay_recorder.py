@@ -139,7 +139,14 @@ def test_summarizer_reports_the_same_results(run):
     live_eq = [e for e in live["equivalence_points"] if e.get("supported")]
     replay_eq = [e for e in results["equivalence_points"] if e.get("supported")]
     assert len(live_eq) == len(replay_eq) == 1
-    assert replay_eq[0]["volume_ml"] == pytest.approx(live_eq[0]["volume_ml"], abs=1e-6)
+    if replay_eq[0]["method"] == live_eq[0]["method"]:
+        assert replay_eq[0]["volume_ml"] == pytest.approx(live_eq[0]["volume_ml"], abs=1e-6)
+    else:
+        # The live report predates the model fitted across the jump (issue 22): the same data, read by the
+        # newer method, agree with the live derivative estimate within the stated uncertainties.
+        assert replay_eq[0]["method"] == "model_fit_across_jump"
+        tolerance = 2 * max(live_eq[0]["uncertainty_ml"], replay_eq[0]["uncertainty_ml"])
+        assert abs(replay_eq[0]["volume_ml"] - live_eq[0]["volume_ml"]) <= tolerance
 
 
 def _fingerprint(records):

@@ -72,7 +72,9 @@ def test_comparison_with_theory_and_literature():
     analysis = analyze_titration(v, ph, titrant_m=0.1, analyte_volume_ml=25.0, analyte="acetic_acid")
     deviations, curve = compare_with_references(analysis, analyte_m=0.1)
     by = {(d.quantity, d.method): d for d in deviations}
-    veq = by[("equivalence volume 1", "d1_peak+d2_zero_crossing")]
+    veq = by[("equivalence volume 1", "model_fit_across_jump")]
+    ph_eq = by[("equivalence pH 1", "model_fit_across_jump")]
+    assert ph_eq.reference == pytest.approx(8.72, abs=0.02) and abs(ph_eq.deviation) < 0.1
     assert veq.reference == pytest.approx(25.0) and veq.reference_kind == "theory"
     assert abs(veq.deviation) < 0.0234 and veq.relative_deviation == pytest.approx(veq.deviation / 25.0)
     lit = by[("pKa1", "half_equivalence")]

@@ -216,7 +216,7 @@ def test_malformed_feedback_and_arm_faults_are_reported(rig):
     r.fw.bus.send(can.Message(arbitration_id=0x2A5, data=bytes(4), is_extended_id=False))
     r.fw.bus.send(codec.encode_arm_status(codec.ArmStatus(codec.CTRL_CAN, codec.ARM_EMERGENCY_STOP,
                                                           codec.MOVE_J, 0, 0, 0, 0)))
-    r.driver.poll(r.t)
+    r.driver.step(r.t)          # faults are judged once per cycle, on every frame that arrived
     events = {e.kind: e for e in r.driver.drain_events()}
     assert "4 data bytes" in events["malformed_frame"].description
     assert events["arm_status"].severity == "halt" and "emergency stop" in events["arm_status"].description

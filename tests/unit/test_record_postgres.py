@@ -81,9 +81,42 @@ def test_server_outage_buffers_then_replays_nothing_lost(pg_server: PostgresServ
     store.close()
 
 
-def test_unreachable_server_at_open_is_a_typed_error(tmp_path: Path) -> None:
-    with pytest.raises(StoreUnavailableError, match="cannot connect"):
-        open_store("postgresql://postgres@127.0.0.1:1/postgres", spill_path=tmp_path / "s.jsonl")
+def test_server_down_at_open_spills_from_the_first_row_then_replays(pg_server: PostgresServer,
+                                                                    tmp_path: Path) -> None:
+    """PostgreSQL unreachable when the plan arrives is an outage like one mid-run, not an exception."""
+    failures: list[tuple[str, str]] = []
+    recoveries: list[str] = []
+    url = pg_server.fresh_schema()
+    pg_server.stop()
+    try:
+        store = open_store(url, spill_path=tmp_path / "spill.jsonl", retry_interval_s=0.1,
+                           on_failure=lambda k, d: failures.append((k, d)),
+                           on_recovery=lambda k, d: recoveries.append(k))
+        assert store.degraded
+        assert [k for k, _ in failures] == ["connection_lost"] and "from the first row" in failures[0][1]
+        store.start_experiment(EXP, now=0.0)
+        seqs = [store.add_fused(EXP, **fused(i)) for i in range(50)]
+        store.flush()  # durable in the spill
+        assert len(store.spill.read()) == 51
+    finally:
+        pg_server.start()
+    wait_until(lambda: not store.degraded)
+    assert recoveries == ["store_recovered"]
+    rows = store.query_fused(EXP)
+    assert [r["stamp"] for r in rows] == [float(i) for i in range(50)] and [r["seq"] for r in rows] == seqs
+    store.close()
+
+
+def test_unreachable_server_at_open_spills(tmp_path: Path) -> None:
+    failures: list[str] = []
+    store = open_store("postgresql://postgres@127.0.0.1:1/postgres", spill_path=tmp_path / "s.jsonl",
+                       retry_interval_s=30.0, on_failure=lambda k, d: failures.append(d))
+    store.start_experiment(EXP, now=0.0)
+    store.flush()
+    assert store.degraded and "cannot connect" in failures[0] and len(store.spill.read()) == 1
+    with pytest.raises(StoreUnavailableError):
+        store.load_run(EXP)  # no partial answers while the database is unreachable
+    store.close()
 
 
 def test_two_stores_share_one_server(pg_server: PostgresServer, tmp_path: Path) -> None:

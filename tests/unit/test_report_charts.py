@@ -42,7 +42,8 @@ def test_titration_curve_axes_and_marks(maleic):
     assert any("pKa2 = 6.2" in t and "half equivalence" in t for t in labels)
     assert any(t.startswith("Curve fit:") and "pKa1 = 1.9" in t for t in labels)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "equivalence point" in legend and "flagged data" in legend and "equilibrium-model fit" in legend
+    assert "equivalence point" in legend and "flagged data" in legend and "equilibrium-model fit (whole curve)" in legend
+    assert any(t.startswith("equivalence pH ") for t in legend)
 
 
 def test_derivative_charts_have_units_and_equivalence_points(maleic):

@@ -3,6 +3,7 @@ self-contained HTML, and a report that is still written (and honest) for empty o
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
@@ -61,8 +62,15 @@ def test_per_drop_table_is_complete(hcl_report):
     rows = data["sections"]["quantity_records"]["per_drop"]
     assert len(rows) == len(run.fused("ph_settled"))
     assert rows[0]["volume_ml"] == 0.0 and rows[-1]["drops"] == len(run.fused("titrant_volume"))
+    # A long table: the Markdown previews it and links the CSV beside the report, which holds every row.
     table = md.split("**Per-drop table")[1].split("\n## ")[0]
-    assert len(re.findall(r"^\| \d+ \|", table, flags=re.M)) == len(rows)
+    assert "[tables/per_drop.csv](tables/per_drop.csv)" in table
+    assert 0 < len(re.findall(r"^\| \d+ \|", table, flags=re.M)) <= 10
+    paths = hcl_report[1]
+    assert paths.tables["per_drop"] == paths.markdown.parent / "tables" / "per_drop.csv"
+    with paths.tables["per_drop"].open() as fh:
+        csv_rows = list(csv.reader(fh))
+    assert len(csv_rows) == len(rows) + 1 and csv_rows[0][0] == "#"
     assert "<div class='scroll'><table><thead><tr><th>#</th><th>t</th><th>Drops</th>" in html
 
 
@@ -91,7 +99,9 @@ def test_anomaly_appears_in_the_audit(hcl_report):
 def test_html_is_self_contained_with_charts_and_snapshots(hcl_report):
     _, _, _, _, html = hcl_report
     assert html.count("src='data:image/png;base64,") == 4 + 3 + 3  # 4 titration + 3 time charts, 3 snapshots
-    assert not re.search(r"(src|href)=['\"](?!data:|#)", html)
+    # Nothing outside the page is needed to read it; the only links are to the CSV copies of folded tables.
+    assert not re.search(r"(src|href)=['\"](?!data:|#|tables/[a-z_]+\.csv['\"])", html)
+    assert "<details><summary class='caption'>Per-drop table" in html
 
 
 def test_narrative_cannot_introduce_numbers(hcl_report):

@@ -1,8 +1,8 @@
 """The robot-side files (URDF, ros2_control and node parameter YAML, launch files) agree with the code.
 
-`launch`, `launch_ros`, `xacro`, ros2_control and Gazebo are not installed here, so:
-- the URDF is read with xml.etree; the xacro is expanded by urdf/generate_urdf.py (checked against real
-  xacro when it was written) and the checked-in plain URDF must equal its output;
+`launch`, `launch_ros`, ros2_control and Gazebo are not installed here, so:
+- the URDF is read with xml.etree; the xacro is expanded by the real xacro (2.1.1, from PyPI) and the
+  checked-in plain URDF must equal what `make urdf` (the xacro command) writes now;
 - launch files are read with ast, then run against small stand-ins of the launch API whose constructors
   have the real (Jazzy) signatures, so a misspelt keyword, an undeclared LaunchConfiguration or an
   unknown executable fails here rather than on the robot;
@@ -13,12 +13,15 @@ Each checker returns a list of problems; one test per checker feeds it a broken 
 import ast
 import importlib.util
 import inspect
+import shutil
+import subprocess
 import sys
 import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import xacro
 import yaml
 
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
@@ -34,8 +37,9 @@ LAUNCH_FILES = ("twin.launch.py", "robot.launch.py", "gazebo.launch.py", "replay
 AGENTS = {"planner", "vision_supervisor", "audio_supervisor", "action_policy", "dispenser_controller",
           "recorder", "summarizer"}
 # Nodes the robot launch starts only on request, behind an argument that defaults to false: hardware drivers
-# (piper_driver moves real arms) and nodes named before they exist.
-PENDING_EXECUTABLES = {"piper_driver", "audio_capture"}
+# and nodes named before they exist. piper_driver is on by default with the topic-based hardware (checked in
+# test_robot_launch_starts_the_control_stack): that hardware has nothing to talk to without it.
+PENDING_EXECUTABLES = {"audio_capture"}
 
 
 def _load(path: Path, name: str):
@@ -45,7 +49,12 @@ def _load(path: Path, name: str):
     return module
 
 
-generate_urdf = _load(URDF_DIR / "generate_urdf.py", "generate_urdf")
+XACRO_FILE = URDF_DIR / "agentchemist_aloha.urdf.xacro"
+
+
+def expand_xacro(**args: str) -> str:
+    """The robot model expanded by xacro's Python API with ``args`` (name:=value mappings)."""
+    return xacro.process_file(str(XACRO_FILE), mappings=args).toprettyxml(indent="  ")
 
 
 # ============================================================================================ URDF
@@ -144,7 +153,9 @@ def test_plain_urdf_has_the_14_joints_limits_and_ros2_control():
         assert hw.find("plugin").text == "joint_state_topic_hardware_interface/JointStateTopicSystem"
         params = {p.get("name"): p.text for p in hw.findall("param")}
         assert params == {"joint_commands_topic": f"/{side}_piper/joint_commands",
-                          "joint_states_topic": f"/{side}_piper/joint_states"}
+                          "joint_states_topic": f"/{side}_piper/joint_states",
+                          # half a gripper count (1e-6 m): every 0.001 mm step is published
+                          "trigger_joint_command_threshold": "5e-7"}
 
 
 def test_gripper_joint_is_the_opening_between_symmetric_jaws():
@@ -173,7 +184,7 @@ def test_camera_and_microphone_frames_match_the_names_the_twin_stamps():
 
 @pytest.mark.parametrize("hardware", ["topic_based", "mock", "gazebo"])
 def test_every_hardware_variant_expands_to_a_valid_model(hardware):
-    text = generate_urdf.expand_file(args={"hardware": hardware, "controllers_file": "/x/ros2_controllers.yaml"})
+    text = expand_xacro(hardware=hardware, controllers_file="/x/ros2_controllers.yaml")
     root = _root(text)
     assert urdf_problems(root) == []
     plugins = {s.find("hardware/plugin").text for s in root.findall("ros2_control")}
@@ -182,7 +193,20 @@ def test_every_hardware_variant_expands_to_a_valid_model(hardware):
                         "gazebo": "gz_ros2_control/GazeboSimSystem"}[hardware]}
     gz = root.findall("gazebo/plugin")
     if hardware == "gazebo":
-        assert [p.find("parameters").text for p in gz] == ["/x/ros2_controllers.yaml"]
+        assert [p.find("parameters").text for p in gz if p.get("filename") == "gz_ros2_control-system"] == [
+            "/x/ros2_controllers.yaml"]
+        drive = next(p for p in gz if p.get("filename") == "gz-sim-diff-drive-system")
+        assert drive.findtext("topic") == "/cmd_vel" and drive.findtext("odom_topic") == "/odom"
+        joints = {j.get("name"): j for j in root.findall("joint")}
+        for wheel in (drive.findtext("left_joint"), drive.findtext("right_joint")):
+            assert joints[wheel].get("type") == "continuous"
+        sensors = {g.get("reference"): g.find("sensor") for g in root.findall("gazebo") if g.find("sensor") is not None}
+        assert set(sensors) == {f"{c}_camera_link" for c in ("front", "left_wrist", "right_wrist")}
+        for link, sensor in sensors.items():
+            name = link[:-len("_camera_link")]
+            assert sensor.get("type") == "rgbd_camera" and sensor.findtext("topic") == f"camera/{name}"
+            assert sensor.findtext("gz_frame_id") == f"{name}_camera"
+            assert (sensor.findtext("camera/image/width"), sensor.findtext("camera/image/height")) == ("320", "240")
         state_only = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
                       if j.find("command_interface") is None}
         assert state_only == {"left_gripper_centering", "right_gripper_centering"}
@@ -190,41 +214,25 @@ def test_every_hardware_variant_expands_to_a_valid_model(hardware):
         assert gz == []
 
 
-def test_checked_in_urdf_is_what_generate_urdf_produces_now():
-    assert (URDF_DIR / "agentchemist_aloha.urdf").read_text() == generate_urdf.expand_file()
-    assert generate_urdf.main(["--check"]) == 0
+def test_checked_in_urdf_is_what_xacro_writes_now(tmp_path):
+    """`make urdf` runs the xacro command in urdf/; running it again must reproduce the checked-in file."""
+    command = shutil.which("xacro") or str(Path(sys.executable).parent / "xacro")
+    out = tmp_path / "fresh.urdf"
+    subprocess.run([command, XACRO_FILE.name, "-o", str(out)], cwd=URDF_DIR, check=True, timeout=60)
+    assert (URDF_DIR / "agentchemist_aloha.urdf").read_text() == out.read_text(), "stale URDF: run make urdf"
 
 
-def test_urdf_checkers_catch_broken_models(tmp_path):
+def test_urdf_checkers_catch_broken_models():
     good = (URDF_DIR / "agentchemist_aloha.urdf").read_text()
     wrong_limit = good.replace('lower="-2.967"', 'lower="-3.1"', 1)
     assert any("limits" in p for p in urdf_problems(_root(wrong_limit)))
     no_control = _root(good)
     no_control.remove(no_control.findall("ros2_control")[1])
     assert any("ros2_control commands" in p for p in urdf_problems(no_control))
-    with pytest.raises(generate_urdf.XacroSubsetError, match="topic_based, gazebo or mock"):
-        generate_urdf.expand_file(args={"hardware": "kinematic"})
-    with pytest.raises(generate_urdf.XacroSubsetError, match="controllers_file"):
-        generate_urdf.expand_file(args={"hardware": "gazebo"})
-    unsupported = tmp_path / "x.urdf.xacro"
-    unsupported.write_text('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
-                           '<xacro:include filename="other.xacro"/></robot>')
-    with pytest.raises(generate_urdf.XacroSubsetError, match="xacro:include"):
-        generate_urdf.expand_file(unsupported)
-
-
-def test_expander_follows_xacro_semantics():
-    source = ('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
-              '<xacro:property name="a" value="${b * 2}"/><xacro:property name="b" value="0.25"/>'
-              '<xacro:property name="word" value="topic_based"/>'
-              '<xacro:macro name="m" params="n k:=3"><link name="${n}_${k}" v="${a + k}" w="${word}"/></xacro:macro>'
-              '<xacro:m n="x"/><xacro:unless value="false"><xacro:m n="y" k="${pi / 2}"/></xacro:unless>'
-              '<xacro:if value="0"><link name="never"/></xacro:if></robot>')
-    root = generate_urdf.Expander({}).expand(ET.fromstring(source))
-    got = [(link.get("name"), link.get("v"), link.get("w")) for link in root.findall("link")]
-    # a is lazy (b is defined after it); numbers stay numbers; a lone expression keeps its type.
-    assert got == [("x_3", "3.5", "topic_based"), (f"y_{3.141592653589793 / 2}", str(0.5 + 3.141592653589793 / 2),
-                                                   "topic_based")]
+    with pytest.raises(xacro.XacroException, match="topic_based, gazebo or mock"):
+        expand_xacro(hardware="kinematic")
+    with pytest.raises(xacro.XacroException, match="controllers_file"):
+        expand_xacro(hardware="gazebo")
 
 
 # ============================================================================================ node parameters
@@ -273,7 +281,8 @@ def declared_parameters(source: str) -> tuple[str, dict]:
 
 
 #: helpers in agentchemist_ros/common that declare parameters on the node they are given
-SHARED_DECLARERS = {"declare_calibration": "calibration.py", "acknowledge_clock": "clock_acks.py"}
+SHARED_DECLARERS = {"declare_calibration": "calibration.py", "acknowledge_clock": "clock_acks.py",
+                    "declared_backend": "scene_service.py"}
 
 
 def _type_name(value) -> str:
@@ -316,7 +325,7 @@ def all_declared_parameters() -> dict[str, dict]:
 
 def test_params_yaml_names_exactly_the_declared_parameters_with_their_defaults():
     declared = all_declared_parameters()
-    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver"}
+    assert set(declared) == AGENTS | {"lab_sim", "wav_source", "audio_capture", "piper_driver", "status_overlay"}
     assert parameter_problems(declared, yaml.safe_load(PARAMS_FILE.read_text())) == []
 
 
@@ -452,6 +461,7 @@ LAUNCH_API = {
         "RegisterEventHandler": "event_handler, *, condition=None",
         "IncludeLaunchDescription": "launch_description_source, *, launch_arguments=None, condition=None",
         "ExecuteProcess": "*, cmd, " + _PROCESS_KW,
+        "OpaqueFunction": "*, function, args=None, kwargs=None, condition=None",
     },
     "launch.conditions": {"IfCondition": "predicate_expression", "UnlessCondition": "predicate_expression"},
     "launch.event_handlers": {"OnProcessExit": "*, target_action=None, on_exit"},
@@ -489,6 +499,15 @@ def launch_api(monkeypatch):
         return str(REPO)
 
     ament.get_package_share_directory = get_package_share_directory
+    utilities = types.ModuleType("launch.utilities")
+
+    def perform_substitutions(context, substitutions):
+        """The stand-in context's value of each LaunchConfiguration (texts pass through), joined."""
+        return "".join(s if isinstance(s, str) else context.launch_configurations[s.fields["variable_name"]]
+                       for s in substitutions)
+
+    utilities.perform_substitutions = perform_substitutions
+    monkeypatch.setitem(sys.modules, "launch.utilities", utilities)
     monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
     monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
     # The launch files put launch/ on sys.path and import their helper against the stand-ins: keep both local.
@@ -520,11 +539,24 @@ def console_scripts() -> set[str]:
     return set(ast.literal_eval(nodes))
 
 
-def run_launch_file(filename: str) -> dict:
-    """Run generate_launch_description() on the stand-ins; summarise what it starts."""
+class _Context:
+    """What an OpaqueFunction gets: the launch configurations (here the declared defaults, then overrides)."""
+
+    def __init__(self, configurations: dict):
+        self.launch_configurations = configurations
+
+
+def run_launch_file(filename: str, **arguments: str) -> dict:
+    """Run generate_launch_description() on the stand-ins, then its OpaqueFunctions with the arguments'
+    defaults (``arguments`` override them); summarise what it starts."""
     module = _load(LAUNCH_DIR / filename, filename.replace(".", "_"))
     description = module.generate_launch_description()
     objects = list(_walk(description))
+    defaults = {o.fields["name"]: o.fields["default_value"] for o, _ in objects
+                if type(o).__name__ == "DeclareLaunchArgument"}
+    context = _Context({**defaults, **arguments})
+    for opaque, guard in [(o, g) for o, g in objects if type(o).__name__ == "OpaqueFunction"]:
+        objects.extend((inner, guard + g) for inner, g in _walk(opaque.fields["function"](context)))
     args = {o.fields["name"]: o for o, _ in objects if type(o).__name__ == "DeclareLaunchArgument"}
     used = {o.fields["variable_name"] for o, _ in objects if type(o).__name__ == "LaunchConfiguration"}
     nodes = [(o, g) for o, g in objects if type(o).__name__ == "Node"]
@@ -565,11 +597,15 @@ def test_launch_files_run_against_the_launch_api(launch_api, filename):
     assert launch_run_problems(summary, console_scripts()) == []
     ours = {n.fields["name"]: n for n, _ in summary["nodes"] if n.fields["package"] == "agentchemist_ros"
             and n.fields["executable"] not in PENDING_EXECUTABLES}
-    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS,
-                "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename]
+    # status_overlay: the rviz text overlay, started with rviz:=true only (checked below).
+    expected = {"twin.launch.py": AGENTS | {"lab_sim"}, "robot.launch.py": AGENTS | {"left_piper_driver",
+                                                                                  "right_piper_driver"},
+                "gazebo.launch.py": AGENTS | {"lab_sim"}, "replay.launch.py": AGENTS}[filename] | {"status_overlay"}
     assert set(ours) == expected
     agents_sim_time = filename != "robot.launch.py"
     for name, node in ours.items():
+        if node.fields["executable"] == "piper_driver":
+            continue            # wall clock, its own parameters (test_robot_launch_starts_the_control_stack)
         params_file, overrides = node.fields["parameters"]
         assert type(params_file).__name__ == "LaunchConfiguration"
         assert params_file.fields["variable_name"] == "params_file"
@@ -592,6 +628,14 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     controllers = yaml.safe_load(CONTROLLERS_FILE.read_text())["controller_manager"]["ros__parameters"]
     assert spawned == {k for k, v in controllers.items() if isinstance(v, dict)}
     drivers = [n for n in nodes if n["executable"] == "piper_driver"]
+    # on by default, but only with the topic-based hardware (hardware:=mock has no arms to drive)
+    guards = {tuple(c.fields["predicate_expression"].fields["expression"]) for n, g in summary["nodes"]
+              if n.fields["executable"] == "piper_driver" for c in g}
+    assert len(guards) == 1
+    expression = next(iter(guards))
+    variables = [p.fields["variable_name"] for p in expression if not isinstance(p, str)]
+    assert variables == ["with_piper_driver", "hardware"] and "topic_based" in "".join(
+        p for p in expression if isinstance(p, str))
     assert sorted(d["parameters"][0]["can_interface"].fields["variable_name"] for d in drivers) == [
         "can_left", "can_right"]
     assert "piper_driver" in console_scripts()
@@ -603,7 +647,7 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     args = summary["args"]
     assert {k: args[k].fields["default_value"] for k in ("can_left", "can_right", "with_piper_driver",
                                                         "with_audio_capture")} == {
-        "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "false",
+        "can_left": "can_left", "can_right": "can_right", "with_piper_driver": "true",
         "with_audio_capture": "false"}
     assert Path(args["controllers_file"].fields["default_value"]) == CONTROLLERS_FILE
 
@@ -615,11 +659,16 @@ def test_gazebo_launch_keeps_the_twin_off_the_clock(launch_api):
     assert overrides["use_sim_time"] is True
     assert overrides["publish_clock"] is False and overrides["publish_joint_states"] is False
     assert not dict(lab_sim.fields.get("remappings") or [])
-    commands = [o.fields["command"] for o, _ in summary["objects"] if type(o).__name__ == "Command"]
-    flat = ["".join(p for p in c if isinstance(p, str)) for c in commands]
-    assert any("hardware:=gazebo" in c and "controllers_file:=" + str(CONTROLLERS_FILE) in c for c in flat)
-    bridges = [n.fields["arguments"] for n, _ in summary["nodes"] if n.fields["executable"] == "parameter_bridge"]
-    assert bridges == [["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"]]
+    rsp = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "robot_state_publisher")
+    model = _root(rsp.fields["parameters"][0]["robot_description"])
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {"gz_ros2_control/GazeboSimSystem"}
+    assert model.find("gazebo/plugin/parameters").text == str(CONTROLLERS_FILE)
+    bridges = [n.fields["parameters"][0]["config_file"] for n, _ in summary["nodes"]
+               if n.fields["executable"] == "parameter_bridge"]
+    assert len(bridges) == 1
+    clock = [e for e in yaml.safe_load(Path(bridges[0]).read_text()) if e["ros_topic_name"] == "/clock"]
+    assert clock == [{"ros_topic_name": "/clock", "gz_topic_name": "/clock", "ros_type_name": "rosgraph_msgs/msg/Clock",
+                      "gz_type_name": "gz.msgs.Clock", "direction": "GZ_TO_ROS"}]  # Gazebo owns the clock
 
 
 def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
@@ -630,12 +679,12 @@ def test_launch_stand_ins_and_run_checker_can_fail(launch_api):
     bad = {"args": {"x": arg_cls("x", default_value="1", description=" ")},
            "used": {"x", "typo"},
            "nodes": [(node_cls(package="agentchemist_ros", executable="planer"), ()),
-                     (node_cls(package="agentchemist_ros", executable="piper_driver"), ())],
+                     (node_cls(package="agentchemist_ros", executable="audio_capture"), ())],
            "objects": []}
     assert launch_run_problems(bad, console_scripts()) == [
         "LaunchConfiguration 'typo' is not a declared argument", "argument x has no description",
         "executable planer is not a console script of agentchemist_ros",
-        "pending node piper_driver is not behind an argument that defaults to false"]
+        "pending node audio_capture is not behind an argument that defaults to false"]
     assert lc("x").fields == {"variable_name": "x", "default": None}
 
 
@@ -651,9 +700,10 @@ def test_twin_launch_publishes_the_robot_model_and_opens_rviz_only_on_request(la
     assert rsp_guard == ()  # always: the arms in rviz and TF for anyone else
     params = rsp.fields["parameters"][0]
     assert params["use_sim_time"] is True  # the joint states are stamped on the twin's clock
-    command = params["robot_description"].fields["value"].fields["command"]
-    assert command[0].fields["name"] == "xacro"
-    assert str(URDF_DIR / "agentchemist_aloha.urdf.xacro") in command
+    # xacro's Python API expanded the model at launch time, with the mock hardware (no ros2_control here).
+    model = _root(params["robot_description"])
+    assert urdf_problems(model) == []
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {"mock_components/GenericSystem"}
     rviz, guard = nodes[("rviz2", "rviz2")]
     args = summary["args"]
     assert [g.fields["predicate_expression"].fields["variable_name"] for g in guard] == ["rviz"]
@@ -664,8 +714,67 @@ def test_twin_launch_publishes_the_robot_model_and_opens_rviz_only_on_request(la
     assert rviz.fields["parameters"] == [{"use_sim_time": True}]
 
 
+@pytest.mark.parametrize("filename", LAUNCH_FILES)
+def test_launch_files_name_only_files_that_exist_and_offer_rviz(launch_api, filename):
+    summary = run_launch_file(filename)
+    paths = set()
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from strings(v)
+        elif hasattr(value, "fields"):
+            yield from strings(value.fields)
+
+    for obj, _ in summary["objects"]:
+        for text in strings(obj.fields):
+            for piece in text.replace("'", " ").split():
+                if piece.startswith(str(REPO)):
+                    paths.add(piece)
+    missing = sorted(p for p in paths if not Path(p).exists() and not p.startswith(str(REPO / "runs")))
+    assert missing == []
+    args = summary["args"]
+    assert args["rviz"].fields["default_value"] == "false"
+    for exe in ("rviz2", "status_overlay"):
+        shown = [n for n, _ in summary["nodes"] if n.fields["executable"] == exe]
+        assert len(shown) == 1 and shown[0].fields["condition"].fields["predicate_expression"].fields[
+            "variable_name"] == "rviz", exe
+
+
+def test_gazebo_launch_opens_the_lab_world_and_bridges_the_cameras(launch_api):
+    summary = run_launch_file("gazebo.launch.py")
+    assert summary["args"]["world"].fields["default_value"] == "lab"
+    includes = [dict(o.fields["launch_arguments"]) for o, _ in summary["objects"]
+                if type(o).__name__ == "IncludeLaunchDescription"]
+    assert len(includes) == 2  # the GUI and the server-only start
+    for gz_args in (inc["gz_args"] for inc in includes):
+        world = gz_args[0].fields["expression"]  # "'<lab.sdf>' if '<world>' == 'lab' else '<world>'"
+        assert world[1] == str(REPO / "worlds" / "lab.sdf") and Path(world[1]).is_file()
+        assert world[3].fields["variable_name"] == "world"
+    bridge = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "parameter_bridge")
+    config = yaml.safe_load(Path(bridge.fields["parameters"][0]["config_file"]).read_text())
+    ros_topics = {e["ros_topic_name"]: e for e in config}
+    assert {"/clock", "/cmd_vel", "/odom"} <= set(ros_topics)
+    for cam in ("front", "left_wrist", "right_wrist"):
+        for topic, gz in ((f"/camera/{cam}/color/image_raw", "image"),
+                          (f"/camera/{cam}/aligned_depth_to_color/image_raw", "depth_image"),
+                          (f"/camera/{cam}/color/camera_info", "camera_info")):
+            assert ros_topics[topic]["gz_topic_name"] == f"camera/{cam}/{gz}"
+            assert ros_topics[topic]["direction"] == "GZ_TO_ROS"
+    assert ros_topics["/cmd_vel"]["direction"] == "ROS_TO_GZ"
+
+
 def _displays(config: dict) -> dict[str, dict]:
-    return {d["Class"].split("/")[-1]: d for d in config["Visualization Manager"]["Displays"]}
+    """The first display of each class, by class name."""
+    out: dict[str, dict] = {}
+    for d in config["Visualization Manager"]["Displays"]:
+        out.setdefault(d["Class"].split("/")[-1], d)
+    return out
 
 
 def rviz_problems(config: dict, publishers: dict[str, str], frames: set[str]) -> list[str]:
@@ -679,7 +788,8 @@ def rviz_problems(config: dict, publishers: dict[str, str], frames: set[str]) ->
     fixed = config["Visualization Manager"]["Global Options"]["Fixed Frame"]
     if fixed not in frames:
         problems.append(f"fixed frame {fixed} is not a link of the robot model")
-    for name, display in displays.items():
+    for display in config["Visualization Manager"]["Displays"]:
+        name = display["Class"].split("/")[-1]
         key = "Description Topic" if name == "RobotModel" else "Topic"
         if key not in display:
             continue
@@ -702,8 +812,12 @@ def _graph_publishers() -> dict[str, str]:
     topics = _load(NODES_DIR / "common" / "topics.py", "agentchemist_topics")
     lab_sim = (NODES_DIR / "lab_sim_node.py").read_text()
     assert "create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)" in lab_sim
-    assert "topics.camera_topic(c), SENSOR)" in lab_sim
-    return {topics.BENCH_MARKERS: "latched", topics.camera_topic("front"): "best_effort",
+    assert "topics.camera_topic(c), SENSOR)" in lab_sim and "topics.depth_topic(c), SENSOR)" in lab_sim
+    cameras = {topics.camera_topic(c): "best_effort" for c in topics.CAMERAS}  # those in lab_sim's `cameras`
+    overlay = (NODES_DIR / "status_overlay_node.py").read_text()
+    assert "create_publisher(Marker, topics.STATUS_OVERLAY, LATCHED)" in overlay
+    return {topics.BENCH_MARKERS: "latched", **cameras, topics.depth_topic("front"): "best_effort",
+            topics.STATUS_OVERLAY: "latched",
             "/robot_description": "latched"}  # robot_state_publisher latches the model
 
 
@@ -714,7 +828,13 @@ def test_rviz_config_shows_the_robot_the_bench_markers_and_the_front_camera():
     displays = _displays(config)
     assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "base_link"
     assert displays["MarkerArray"]["Topic"]["Value"] == "/lab/bench_markers"
-    assert displays["Image"]["Topic"]["Value"] == "/camera/front/color/image_raw"
+    assert displays["Marker"]["Topic"]["Value"] == "/agentchemist/status_overlay"  # FSM / pH / volume text
+    images = [d["Topic"]["Value"] for d in config["Visualization Manager"]["Displays"]
+              if d["Class"].endswith("/Image")]
+    assert images == [f"/camera/{c}/color/image_raw" for c in ("front", "left_wrist", "right_wrist")]
+    cloud = displays["DepthCloud"]  # the depth as a point cloud, coloured by the aligned colour image
+    assert cloud["Depth Map Topic"] == "/camera/front/aligned_depth_to_color/image_raw"
+    assert cloud["Color Image Topic"] == "/camera/front/color/image_raw"
     assert displays["RobotModel"]["Description Source"] == "Topic"
     from agentchemist.sim.bench_view import BASE_FRAME
     assert BASE_FRAME == "base_link"  # the markers' frame is the fixed frame: no TF lookup needed
@@ -772,3 +892,14 @@ def test_dockerfiles_use_jazzy_and_copy_files_that_exist(dockerfile):
         if line.startswith("COPY ") and "--from" not in line:
             for source in line.split()[1:-1]:
                 assert (REPO / source).exists(), f"{dockerfile}: COPY {source} does not exist"
+
+
+@pytest.mark.parametrize("hardware, plugin", [("topic_based", "joint_state_topic_hardware_interface/JointStateTopicSystem"),
+                                              ("mock", "mock_components/GenericSystem")])
+def test_robot_launch_expands_the_model_with_xacro_for_the_chosen_hardware(launch_api, hardware, plugin):
+    """The launch argument reaches xacro's Python API through the OpaqueFunction."""
+    summary = run_launch_file("robot.launch.py", hardware=hardware)
+    rsp = next(n for n, _ in summary["nodes"] if n.fields["executable"] == "robot_state_publisher")
+    model = _root(rsp.fields["parameters"][0]["robot_description"])
+    assert urdf_problems(model) == []
+    assert {s.find("hardware/plugin").text for s in model.findall("ros2_control")} == {plugin}

@@ -306,3 +306,22 @@ def test_node_length_check_catches_a_fat_node(tmp_path):
     (tmp_path / "fat_node.py").write_text("x = 1\n" * (NODE_MAX_LINES + 1))
     (tmp_path / "helper.py").write_text("x = 1\n" * 1000)  # not a node module
     assert long_modules(tmp_path) == {"fat_node.py": NODE_MAX_LINES + 1}
+
+
+def unguarded_nodes(source: str) -> list[str]:
+    """Node classes of a node module that derive from rclpy's Node directly instead of GuardedNode
+    (common/guarded.py: a callback's exception must not end the executor that spins every node)."""
+    tree = ast.parse(source)
+    return [c.name for c in tree.body if isinstance(c, ast.ClassDef)
+            and any(isinstance(b, ast.Name) and b.id == "Node" or isinstance(b, ast.Attribute) and b.attr == "Node"
+                    for b in c.bases)]
+
+
+def test_every_node_is_guarded():
+    found = {p.name: unguarded_nodes(p.read_text()) for p in sorted(NODES.glob("*_node.py"))}
+    assert len(found) >= 12 and not {k: v for k, v in found.items() if v}
+
+
+def test_guard_check_catches_a_plain_node():
+    assert unguarded_nodes("from rclpy.node import Node\nclass Bare(Node):\n    pass\n") == ["Bare"]
+    assert unguarded_nodes("class Fine(GuardedNode):\n    pass\n") == []

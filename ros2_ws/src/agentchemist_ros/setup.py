@@ -36,6 +36,7 @@ NODES = {
     "wav_source": "wav_source_node",
     "audio_capture": "audio_capture_node",
     "piper_driver": "piper_driver_node",
+    "status_overlay": "status_overlay_node",
 }
 
 setup(
@@ -45,7 +46,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
-    ] + tree("launch") + tree("config") + tree("urdf"),
+    ] + tree("launch") + tree("config") + tree("urdf") + tree("worlds"),
     install_requires=["setuptools"],
     zip_safe=True,
     maintainer="AgentChemist maintainers",

@@ -8,6 +8,7 @@ costs only its own damaged part. Every such problem is listed in `problems` with
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 from typing import Collection, Iterator
 
@@ -16,6 +17,7 @@ import yaml
 from agentchemist.bag.errors import (BagCorruptError, BagMetadataError, BagNotFoundError, BagProblem, QosError,
                                      UnknownMessageTypeError)
 from agentchemist.bag.info import BagInfo, FileInfo, TopicInfo
+from agentchemist.bag.mcap_scan import McapScanner
 from agentchemist.bag.qos import parse_offered_qos
 from agentchemist.bag.storage import STORAGE_SUFFIXES, BagMessage, StorageFile, merge_in_time
 from agentchemist.bag.typesys import MessageTypes
@@ -35,6 +37,8 @@ class BagReader:
         self.path = Path(path)
         if not self.path.exists():
             raise BagNotFoundError(self.path, "no such bag folder or storage file")
+        if not (self.path.is_dir() or self.path.is_file()):
+            raise BagNotFoundError(self.path, "not a bag folder or a storage file (a device or a pipe?)")
         self.problems: list[BagProblem] = []
         self.metadata: dict | None = None
         self.files: list[StorageFile] = []
@@ -157,6 +161,31 @@ class BagReader:
                        compression_mode=meta.get("compression_mode") or "",
                        ros_distro=meta.get("ros_distro") or "", custom_data=dict(meta.get("custom_data") or {}),
                        problems=tuple(self.all_problems()), from_metadata=self.metadata is not None)
+
+    def verify(self) -> tuple[int, list[BagProblem]]:
+        """Read every byte that holds messages and check it: MCAP records walked with their chunk CRCs and
+        compression (mcap_scan), sqlite3 files through SQLite's own integrity check and every row. Returns
+        the messages that read intact and every problem found (also those of opening the bag)."""
+        readable, problems = 0, list(self.all_problems())
+        for f in self.files:
+            if f.kind == "mcap":
+                scanner = McapScanner(f.readable)
+                readable += sum(1 for _ in scanner.messages())
+                problems += scanner.problems
+                continue
+            try:
+                con = sqlite3.connect(f"file:{f.readable}?immutable=1", uri=True)
+                verdict = [r[0] for r in con.execute("PRAGMA integrity_check(20)")]
+                con.close()
+            except sqlite3.DatabaseError as exc:
+                verdict = [str(exc)]
+            if verdict != ["ok"]:
+                problems.append(BagProblem(f.path, "SQLite integrity check: " + "; ".join(verdict)))
+            before = len(f.problems)
+            readable += sum(1 for _ in f.messages())
+            problems += f.problems[before:]
+        unique = list(dict.fromkeys(problems))
+        return readable, unique
 
     def messages(self, topics: Collection[str] | None = None, start: int | None = None,
                  stop: int | None = None) -> Iterator[BagMessage]:

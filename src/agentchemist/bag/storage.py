@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import shutil
 import sqlite3
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from rosbags.rosbag2 import ReaderError as RbReaderError
 
 from agentchemist.bag.errors import BagCorruptError, BagProblem, QosError
 from agentchemist.bag.info import TopicInfo
+from agentchemist.bag.sqlite_pages import scan_rows
 from agentchemist.bag.mcap_scan import McapScanner
 from agentchemist.bag.qos import from_rosbags, parse_offered_qos
 
@@ -228,6 +230,27 @@ class StorageFile:
         batch.sort(key=lambda m: m.timestamp)
         yield from batch
 
+    def _salvage_sqlite_pages(self, exc: Exception) -> Iterator[BagMessage]:
+        """SQLite refuses the file (a cut or damaged header): read the rows from its pages instead."""
+        try:
+            data = Path(self.readable).read_bytes()
+        except OSError as err:
+            self._problem(f"the database cannot be read ({err}); nothing could be recovered")
+            return
+        topics, messages, defs = _rosbag2_rows(scan_rows(data))
+        by_id = {rowid: TopicInfo(name=v[1], msgtype=v[2], count=0, serialization_format=v[3] or "cdr",
+                                  offered_qos=_qos(v[4] or ""), type_hash=(v[5] if len(v) > 5 else "") or "",
+                                  msgdef=defs.get(v[2], ("", ""))[0], msgdef_encoding=defs.get(v[2], ("", ""))[1])
+                 for rowid, v in topics.items()}
+        self._salvage_topics = {t.name: t for t in by_id.values()}
+        rows = sorted(((v[1], v[2], v[3]) for v in messages.values()), key=lambda r: r[1])
+        kept = [r for r in rows if r[0] in by_id]
+        self._problem(f"SQLite refuses the database ({exc}): truncated or damaged; {len(kept)} messages on "
+                      f"{len(by_id)} topics recovered from its intact pages")
+        for topic_id, ts, data in kept:
+            info = by_id[topic_id]
+            yield BagMessage(info.name, info.msgtype, int(ts), self._payload(data))
+
     def _salvage_sqlite(self) -> Iterator[BagMessage]:
         self._salvage_topics = {}
         try:
@@ -235,8 +258,7 @@ class StorageFile:
             topic_rows = con.execute("SELECT * FROM topics").fetchall()
             names = [d[0] for d in con.execute("SELECT * FROM topics").description]
         except sqlite3.DatabaseError as exc:
-            self._problem(f"the database cannot be opened ({exc}): truncated or not a rosbag2 database; "
-                          "nothing could be recovered")
+            yield from self._salvage_sqlite_pages(exc)
             return
         defs = {}
         try:
@@ -290,6 +312,22 @@ class StorageFile:
             self._problem(f"{unknown} messages name a topic id missing from the topics table and were skipped")
 
 
+def _rosbag2_rows(rows) -> tuple[dict, dict, dict]:
+    """rosbag2's topics and messages among rows read from pages (sqlite_pages), told apart by their
+    columns: topics (id, name, type, serialization_format, offered_qos_profiles[, type_description_hash])
+    and messages (id, topic_id, timestamp, data)."""
+    topics, messages, definitions = {}, {}, {}
+    for rowid, values in rows:
+        if len(values) in (5, 6) and all(isinstance(v, str) for v in values[1:4]) and values[1].startswith("/"):
+            topics[rowid] = values
+        elif len(values) == 5 and all(isinstance(v, str) for v in values[1:4]) and values[2] in ("ros2msg", "ros2idl"):
+            definitions[values[1]] = (values[3], values[2])  # topic_type -> (definition, encoding)
+        elif len(values) == 4 and isinstance(values[1], int) and isinstance(values[2], int) \
+                and isinstance(values[3], bytes):
+            messages[rowid] = values
+    return topics, messages, definitions
+
+
 def _qos(text: str):
     try:
         return parse_offered_qos(text)
@@ -317,7 +355,9 @@ def _check_magic(path: Path, kind: str) -> None:
 def _is_damage(exc: BaseException) -> bool:
     """Errors a damaged file produces in rosbags, sqlite (apsw) or decompression, as opposed to bugs."""
     if isinstance(exc, (RbReaderError, OSError, ValueError, KeyError, AssertionError, IndexError, EOFError,
-                        zstd.ZstdError)):
+                        zstd.ZstdError, struct.error)):
+        return True
+    if isinstance(exc, TypeError) and "ord()" in str(exc):  # rosbags reading past the end of a cut file
         return True
     return type(exc).__module__.split(".")[0] == "apsw"
 

@@ -9,6 +9,7 @@ if the recorder dies, the reader still finds it there (and reads it up to the da
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -33,12 +34,16 @@ class WriterOptions:
     """storage: mcap | sqlite3. max_bytes: split when a file holds this many serialized bytes (0: never).
     compression: none | zstd (MCAP: compressed chunks; sqlite3: each message, rosbag2's 'message' mode).
     strictly_increasing: store timestamps so that no two are equal (+1 ns), keeping arrival order
-    explicit for every reader even when a simulated clock ticks coarsely."""
+    explicit for every reader even when a simulated clock ticks coarsely.
+    commit_interval_s: sqlite3 commits its open transaction at least this often (wall s), as rosbag2's
+    recorder does when it flushes its cache: a recording killed mid-run keeps all but the last interval
+    (MCAP keeps every finished chunk on its own)."""
 
     storage: str = "mcap"
     max_bytes: int = 0
     compression: str = "none"
     strictly_increasing: bool = False
+    commit_interval_s: float = 1.0
     version: int = 9
     ros_distro: str = ""
     custom_data: dict = field(default_factory=dict)
@@ -52,6 +57,8 @@ class WriterOptions:
             raise BagOptionError(f"max_bytes must be a non-negative integer, got {self.max_bytes!r}")
         if 0 < self.max_bytes < 4096:
             raise BagOptionError(f"max_bytes {self.max_bytes} is too small to hold a file's definitions (>= 4096)")
+        if not (isinstance(self.commit_interval_s, (int, float)) and 0 < self.commit_interval_s <= 3600):
+            raise BagOptionError(f"commit_interval_s must be within (0, 3600] s, got {self.commit_interval_s!r}")
         if self.version not in (8, 9):
             raise BagOptionError(f"metadata version must be 8 or 9, got {self.version}")
         for key, value in self.custom_data.items():
@@ -96,6 +103,7 @@ class BagWriter:
         self._writer: RbWriter | None = None
         self._conns: dict[str, object] = {}
         self._last_ts = -1
+        self._next_commit = time.monotonic() + self.options.commit_interval_s
         self._closed = False
         self.path.mkdir(parents=True)
 
@@ -141,12 +149,21 @@ class BagWriter:
         if self._writer is None:
             self._start_part()
         self._writer.write(self._conns[topic], timestamp, bytes(data))
+        if self.options.storage == "sqlite3" and time.monotonic() >= self._next_commit:
+            self.commit()
         entry.count += 1
         self.stats.messages += 1
         self.stats.bytes += size
         self.stats.file_bytes += size
         self.stats.per_topic[topic] += 1
         return timestamp
+
+    def commit(self) -> None:
+        """Make what was written so far durable in the current sqlite3 file (MCAP: nothing to do)."""
+        self._next_commit = time.monotonic() + self.options.commit_interval_s
+        conn = getattr(getattr(self._writer, "storage", None), "conn", None)
+        if conn is not None:
+            conn.commit()
 
     def _part_name(self, index: int) -> str:
         return f"{self.path.name}_{index}"

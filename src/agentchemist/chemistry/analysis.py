@@ -36,6 +36,7 @@ import numpy as np
 from scipy.signal import savgol_coeffs
 
 from .analysis_fit import fit_titration_curve, generic_acid, titratable_steps
+from .analysis_local import fit_jump
 from .analysis_peaks import locate_equivalence_points
 from .analysis_quant import (
     WeighingError,
@@ -44,7 +45,7 @@ from .analysis_quant import (
     strong_acid_concentration,
     weighing_error,
 )
-from .analysis_smoothing import POLYORDER, SmoothedCurve, smooth_curve
+from .analysis_smoothing import MIN_WINDOW, POLYORDER, SmoothedCurve, odd_at_least, savgol_derivatives, smooth_curve
 from . import analysis_types
 from .analysis_types import (AnalysisConfig, AnalysisInputError, CurveFit, EquivalencePoint, PkaEstimate,
                              TitrationAnalysis)
@@ -218,6 +219,7 @@ def _half_equivalence(
                 )
             else:
                 uncertainty = math.hypot(uncertainty, bias)
+        uncertainty = math.hypot(uncertainty, cfg.ph_calibration_sd)  # the pH scale's own calibration
         if problems:
             out.append(PkaEstimate(value, "half_equivalence", uncertainty, False, "; ".join(problems), index, v_half))
         else:
@@ -257,10 +259,12 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
         if not u <= cfg.fit_max_pka_uncertainty:
             problems.append(f"standard error {u:.3g} exceeds {cfg.fit_max_pka_uncertainty:g}: the data barely "
                             "constrain this pKa")
+        combined = math.hypot(u, cfg.ph_calibration_sd)
         reason = "; ".join(problems) if problems else (
-            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH, standard error from the Jacobian"
+            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH; uncertainty {combined:.2g} = fit "
+            f"standard error {u:.2g} (Jacobian) combined with the pH scale's calibration {cfg.ph_calibration_sd:g}"
         )
-        out.append(PkaEstimate(value, "curve_fit", u, not problems, reason, index, v_half))
+        out.append(PkaEstimate(value, "curve_fit", combined, not problems, reason, index, v_half))
     return out
 
 
@@ -340,6 +344,7 @@ def analyze_titration(
         expected = expected_equivalents
     eqs, details, eq_warnings, adaptive = locate_equivalence_points(v, p, curve, cfg, expected=expected, flags=flags)
     result.ph_adaptive = adaptive
+    _display_derivatives(result, v, curve)
     warnings.extend(eq_warnings)
     result.equivalence_points = eqs
     result.smoothing["local_windows"] = details
@@ -360,6 +365,12 @@ def analyze_titration(
         fit_result = _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags,
                               temperature_c, activity, warnings)
     result.fit = fit_result
+    if fit_result is not None and fit_result.converged and c_t is not None and v_a is not None:
+        _refine_with_local_fit(v, p, eqs, fit_result, analyte_r, titrant_r, c_t, v_a, flags, temperature_c, activity,
+                               curve, cfg, warnings, result.ph_adaptive)
+        for d, eq in zip(per_eq, eqs):
+            c = concentration_from_equivalence(eq.volume_ml, c_t, v_a, step=eq.index, titrant_capacity=capacity)
+            d.update(analyte_m=c, uncertainty_m=c * eq.uncertainty_ml / eq.volume_ml)
 
     # The concentration stated: from the supported equivalence point with the smallest relative uncertainty.
     best_c = min(per_eq, key=lambda d: (not d["supported"], d["uncertainty_m"] / d["analyte_m"])) if per_eq else None
@@ -422,6 +433,79 @@ def analyze_titration(
             "curve_fit": None,
         }
     return result
+
+
+# Measured points a displayed derivative is smoothed over: the window follows the data density (a run
+# with 0.05 mL drops gets about a 0.35 mL window), where the global window is chosen for the flat parts.
+DISPLAY_DERIVATIVE_POINTS = 7
+
+
+def _display_derivatives(result: TitrationAnalysis, v: np.ndarray, curve: SmoothedCurve) -> None:
+    steps = np.diff(v)
+    median_step = float(np.median(steps[steps > 0]))
+    window = odd_at_least(DISPLAY_DERIVATIVE_POINTS * median_step / curve.step_ml)
+    window = min(window, curve.grid_ml.size if curve.grid_ml.size % 2 else curve.grid_ml.size - 1)
+    if window < MIN_WINDOW:
+        result.d1_display, result.d2_display = curve.d1, curve.d2
+        return
+    _, result.d1_display, result.d2_display = savgol_derivatives(curve.ph_grid, window, curve.step_ml)
+    result.smoothing["display_derivative"] = {
+        "window_points": window, "window_ml": window * curve.step_ml,
+        "reason": f"{DISPLAY_DERIVATIVE_POINTS} median drop spacings ({median_step:.4g} mL each) on the "
+                  f"{curve.step_ml:.4g} mL grid",
+    }
+
+
+def _refine_with_local_fit(v, p, eqs, fit_result, analyte_r, titrant_r, c_t, v_a, flags, temperature_c, activity,
+                           curve, cfg, warnings, result_adaptive) -> None:
+    """Replace each equivalence point's volume and pH by the model fitted across its jump
+    (:mod:`.analysis_local`) when that fit describes the points and agrees with the derivative estimate."""
+    pka = tuple(fit_result.parameters[f"pka{k}"] for k in range(1, 8) if f"pka{k}" in fit_result.parameters)
+    reagent = analyte_r if analyte_r is not None else generic_acid(len(pka), pka)
+    c_fit = fit_result.parameters.get("analyte_m")
+    if not c_fit:
+        return
+    keep = np.ones(v.size, bool)
+    for a, b in flags:
+        keep &= ~((v >= a) & (v <= b))
+    rms_limit = max(cfg.fit_max_rms_factor * curve.noise_sd, cfg.fit_min_rms_ph)
+    steps = np.diff(v)
+    median_step = float(np.median(steps[steps > 0]))
+    for eq in eqs:
+        if not eq.supported:  # a gap or flagged data at the jump: the model would bridge it, unseen
+            continue
+        got = fit_jump(v, p, centre_ml=eq.volume_ml, jump_ml=eq.jump_region_ml, analyte=reagent, pka=pka,
+                       titrant=titrant_r, titrant_m=c_t, analyte_volume_ml=v_a, concentration_guess_m=c_fit,
+                       temperature_c=temperature_c, activity=activity, keep=keep, grid_ml=curve.grid_ml)
+        label = f"equivalence point {eq.index}"
+        if isinstance(got, str):
+            warnings.append(f"{label}: no model fit across the jump ({got}); volume and pH from the derivatives")
+            continue
+        tolerance = max(3.0 * eq.uncertainty_ml, 2.0 * median_step)
+        if not math.isfinite(got.volume_ml) or abs(got.volume_ml - eq.volume_ml) > tolerance:
+            warnings.append(f"{label}: the model fitted across the jump puts it at {got.volume_ml:.3f} mL, "
+                            f"{abs(got.volume_ml - eq.volume_ml):.3f} mL from the derivative estimate "
+                            f"{eq.volume_ml:.3f} mL (more than {tolerance:.3f} mL): the derivative estimate is kept")
+            continue
+        # The jump's pH residuals carry the drop-volume scatter magnified by the slope; the limit for the
+        # curve-fit (noise-based) would reject every sharp jump, so only a gross misfit is refused here.
+        if not got.rms_ph <= 10 * rms_limit:
+            warnings.append(f"{label}: the model fitted across the jump leaves residuals of {got.rms_ph:.3g} pH rms "
+                            f"(limit {10 * rms_limit:.3g}): the derivative estimate is kept")
+            continue
+        derivative = eq.volume_ml
+        eq.volume_ml = got.volume_ml
+        eq.ph = got.ph
+        eq.uncertainty_ml = math.sqrt(got.uncertainty_ml**2 + ((got.volume_ml - derivative) / 2.0) ** 2
+                                      + curve.step_ml**2 / 12.0)
+        eq.method = "model_fit_across_jump"
+        eq.model_curve = got.dense
+        if got.grid_ph is not None and result_adaptive is not None:
+            inside = np.isfinite(got.grid_ph)
+            result_adaptive[inside] = got.grid_ph[inside]
+        eq.reason += (f"; volume and pH from the equilibrium model fitted to the {got.n_points} points "
+                      f"{got.window_ml[0]:.3f}-{got.window_ml[1]:.3f} mL (rms {got.rms_ph:.3g} pH); the derivative "
+                      f"estimate {derivative:.3f} mL is the cross-check")
 
 
 def _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags, temperature_c, activity,

@@ -86,6 +86,13 @@ def compare_with_references(
             if eq.index <= len(theory_v):
                 out.append(_deviation(f"equivalence volume {eq.index}", "mL", eq.volume_ml, eq.uncertainty_ml,
                                       eq.method, theory_v[eq.index - 1], "theory", source, eq.supported))
+                # The pH of the theoretical curve at its own equivalence volume (7.00 for HCl/NaOH at 25 degC).
+                theory_ph = float(titration_curve(analyte_map, analysis.analyte_volume_ml, titrant_map,
+                                                  np.array([theory_v[eq.index - 1]]), temperature_c=temperature_c,
+                                                  activity=activity, library=lib)[0])
+                if math.isfinite(eq.ph):
+                    out.append(_deviation(f"equivalence pH {eq.index}", "", eq.ph, math.nan, eq.method, theory_ph,
+                                          "theory", source, eq.supported))
         if analysis.fit is not None:
             for k, v in enumerate(analysis.fit.equivalence_volumes_ml[: len(theory_v)], start=1):
                 u = v * analysis.fit.uncertainties.get("analyte_m", math.nan) / analysis.fit.parameters["analyte_m"]

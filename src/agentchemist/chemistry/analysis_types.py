@@ -49,6 +49,8 @@ class EquivalencePoint:
     window_points: int = 0
     points_before: int = 0
     points_after: int = 0
+    # (volumes mL, pH) of the model fitted across the jump, densely sampled, when it was used
+    model_curve: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -113,7 +115,11 @@ class TitrationAnalysis:
     titrant_m: float | None = None
     analyte_volume_ml: float | None = None
     quality_flags: list[tuple[float, float]] = field(default_factory=list)
-    ph_adaptive: np.ndarray | None = None  # ph_smooth with each jump re-smoothed by its local window
+    ph_adaptive: np.ndarray | None = None  # ph_smooth with each jump replaced by its local model fit (or window)
+    # Derivatives for display, smoothed over a window of DISPLAY_DERIVATIVE_POINTS measured points (the
+    # data density), not over the global window chosen for the flat parts of the curve.
+    d1_display: np.ndarray | None = None
+    d2_display: np.ndarray | None = None
 
     @property
     def supported_equivalence_points(self) -> list[EquivalencePoint]:
@@ -142,6 +148,9 @@ class AnalysisConfig:
     fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error above which it is unsupported
     fit_max_rms_factor: float = 5.0        # fit residual rms above this times the noise: model misfit
     fit_min_rms_ph: float = 0.02           # ... but never demand a better rms than this
+    # Standard uncertainty of the pH scale itself (a two-point buffer calibration: buffers are certified to
+    # about +-0.02 pH). A pKa read from pH inherits it one to one; the fit's standard error does not see it.
+    ph_calibration_sd: float = 0.02
 
     def __post_init__(self) -> None:
         ints = {
@@ -162,6 +171,7 @@ class AnalysisConfig:
             "fit_max_pka_uncertainty": self.fit_max_pka_uncertainty,
             "fit_max_rms_factor": self.fit_max_rms_factor,
             "fit_min_rms_ph": self.fit_min_rms_ph,
+            "ph_calibration_sd": self.ph_calibration_sd,
         }
         for name, value in floats.items():
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):

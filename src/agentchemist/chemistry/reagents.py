@@ -35,6 +35,8 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from agentchemist.limits import InputLimitError, load_yaml, read_text
+
 __all__ = [
     "KINDS",
     "Literature",
@@ -117,6 +119,20 @@ class Literature:
 
 
 @dataclass(frozen=True)
+class Hazard:
+    """A handling note that applies from a concentration up (mol/L): the planner adds it to the plan."""
+
+    above_m: float
+    note: str
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.above_m) and self.above_m > 0):
+            raise ReagentConfigError(f"hazard.above_m must be a concentration > 0 mol/L, got {self.above_m!r}")
+        if not self.note.strip():
+            raise ReagentConfigError("hazard block needs a non-empty note")
+
+
+@dataclass(frozen=True)
 class Reagent:
     """One chemical as a component of an aqueous mixture (see the module docstring).
 
@@ -140,6 +156,7 @@ class Reagent:
     phase: str = "solid"
     log_kf: tuple[tuple[str, float], ...] = ()
     literature: Literature | None = None
+    hazard: Hazard | None = None
 
     def __post_init__(self) -> None:
         where = f"reagent {self.name!r}"
@@ -236,6 +253,7 @@ _ENTRY_KEYS = {
     "phase",
     "log_kf",
     "literature",
+    "hazard",
 }
 _ACID_BASE_KEYS = {"pka", "charge_fully_protonated", "protons_as_added"}
 
@@ -285,6 +303,10 @@ def _reagent_from_entry(name: str, entry: Any, source: str) -> Reagent:
                 source=str(lit_entry.get("source", "")),
                 log_kf=tuple((str(k), float(v)) for k, v in (lit_entry.get("log_kf") or {}).items()),
             )
+        hazard = None
+        if entry.get("hazard") is not None:
+            _check_keys(entry["hazard"], {"above_m", "note"}, f"{where}.hazard")
+            hazard = Hazard(above_m=float(entry["hazard"]["above_m"]), note=str(entry["hazard"].get("note", "")))
         display_name = str(entry["display_name"])
         raw_aliases = entry.get("aliases") or ()
         if not isinstance(raw_aliases, (list, tuple)) or not all(isinstance(a, str) for a in raw_aliases):
@@ -306,6 +328,7 @@ def _reagent_from_entry(name: str, entry: Any, source: str) -> Reagent:
             phase=str(entry.get("phase", "solid")),
             log_kf=tuple((str(k), float(v)) for k, v in (entry.get("log_kf") or {}).items()),
             literature=literature,
+            hazard=hazard,
         )
     except ReagentConfigError as exc:
         raise ReagentConfigError(f"{where}: {exc}") from None
@@ -346,11 +369,15 @@ class ReagentLibrary:
         """Load a library from YAML (default: :func:`default_reagents_path`)."""
         file = Path(path) if path is not None else default_reagents_path()
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text(file)
         except OSError as exc:
             raise ReagentConfigError(f"cannot read reagent library {file}: {exc.strerror or exc}") from None
+        except InputLimitError as exc:
+            raise ReagentConfigError(str(exc)) from None
         try:
-            doc = yaml.safe_load(text)
+            doc = load_yaml(text, str(file))
+        except InputLimitError as exc:
+            raise ReagentConfigError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise ReagentConfigError(f"{file}: invalid YAML: {exc}") from None
         if not isinstance(doc, Mapping) or not isinstance(doc.get("reagents"), Mapping):

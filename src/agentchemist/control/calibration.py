@@ -9,6 +9,7 @@ dispensing onto a balance; both fits are least squares through the origin.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import yaml
 
+from agentchemist.limits import load_yaml_file
 from agentchemist.paths import config_dir
 
 
@@ -78,15 +80,38 @@ def fit_calibration(samples: Sequence[CalibrationSample], *, density_g_ml: float
     return Calibration(k_ml_per_mm=k, drop_volume_ml=drop, residual_ml=residual, drop_volume_sd_ml=drop_sd,
                        samples=len(samples), rate_mm_s=float(rate_mm_s), liquid=liquid,
                        density_g_ml=float(density_g_ml), pipette_id=pipette_id,
-                       created=time.strftime("%Y-%m-%dT%H:%M:%S"))
+                       created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def default_calibration_path() -> Path:
+# Where `agentchemist calibrate` (and the dispenser's Calibrate service) save when not told where: the
+# user's calibration store, never the shipped config/calibration/pipette.yaml, which stays the default
+# a fresh clone starts from (a calibration run must not leave a clone modified).
+CALIBRATION_DIR_ENV = "AGENTCHEMIST_CALIBRATION_DIR"
+
+
+def shipped_calibration_path() -> Path:
+    """The calibration shipped with the repository (read-only default)."""
     return config_dir() / "calibration" / "pipette.yaml"
 
 
+def user_calibration_path() -> Path:
+    """$AGENTCHEMIST_CALIBRATION_DIR/pipette.yaml, else $XDG_DATA_HOME (~/.local/share)/agentchemist/calibration."""
+    base = os.environ.get(CALIBRATION_DIR_ENV)
+    if not base:
+        data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        base = str(Path(data_home) / "agentchemist" / "calibration")
+    return Path(base) / "pipette.yaml"
+
+
+def default_calibration_path() -> Path:
+    """The calibration used when none is named: the user's store when it holds one, else the shipped one."""
+    user = user_calibration_path()
+    return user if user.is_file() else shipped_calibration_path()
+
+
 def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
-    path = Path(path) if path else default_calibration_path()
+    """Write ``cal`` to ``path``, by default to the user's calibration store (see above)."""
+    path = Path(path) if path else user_calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Pipette calibration written by `agentchemist calibrate` (gravimetric, least squares).\n"
               "# k_ml_per_mm: mL per mm of gripper closing; drop_volume_ml: mean drop at rate_mm_s.\n")
@@ -97,9 +122,11 @@ def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
 def load_calibration(path: str | Path | None = None) -> Calibration:
     path = Path(path) if path else default_calibration_path()
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml_file(path)
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read the calibration: {exc.strerror or exc}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        raise CalibrationError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise CalibrationError(f"{path}: a calibration is a mapping of fields")
     fields = set(Calibration.__dataclass_fields__)

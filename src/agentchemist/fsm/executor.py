@@ -27,9 +27,11 @@ from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
+from agentchemist.fsm.episodes import Episodes
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.own_moves import OwnMoves
+from agentchemist.fsm.record_watch import RecordWatch
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
@@ -76,6 +78,9 @@ class Executor:
         self.frames = frames if frames is not None else FrameProblems()
         self.last_hue: float | None = None
         self.balance_problem = False
+        self.record_watch = RecordWatch(plan.experiment_id, now, config.recorder)
+        self.bad_readings = Episodes()  # refused pH / temperature readings, once per episode
+        self.pending_start: bool | None = None  # require_scene of a start that waits for the recorder
 
     # ------------------------------------------------------------------ state
     @property
@@ -104,7 +109,11 @@ class Executor:
 
     # ------------------------------------------------------------------ start
     def start(self, now: float, frame, require_scene: bool) -> list:
-        """The plan arrived: check the scene before anything moves, keep the bench, dispatch."""
+        """The plan arrived: once the recorder has acknowledged it (nothing moves unrecorded), check the
+        scene before anything moves, keep the bench, dispatch."""
+        if not self.record_watch.acked:
+            self.pending_start = require_scene
+            return [Log("waiting for the recorder to acknowledge the plan before anything moves")]
         out: list = []
         if require_scene:
             if frame is None:
@@ -287,18 +296,20 @@ class Executor:
 
     # ------------------------------------------------------------------ readings
     def on_ph(self, stamp: float, value: float, noise: float | None) -> list:
+        """A pH reading; a refused one is reported once per episode (fsm/episodes.py), for every node."""
         try:
             commands = self.sup.on_ph(stamp, value, noise)
         except ReadingError as exc:
-            return self._stamped([Report("bad_reading", "warn", f"pH reading refused: {exc}")])
-        return self.carry_out(commands, stamp)
+            return self._stamped(self.bad_readings.failed("pH", stamp, f"pH reading refused: {exc}"))
+        return self._stamped(self.bad_readings.passed("pH", stamp)) + self.carry_out(commands, stamp)
 
-    def on_temperature(self, value: float) -> list:
+    def on_temperature(self, value: float, stamp: float = 0.0) -> list:
         try:
             self.sup.on_temperature(value)
         except ReadingError as exc:
-            return self._stamped([Report("bad_reading", "warn", f"temperature reading refused: {exc}")])
-        return []
+            return self._stamped(self.bad_readings.failed("temperature", stamp,
+                                                          f"temperature reading refused: {exc}"))
+        return self._stamped(self.bad_readings.passed("temperature", stamp))
 
     def on_mass(self, stamp: float, grams: float) -> list:
         if self.sup.mass is None:
@@ -356,16 +367,51 @@ class Executor:
 
     # ------------------------------------------------------------------ time and the end
     def on_tick(self, now: float) -> list:
-        """The node's timer: state timeouts and a stale camera."""
+        """The node's timer: state timeouts, a stale camera, the recorder."""
         if not math.isfinite(now):
             return []
         reason = self.sup.check_timeout(now)  # FsmTimeError when the clock went back: the node says why
         if reason:
             return self.abort(reason, "state_timeout", now)
-        return self.carry_out(self.sup.check_camera(now), now)
+        return self.carry_out(self.sup.check_camera(now), now) + self.check_recorder(now)
+
+    # ------------------------------------------------------------------ the record (fsm/record_watch.py)
+    def on_recorder_status(self, experiment_id: str, recording: bool, stored_through: float, now: float,
+                           frame) -> list:
+        """The recorder's status: the acknowledgement starts a waiting run; its return ends a gap."""
+        if not self.running:
+            return []
+        verdict = self.record_watch.on_status(experiment_id, recording, stored_through, now)
+        if verdict == "acked" and self.pending_start is not None:
+            require_scene, self.pending_start = self.pending_start, None
+            return self.start(now, frame, require_scene)
+        if verdict == "back":
+            gap = self.record_watch.gaps[-1]
+            return self.carry_out(self.sup.unpause("recorder"), now) + self._stamped([
+                Report("recorder_lost", "info", f"the recorder is back; dispensing goes on (gap {gap})",
+                       resolved=True),
+                Report("record_gap", "warn", f"the record has a gap from {gap.start:.1f} s to {gap.end:.1f} s "
+                       "(dispensing was held from when it was noticed): the run cannot be reported as a "
+                       "success")])
+        return []
+
+    def check_recorder(self, now: float) -> list:
+        watch = self.record_watch
+        verdict = watch.check(now) if self.running else ""
+        if verdict == "abort_unacked":
+            return self.abort(f"the recorder did not acknowledge the plan within {watch.config.ack_wait_s:.0f} s; "
+                              "nothing was moved", "recorder_unavailable", now)
+        if verdict == "abort_lost":
+            return self.abort(f"the recorder has been gone since {watch.lost_since:.1f} s", "recorder_lost", now)
+        if verdict == "lost":
+            return self.carry_out(self.sup.pause("recorder"), now) + self._stamped([Report(
+                "recorder_lost", "warn", f"{watch.why_lost(now)}: dispensing is held until it is back",
+                response="pause")])
+        return []
 
     def abort(self, reason: str, kind: str, now: float) -> list:
         """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""
+        self.pending_start = None  # a start that waited for the recorder will not come
         out: list[Any] = [Log(f"abort: {reason}", "error"),
                           *self._stamped([Report(kind, "halt", reason, response="abort")]),
                           Cancel("dispenser_controller"), Cancel("action_policy")]

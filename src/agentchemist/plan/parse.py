@@ -9,12 +9,14 @@ The result is an :class:`InstructionParse`; ``agentchemist.plan.rules`` turns it
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, UnknownReagentError
 from agentchemist.plan.parse_text import (
+    unsupported_conditions,
     colour_change,
     data_recording,
     find_instruments,
@@ -277,7 +279,15 @@ def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) 
             parse.target_ph = m.value
             parse.warnings.append(f"read {m.text!r} as the target pH")
         else:
-            parse.warnings.append(f"ignored a second pH value {m.text!r}")
+            # A second value is never dropped silently: the same value again is harmless, another one
+            # contradicts the first and is asked about.
+            first = parse.initial_ph if kind == "initial" else parse.target_ph
+            which = "starting" if kind == "initial" else "target"
+            if first is not None and first == m.value:
+                parse.warnings.append(f"pH {m.value:g} is stated twice")
+            else:
+                parse.questions.append(f"The instruction gives two {which} pH values, pH {first:g} and "
+                                       f"{m.text.strip()!r}. Which one should the run use?")
         prev_end = m.end
 
 
@@ -316,6 +326,15 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
             rp.volume_ml = q.value
         elif q.kind == "mass" and rp.mass_g is None:
             rp.mass_g = q.value
+        else:
+            # The same reagent named twice with two amounts ("0.2 M NaOH ... using 0.1 M NaOH"): one
+            # value would be chosen silently, so the planner asks which.
+            first = {"concentration": rp.concentration_m, "volume": rp.volume_ml, "mass": rp.mass_g}.get(q.kind)
+            if first is not None and not math.isclose(first, q.value, rel_tol=1e-9):
+                unit = {"concentration": "mol/L", "volume": "mL", "mass": "g"}[q.kind]
+                parse.questions.append(
+                    f"The instruction gives the {rp.reagent.display_name} two {q.kind}s, {first:g} {unit} and "
+                    f"{q.text.strip()!r}. Which one is right?")
         quantities.remove(q)
     parse.reagents = sorted(by_name.values(), key=lambda r: r.first_mention)
 
@@ -348,6 +367,7 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
                 f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent did you mean?"
             )
 
+    parse.refusals.extend(unsupported_conditions(text, parse.initial_temperature_c))
     _classify_ph(text, ph_mentions, parse)
     if parse.target_ph is None:
         if re.search(r"\b(?:until|to)\s+(?:it\s+is\s+)?neutral\b", low):

@@ -216,3 +216,37 @@ def colour_change(text: str) -> tuple[str | None, str | None]:
     if m:
         return None, _canon_colour(m.group(1))
     return None, None
+
+
+# Conditions the bench cannot honour: it has no heater or cooler (a stirrer only), no gas supply, and
+# no clock the plan could hold a titration to. Refused with the reason, never dropped.
+BENCH_TEMPERATURE_C = (15.0, 35.0)
+_ATMOSPHERE = re.compile(
+    r"\b(?:under|in|with)\s+(?:an?\s+|dry\s+)?(?:nitrogen|argon|helium|n2|ar|inert(?:\s+gas)?|co2|carbon dioxide|"
+    r"oxygen|vacuum)(?:\s+(?:atmosphere|blanket|flow|purge|gas))?\b|\binert\s+atmosphere\b|\bglove\s*box\b",
+    re.I,
+)
+_TIME_LIMIT = re.compile(
+    r"\b(?:within|in\s+(?:under|less\s+than|at\s+most)|no\s+(?:longer|more)\s+than|before|under)\s+"
+    r"\d+(?:[.,]\d+)?\s*(?:s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?)\b",
+    re.I,
+)
+
+
+def unsupported_conditions(text: str, temperature_c: float | None) -> list[str]:
+    """Reasons to refuse conditions the bench cannot honour (temperature, atmosphere, a time limit)."""
+    out = []
+    if temperature_c is not None and not BENCH_TEMPERATURE_C[0] <= temperature_c <= BENCH_TEMPERATURE_C[1]:
+        lo, hi = BENCH_TEMPERATURE_C
+        extra = " (water boils at 100 degC)" if temperature_c >= 100 else ""
+        out.append(f"the instruction asks for {temperature_c:g} degC{extra}, but the bench has no heating or "
+                   f"cooling: runs happen at room temperature ({lo:g}-{hi:g} degC)")
+    m = _ATMOSPHERE.search(text)
+    if m:
+        out.append(f"the instruction asks for {m.group(0).strip()!r}, but the bench has no gas supply or enclosure: "
+                   "runs happen in room air")
+    m = _TIME_LIMIT.search(text)
+    if m:
+        out.append(f"the instruction sets a time limit ({m.group(0).strip()!r}), which the plan cannot guarantee: "
+                   "each drop waits for the pH to settle; drop the limit to run at the bench's pace")
+    return out

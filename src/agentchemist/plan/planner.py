@@ -105,6 +105,9 @@ class Planner:
             )
         except BackendError as exc:
             return PlanOutcome("refusal", None, f"the planner backend failed: {exc}", [str(exc)])
+        except ArithmeticError as exc:  # the chemistry could not be computed for these numbers (no traceback)
+            reason = f"the chemistry of this instruction cannot be computed ({type(exc).__name__}: {exc})"
+            return PlanOutcome("refusal", None, f"I cannot plan this instruction: {reason}", [reason])
         if proposal.kind != "plan" or proposal.plan is None:
             return PlanOutcome(proposal.kind, None, proposal.message, proposal.reasons)
         plan = proposal.plan

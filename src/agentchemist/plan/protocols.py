@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from agentchemist.limits import load_yaml_file
 from agentchemist.paths import config_dir
 
 __all__ = [
@@ -406,8 +407,8 @@ class ProtocolLibrary:
         protocols: dict[str, Protocol] = {}
         for file in files:
             try:
-                doc = yaml.safe_load(file.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError) as exc:
+                doc = load_yaml_file(file)
+            except (OSError, ValueError, yaml.YAMLError) as exc:
                 raise ProtocolError(f"{file}: cannot read protocol: {exc}") from None
             proto = _protocol_from_doc(doc, str(file))
             if proto.id in protocols:

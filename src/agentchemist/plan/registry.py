@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from agentchemist.limits import load_yaml_file
 from agentchemist.bench.labware import kind_names
 from agentchemist.paths import config_dir
 
@@ -115,8 +116,8 @@ class HardwareRegistry:
     def load(cls, path: str | Path | None = None) -> "HardwareRegistry":
         file = Path(path) if path is not None else default_registry_path()
         try:
-            doc = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
+            doc = load_yaml_file(file)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
             raise RegistryError(f"cannot read hardware registry {file}: {exc}") from None
         if not isinstance(doc, Mapping):
             raise RegistryError(f"{file}: expected a mapping at the top level")

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+
+import numpy as np
 from typing import Any
 
+from agentchemist.control.calibration import CalibrationError, load_or_none
+from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
 from agentchemist.plan.alternatives import choose, holder_of
 from agentchemist.plan.feasibility import (
@@ -62,6 +66,41 @@ def _ask(*questions: str) -> _Stop:
 
 def _refuse(*reasons: str) -> _Stop:
     return _Stop({"refusal": "; ".join(reasons), "reasons": list(reasons)})
+
+
+def _hazard_notes(reagents: list[ReagentParse]) -> list[str]:
+    """The reagent registry's handling note for each reagent at or above its hazard concentration."""
+    out = []
+    for r in reagents:
+        hazard = r.reagent.hazard
+        if hazard is not None and r.concentration_m is not None and r.concentration_m >= hazard.above_m:
+            out.append(f"hazard: {r.concentration_m:g} M {r.reagent.display_name}: {hazard.note}")
+    return out
+
+
+def _calibrated_drop(ctx: dict[str, Any], warnings: list[str]) -> None:
+    """The drop volume the dispenser and audio supervisor will use: the pipette calibration they load
+    (the user's store, else the shipped file), so the plan and its report state what the nodes used."""
+    try:
+        cal = load_or_none(None)
+    except CalibrationError as exc:
+        warnings.append(f"pipette calibration unreadable ({exc}): the protocol's default drop volume is planned")
+        return
+    if cal is not None:
+        ctx["drop_volume_ml"] = round(cal.drop_volume_ml, 6)
+
+
+def _ask_about_leftovers(volumes: list, text: str) -> None:
+    """A volume the plan would not use ("... and dispense 5 L") is asked about, never dropped."""
+    if not volumes:
+        return
+    def phrase(q) -> str:
+        words = re.findall(r"[\w.]+", text[: q.start])[-2:]  # "dispense 5 L": the verb with the amount
+        return " ".join([*words, q.text.strip()])
+
+    said = ", ".join(repr(phrase(q)) for q in volumes)
+    raise _ask(f"The instruction also names {said}, which this plan would not use or dispense (a titration "
+               "adds titrant drop by drop until its target). What is it for? Leave it out to plan the titration alone.")
 
 
 def _equivalents(r: Reagent) -> int:
@@ -126,6 +165,8 @@ class RulesBackend:
         else:
             ctx, reagents, objects = self._titration(parse, scene, warnings)
         proto = self.protocols.for_family(family)
+        if family != "weighing_dissolution":
+            _calibrated_drop(ctx, warnings)
         ctx["output_format"] = ["report"] + [o for o in parse.output_format if o != "report"]
         filled = proto.fill(ctx)
         # The protocol's instruments, the alternatives chosen (a spatula or the solid's bottle ...), and
@@ -161,6 +202,20 @@ class RulesBackend:
             "module_instantiation": filled["module_instantiation"],
             "warnings": warnings,
         }
+
+    def _meter_range(self, a: dict, va: float, t: dict) -> list[str]:
+        """A word when the pH the run starts at lies outside the pH meter's range (hardware registry)."""
+        lo, hi = self.registry.ph_range
+        try:
+            (start,) = titration_curve(a, va, t, np.array([0.0]), activity=self.registry.ph_reads_activity,
+                                       library=self.library)
+        except (ValueError, ArithmeticError):
+            return []
+        if lo <= start <= hi:
+            return []
+        return [f"the solution starts at about pH {start:.1f}, outside the pH meter's range {lo:g}-{hi:g}: the first "
+                "readings are at the meter's limit and are not evidence of the pH (dilute the sample to see the "
+                "whole curve)"]
 
     def _beaker(
         self,
@@ -318,8 +373,10 @@ class RulesBackend:
         if missing:
             raise _ask(*missing, "It is needed to check that the target is reachable and the titrant fits the beaker.")
         va = analyte.volume_ml
+        volumes = [q for q in parse.unbound if q.kind == "volume"]
+        used = volumes[0] if va is None and len(volumes) == 1 else None
+        _ask_about_leftovers([q for q in volumes if q is not used], parse.text)
         if va is None:
-            volumes = [q for q in parse.unbound if q.kind == "volume"]
             if len(volumes) == 1:
                 va = volumes[0].value
                 warnings.append(f"read {volumes[0].text.strip()!r} as the analyte volume")
@@ -423,6 +480,9 @@ class RulesBackend:
             "temperature_c": parse.initial_temperature_c,
         }
         ctx["target_conditions"] = target_conditions
+        warnings.extend(_hazard_notes([analyte, titrant, *[r for r in parse.reagents if r not in (analyte, titrant)]]))
+        if fam == "acid_base_titration":
+            warnings.extend(self._meter_range(a, va, t))
         end = (
             f"until pH {ctx['target_ph']:g}"
             if ctx.get("stop_on") == "ph"

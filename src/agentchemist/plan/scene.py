@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from agentchemist.limits import load_json, load_yaml, read_text
 from agentchemist.chemistry.reagents import ReagentLibrary
 
 __all__ = [
@@ -188,8 +189,8 @@ class SceneInfo:
         """Load a scene from a JSON or YAML file."""
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
-            data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+            text = read_text(file)
+            data = load_json(text, str(file)) if file.suffix == ".json" else load_yaml(text, str(file))
         except (OSError, ValueError, yaml.YAMLError) as exc:
             raise SceneError(f"cannot read scene {file}: {exc}") from None
         return cls.from_dict(data)

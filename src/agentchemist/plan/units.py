@@ -36,6 +36,7 @@ _UNITS: list[tuple[str, Kind, float, bool]] = [
     (r"(?:kg|kilograms?)", "mass", 1000.0, False),
     (r"(?:g|grams?|gr)", "mass", 1.0, False),
     (r"(?:\u00b0\s*c|\u2103|degrees?\s*(?:c|celsius)|deg\s*c)", "temperature", 1.0, False),
+    (r"(?-i:C)", "temperature", 1.0, False),  # "at 300 C": a bare capital C after a number is Celsius
 ]
 
 _QUANTITY = re.compile(
@@ -50,6 +51,15 @@ _PH = re.compile(
     r"(?P<num>[-\u2212]?\d+(?:[.,]\d+)?)(?![\w])",
     re.IGNORECASE,
 )
+
+
+# Amounts no instruction for this bench can mean (in plan units), refused before any chemistry runs on them
+# (an equilibrium solve at 1e300 mol/L cannot converge): the plan schema's own limits.
+_LIMITS = {
+    "concentration": (20.0, "above any aqueous solution (at most 20 mol/L)"),
+    "volume": (10_000.0, "more than 10 L, far beyond any vessel on the bench"),
+    "mass": (10_000.0, "more than 10 kg, far beyond the balance"),
+}
 
 
 class QuantityError(ValueError):
@@ -84,7 +94,10 @@ def _to_float(num: str, exp: str | None) -> float:
     base = re.split(r"\s*(?:[eE]|[x\u00d7*]\s*10\^?)", base)[0]
     value = float(base)
     if exp is not None:
-        value *= 10.0 ** int(exp.replace("\u2212", "-"))
+        power = int(exp.replace("\u2212", "-"))
+        if abs(power) > 300:  # 10.0 ** 400 raises OverflowError; no amount in a lab is near it
+            return math.inf if power > 0 and value != 0 else 0.0
+        value *= 10.0**power
     return value
 
 
@@ -105,6 +118,9 @@ def find_quantities(text: str) -> list[Quantity]:
             raise QuantityError(f"quantity {m.group(0)!r} is not a finite number")
         if kind != "temperature" and value <= 0:
             raise QuantityError(f"quantity {m.group(0).strip()!r} must be positive")
+        limit = _LIMITS.get(kind)
+        if limit is not None and value * factor > limit[0]:
+            raise QuantityError(f"quantity {m.group(0).strip()!r} is {limit[1]}")
         found.append(Quantity(kind, value * factor, unit, m.start(), m.end(), m.group(0), normal))
     return found
 

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from agentchemist.params import param
 from agentchemist.record.ordering import StampOrder
+from agentchemist.record.plausibility import from_plan
 from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
-from agentchemist.record.store import RecordStore, open_store, run_database_path
+from agentchemist.record.store import RecordStore, open_store, run_database_path, run_folder
 from agentchemist.record.volume_fusion import VolumeFuser
 
 KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
@@ -44,6 +45,8 @@ class RecorderConfig:
                                            "postgresql://...")
     ph_record_period: float = param(1.0, unit="s", low=0.0, high=60.0,
                                     description="Time between smoothed pH (and temperature, mass) records")
+    status_period_s: float = param(0.5, unit="s", low=0.05, high=10.0, description=(
+        "Period of the recorder's status (RecorderStatus): the supervisor holds dispensing when it stops"))
 
     def store_url_for(self, experiment_id: str) -> str:
         """The store of one experiment; RecordInputError for an id that cannot name a run folder (checked
@@ -53,6 +56,16 @@ class RecorderConfig:
 
 
 # ---------------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Notice:
+    """An anomaly the recording raises about its data (the node publishes it)."""
+    kind: str
+    severity: str
+    description: str
+    stamp: float
+    resolved: bool = False
+
+
 @dataclass(frozen=True)
 class FsmUpdate:
     experiment_id: str
@@ -179,8 +192,13 @@ class Recording:
     """The record of one experiment in `store` (see the module docstring)."""
 
     def __init__(self, experiment_id: str, store: RecordStore, config: RecorderConfig = RecorderConfig(), *,
-                 url: str = "", previous: Recording | None = None):
+                 url: str = "", previous: Recording | None = None, plan: dict | None = None):
         self.experiment_id = experiment_id
+        # A pH reading no drop explains is flagged and kept out of the records (record/plausibility.py).
+        self.plausible = from_plan(plan) if isinstance(plan, dict) else None
+        self.implausible = False   # an episode of implausible readings is open
+        self.notices: list[Notice] = []  # anomalies for the node to publish
+        self.dispenser_drops: dict[str, int] = {}  # drops each dispensing goal has counted
         self.store = store
         self.url = url
         self.config = config
@@ -200,27 +218,40 @@ class Recording:
 
     @classmethod
     def open(cls, config: RecorderConfig, experiment_id: str, *, now: float, instruction: str = "",
-             plan_json: str = "", previous: Recording | None = None, on_failure=None) -> Recording:
+             plan_json: str = "", previous: Recording | None = None, on_failure=None,
+             calendar: str = "") -> Recording:
         """Open the experiment's store (SQLite in its run folder unless `config.store_url` names one),
-        start the experiment with its plan and make that durable. `now` is the plan's stamp."""
+        start the experiment with its plan and make that durable. `now` is the plan's stamp; `calendar` the
+        caller's ISO 8601 wall-clock time beside it (the core reads no clock)."""
         url = config.store_url_for(experiment_id)
-        if not config.store_url:
-            Path(url).parent.mkdir(parents=True, exist_ok=True)
-        store = open_store(url, on_failure=on_failure)
+        folder = run_folder(config.runs_dir, experiment_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        # The spill (rows the database could not take yet) lives in the run's folder whatever the store,
+        # so a run whose database stayed down is found, and reported, where its other files are.
+        spill = None if not config.store_url else folder / SPILL_NAME
+        store = open_store(url, spill_path=spill, on_failure=on_failure)
         try:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
             plan = {"unparsed": plan_json}
-        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata={"plan": plan})
+        # The run clock may be simulated; the calendar time beside it is what a reader dates the run by.
+        # A recorder restarted during the run reopens it: its start stays the first one.
+        metadata = {"plan": plan}
+        if calendar and not store.knows(experiment_id):
+            metadata.update(calendar_start=calendar, calendar_start_run_s=now)
+        store.start_experiment(experiment_id, now=now, instruction=instruction, metadata=metadata)
         store.flush()
-        return cls(experiment_id, store, config, url=url, previous=previous)
+        return cls(experiment_id, store, config, url=url, previous=previous, plan=plan)
 
-    def close(self) -> None:
+    def close(self) -> str:
+        """Flush and close the store; '' or a sentence saying that rows are still only in the spill file
+        (the database stayed down: `agentchemist report` replays them when it is back)."""
         self.store.flush()
         self.store.close()
+        return unreplayed_spill(self.store.spill.path)
 
     # ------------------------------------------------------------------ inputs
-    def on_fsm(self, msg: FsmUpdate) -> Closed | None:
+    def on_fsm(self, msg: FsmUpdate, calendar: str = "") -> Closed | None:
         if msg.experiment_id != self.experiment_id:
             return None
         if msg.previous_state or msg.symbol:
@@ -231,6 +262,9 @@ class Recording:
         if not msg.terminal or self.closed:
             return None
         status = "completed" if msg.accepting else "aborted"
+        if calendar:
+            self.store.start_experiment(self.experiment_id, now=msg.stamp,
+                                        metadata={"calendar_finish_run_s": msg.stamp, "calendar_finish": calendar})
         self.store.finish_experiment(self.experiment_id, now=msg.stamp, status=status,
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
@@ -267,6 +301,8 @@ class Recording:
                                quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
                                fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=[late])
             return []
+        if msg.quantity == "pH" and self._implausible(msg):
+            return []
         filt = self.filters.get(msg.quantity)
         filtered = filt.update(msg.value, stamp, msg.self_check_ok, msg.noise) if filt else None
         flags = list(filtered.flags) if filtered else ([] if math.isfinite(msg.value) else ["invalid_input"])
@@ -288,6 +324,31 @@ class Recording:
             return []
         return [self._record(stamp, name, msg.unit, filtered.value, filtered.confidence, ["sensor"], [msg.value],
                              [filtered.confidence], flags, self.subtask_id)]
+
+    def _implausible(self, msg: Reading) -> bool:
+        """A valid pH reading outside what the drops can explain: kept raw with the flag, no record, one
+        anomaly per episode (the next plausible reading resolves it)."""
+        if self.plausible is None or not (math.isfinite(msg.value) and msg.self_check_ok):
+            return False
+        why = self.plausible.check(msg.stamp, msg.value)
+        if not why:
+            if self.implausible:
+                self.implausible = False
+                self.notices.append(Notice("implausible_reading", "info", "pH readings are explained by the "
+                                           "drops again", msg.stamp, resolved=True))
+            return False
+        self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="sensor", sensor=msg.sensor,
+                           quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
+                           fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=["implausible_jump"])
+        if not self.implausible:
+            self.implausible = True
+            self.notices.append(Notice("implausible_reading", "warn", f"{why}: kept out of the records",
+                                       msg.stamp))
+        return True
+
+    def take_notices(self) -> list[Notice]:
+        notices, self.notices = self.notices, []
+        return notices
 
     def on_note(self, msg: AgentNote) -> list[Record]:
         if msg.experiment_id != self.experiment_id:
@@ -334,12 +395,14 @@ class Recording:
             else:
                 records = [self._carried(at, result, self.subtask_id)
                            for at, result in self.fuser.open_gate("audio", msg.stamp, msg.kind, self.fsm_state)]
-        else:
+        elif msg.kind not in NOT_ABOUT_VOLUME:
             self.fuser.add_failure(msg.stamp, msg.kind, msg.severity)
         self.store.flush()
         return records
 
     def on_audio_event(self, msg: AudioEventNote) -> None:
+        if self.plausible is not None and msg.kind == "droplet":
+            self.plausible.drop(msg.start or msg.stamp)
         self.store.add_audio_event(self.experiment_id, stamp=msg.stamp, event_id=msg.event_id, kind=msg.kind,
                                    classification=msg.classification, start=msg.start, end=msg.end,
                                    snr_db=msg.snr_db, peak_frequency_hz=msg.peak_frequency_hz,
@@ -351,6 +414,10 @@ class Recording:
         waited, retracted or was held. A calibration (no experiment) or another experiment's goal is not ours."""
         if msg.experiment_id != self.experiment_id:
             return
+        counted = self.dispenser_drops.get(msg.subtask_id, 0)
+        if self.plausible is not None and msg.drops > counted:
+            self.plausible.drop(msg.stamp, msg.drops - counted)
+        self.dispenser_drops[msg.subtask_id] = max(counted, msg.drops)
         self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="dispenser", sensor="dispenser_controller",
                            quantity="dispenser_state", value=msg.dispensed_ml, unit="mL", confidence=1.0,
                            fsm_state=self.fsm_state, subtask_id=msg.subtask_id, payload={
@@ -382,3 +449,21 @@ class Recording:
         self.store.flush()  # durable before acknowledged
         return Record(self.experiment_id, int(seq), stamp, quantity, unit, value, confidence, tuple(channels),
                       tuple(values), tuple(confidences), self.fsm_state, subtask, tuple(flags))
+
+
+#: Anomalies about a sensor or service the dispensed volume does not depend on: they leave the volume
+#: channels' confidence alone (a refused pH reading says nothing about the drops).
+NOT_ABOUT_VOLUME = frozenset({"bad_reading", "recorder_lost", "record_gap", "spill_unreplayed"})
+
+#: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
+SPILL_NAME = "records.spill.jsonl"
+
+
+def unreplayed_spill(path) -> str:
+    """'' when `path` holds no rows, else what is left there (for the shutdown log and the report)."""
+    path = Path(path)
+    try:
+        rows = sum(1 for line in path.open("rb") if line.strip()) if path.exists() else 0
+    except OSError as exc:
+        return f"spill file {path} cannot be read: {exc}"
+    return f"{rows} records were never written to the database; they are in {path}" if rows else ""

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentchemist.record import schema
 from agentchemist.record import validate as v
-from agentchemist.record.errors import RecordConfigError, StoreClosedError, StoreError
+from agentchemist.record.errors import RecordConfigError, StoreClosedError, StoreError, StoreUnavailableError
 from agentchemist.record.spill import SpillFile, merge_experiments, merge_records
 from agentchemist.record.sql_backend import SqlBackend
 from agentchemist.record.writer import BatchWriter, FailureCallback
@@ -90,7 +90,7 @@ class QueuedStore:
     """A :class:`RecordStore` over any :class:`SqlBackend` (see the module docstring).
 
     Args:
-        backend: the database back end (connected here; raises StoreUnavailableError when it cannot be).
+        backend: the database back end (connected here; when it cannot be, the store opens degraded).
         spill_path: JSON-lines file for rows the database cannot take; keep it on a different disk from
             the database if "disk full" must be survivable (the same disk works for connection loss).
         on_failure: called (from the writer thread) once per outage with (kind, description); kind is
@@ -116,15 +116,32 @@ class QueuedStore:
     ) -> None:
         self.backend = backend
         self.spill = SpillFile(spill_path)
-        backend.connect()
+        # A database that cannot be reached at the start is an outage like one mid-run: the store opens
+        # degraded and spills from the first row (the robot's run must not wait on a database server).
+        # Sequence numbers then start after the spill's; the database's are not known yet.
+        unavailable: StoreUnavailableError | None = None
+        try:
+            backend.connect()
+            db_ids, db_seq = backend.experiment_ids(), backend.max_seq()
+        except StoreUnavailableError as exc:
+            backend.disconnect()
+            unavailable, db_ids, db_seq = exc, set(), 0
         spilled = self.spill.read()
-        self._known = backend.experiment_ids() | {op["experiment_id"] for op in spilled}
-        first_seq = max([backend.max_seq(), *(int(op.get("seq", 0)) for op in spilled)])
+        self._known = db_ids | {op["experiment_id"] for op in spilled}
+        first_seq = max([db_seq, *(int(op.get("seq", 0)) for op in spilled)])
         self._writer = BatchWriter(
             backend, self.spill, on_failure=on_failure, on_recovery=on_recovery, queue_size=queue_size,
             batch_size=batch_size, retry_interval_s=retry_interval_s, put_timeout_s=put_timeout_s,
-            first_seq=first_seq,
+            first_seq=first_seq, unavailable=unavailable,
         )
+
+    def knows(self, experiment_id: str) -> bool:
+        """True when the experiment was started in this store before (database or spill)."""
+        return experiment_id in self._known
+
+    @property
+    def closed(self) -> bool:
+        return self._writer.closed
 
     @property
     def degraded(self) -> bool:

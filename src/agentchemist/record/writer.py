@@ -53,6 +53,7 @@ class BatchWriter:
         retry_interval_s: float,
         put_timeout_s: float,
         first_seq: int,
+        unavailable: Exception | None = None,
     ) -> None:
         if queue_size < 1 or batch_size < 1:
             raise RecordConfigError(f"queue_size and batch_size must be >= 1, got {queue_size}, {batch_size}")
@@ -81,7 +82,13 @@ class BatchWriter:
         self._next_retry = 0.0
         self.failures: list[tuple[str, str]] = []
         spill.repair()
-        if spill.exists():
+        if unavailable is not None:
+            self.degraded = True
+            self._next_retry = time.monotonic() + self._retry_interval_s
+            self._report(backend.classify(unavailable),
+                         f"{backend.name} unavailable at the start ({unavailable}); recording to {spill.path} "
+                         f"from the first row and retrying every {retry_interval_s} s")
+        elif spill.exists():
             # Left over from a process that lost its database: replay before anything new.
             self.degraded = True
             self._try_recover(kind="spill_replayed")

@@ -83,6 +83,13 @@ def _data_span(analysis: TitrationAnalysis) -> tuple[float, float]:
     return (float(v[0]), float(v[-1])) if v.size else (0.0, 1.0)
 
 
+def _deriv_window(analysis: TitrationAnalysis) -> str:
+    shown = analysis.smoothing.get("display_derivative") if analysis.d1_display is not None else None
+    if shown:
+        return f"smoothed over {shown['window_ml']:.2g} mL, about 7 drops"
+    return f"smoothed over {analysis.smoothing.get('window_ml', float('nan')):.2g} mL"
+
+
 def _display_curve(analysis: TitrationAnalysis) -> np.ndarray:
     return analysis.ph_adaptive if analysis.ph_adaptive is not None else analysis.ph_smooth
 
@@ -103,15 +110,26 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
     fig, axes = _figure()
     ax = axes[0, 0]
     v, p = analysis.volume_ml, analysis.ph
-    ax.plot(v, p, "o", markersize=2.2, color="#2c3e50", alpha=0.55, label=f"measured ({v.size} points)")
+    # Points underneath, lines on top (zorder), each line in its own colour, style and width, so every
+    # line named in the legend stays visible where the curves coincide.
+    ax.plot(v, p, "o", markersize=2.2, color="#2c3e50", alpha=0.45, zorder=2, label=f"measured ({v.size} points)")
+    jumps = any(e.method == "model_fit_across_jump" for e in analysis.equivalence_points)
     if analysis.grid_ml.size:
-        ax.plot(analysis.grid_ml, _display_curve(analysis), "-", color="#2980b9", linewidth=1.2,
-                label=f"Savitzky-Golay ({analysis.smoothing.get('window_points')} points; local window at jumps)")
+        ax.plot(analysis.grid_ml, _display_curve(analysis), "-", color="#2980b9", linewidth=1.0, zorder=3,
+                label=f"Savitzky-Golay ({analysis.smoothing.get('window_points')} points)"
+                + ("; model fitted across each jump" if jumps else "; local window at jumps"))
     fit = analysis.fit
     if fit is not None and fit.converged and fit.ph_fit is not None:
-        ax.plot(analysis.grid_ml, fit.ph_fit, "--", color="#27ae60", linewidth=1.1, label="equilibrium-model fit")
+        ax.plot(analysis.grid_ml, fit.ph_fit, linestyle=(0, (5, 3)), color="#27ae60", linewidth=2.0, alpha=0.9, zorder=4,
+                label="equilibrium-model fit (whole curve)")
     if theory_ph is not None and theory_ph.size == v.size:
-        ax.plot(v, theory_ph, ":", color="#8e44ad", linewidth=1.3, label="theory (nominal concentrations)")
+        ax.plot(v, theory_ph, linestyle=(0, (1, 2)), color="#8e44ad", linewidth=2.4, zorder=5,
+                label="theory (nominal concentrations)")
+    for eq in analysis.equivalence_points:
+        if math.isfinite(eq.ph):
+            ax.plot([eq.volume_ml], [eq.ph], "o", markersize=7, markerfacecolor="white", zorder=6,
+                    markeredgecolor=SUPPORTED if eq.supported else UNSUPPORTED, markeredgewidth=1.6,
+                    label=f"equivalence pH {eq.ph:.2f}" if eq.index == 1 else None)
     _shade_flags(ax, analysis)
     ax.set_xlabel(_volume_label(titrant_label))
     ax.set_ylabel("pH")
@@ -135,7 +153,7 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
         ax.text(0.98, 0.04, "Curve fit:\n" + "\n".join(fitted), transform=ax.transAxes, ha="right", va="bottom",
                 fontsize=8, bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#27ae60", "alpha": 0.9})
     ax.set_title(title or "Titration curve")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.legend(loc="best", fontsize=8, framealpha=0.9)
     return fig
 
 
@@ -143,13 +161,14 @@ def first_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str =
     """dpH/dV of the smoothed curve with the equivalence points (derivative peaks) marked."""
     fig, axes = _figure()
     ax = axes[0, 0]
-    ax.plot(analysis.grid_ml, analysis.d1, "-", color="#2980b9", linewidth=1.2, label="first derivative (smoothed)")
+    d1 = analysis.d1_display if analysis.d1_display is not None else analysis.d1
+    ax.plot(analysis.grid_ml, d1, "-", color="#2980b9", linewidth=1.2, label=f"first derivative ({_deriv_window(analysis)})")
     _shade_flags(ax, analysis)
     ax.set_xlabel(_volume_label(titrant_label))
     ax.set_ylabel("dpH/dV (pH/mL)")
     _mark_equivalence(ax, analysis, annotate=True)
     ax.set_title("First derivative: peaks at the equivalence points")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
     return fig
 
 
@@ -157,18 +176,19 @@ def second_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str 
     """d2pH/dV2 with its zero line; equivalence points sit at the + to - zero crossings."""
     fig, axes = _figure()
     ax = axes[0, 0]
-    ax.plot(analysis.grid_ml, analysis.d2, "-", color="#2980b9", linewidth=1.0, label="second derivative (smoothed)")
+    d2 = analysis.d2_display if analysis.d2_display is not None else analysis.d2
+    ax.plot(analysis.grid_ml, d2, "-", color="#2980b9", linewidth=1.0, label=f"second derivative ({_deriv_window(analysis)})")
     ax.axhline(0.0, color="black", linewidth=0.7)
     _shade_flags(ax, analysis)
-    if analysis.d2.size:
+    if d2.size:
         # Clip to the part of the range that holds the derivative structure, not a single spike's tail.
-        peak = float(np.max(np.abs(analysis.d2)))
+        peak = float(np.max(np.abs(d2)))
         ax.set_ylim(-1.15 * peak, 1.15 * peak)
     ax.set_xlabel(_volume_label(titrant_label))
     ax.set_ylabel("d²pH/dV² (pH/mL²)")
     _mark_equivalence(ax, analysis, annotate=True)
     ax.set_title("Second derivative: zero crossings at the equivalence points")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
     return fig
 
 
@@ -241,8 +261,16 @@ def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") ->
         inside = (analysis.volume_ml >= lo) & (analysis.volume_ml <= hi)
         grid_in = (analysis.grid_ml >= lo) & (analysis.grid_ml <= hi)
         window = eq.window_points if eq is not None else analysis.smoothing.get("window_points")
-        ax.plot(analysis.grid_ml[grid_in], _display_curve(analysis)[grid_in], "-", color="#2980b9", linewidth=1.0,
-                label=f"smoothed (local window {window} points)")
+        if eq is not None and eq.model_curve is not None:
+            mv, mp = eq.model_curve
+            ax.plot(mv, mp, "-", color="#2980b9", linewidth=1.2, label="equilibrium model fitted across the jump")
+        else:
+            ax.plot(analysis.grid_ml[grid_in], _display_curve(analysis)[grid_in], "-", color="#2980b9", linewidth=1.0,
+                    label=f"smoothed (local window {window} points)")
+        if eq is not None and math.isfinite(eq.ph):
+            ax.plot([eq.volume_ml], [eq.ph], "o", markersize=7, markerfacecolor="white", zorder=6,
+                    markeredgecolor=SUPPORTED if eq.supported else UNSUPPORTED, markeredgewidth=1.6,
+                    label=f"equivalence: pH {eq.ph:.2f}")
         ax.plot(analysis.volume_ml[inside], analysis.ph[inside], "o", markersize=4, color="#2c3e50",
                 label=f"measured ({int(inside.sum())} points)")
         for a, b in analysis.quality_flags:

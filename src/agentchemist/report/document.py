@@ -30,12 +30,24 @@ class KeyValues:
     rows: list[tuple[str, str]]
 
 
+# A table longer than this is written in full to a CSV file beside the report (``name``.csv under
+# tables/); the Markdown shows its first PREVIEW_ROWS rows and links the file, the HTML folds it away.
+LONG_TABLE_ROWS = 30
+PREVIEW_ROWS = 8
+
+
 @dataclass
 class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
     scroll: bool = False
+    name: str = ""                 # file stem of the CSV a long table is written to
+    data_file: Path | None = None  # set by the writer once the CSV exists
+
+    @property
+    def long(self) -> bool:
+        return bool(self.name) and len(self.rows) > LONG_TABLE_ROWS
 
 
 @dataclass
@@ -89,17 +101,31 @@ def _no_negative_zero(x: float, digits: int) -> float:
 
 
 def fmt_t(t_s) -> str:
-    """Elapsed seconds as '12.3 s', 'M:SS.s' (under an hour) or 'H:MM:SS.s'."""
+    """Elapsed seconds on the run clock, always in seconds with the unit ('12.3 s', '2175.3 s'): one time
+    base throughout the report (durations add minutes in brackets, see :func:`fmt_duration`)."""
     if not _finite(t_s):
         return NOT_RECORDED
-    tenths = int(round(abs(t_s) * 10))  # round once, so 59.96 s reads 1:00.0 and never 0:60.0
-    sign = "-" if t_s < 0 else ""
-    if tenths < 600:
-        return f"{sign}{tenths / 10:.1f} s"
-    h, rem = divmod(tenths, 36000)
-    m, rem = divmod(rem, 600)
-    sec = f"{rem // 10:02d}.{rem % 10}"
-    return f"{sign}{h}:{m:02d}:{sec}" if h else f"{sign}{m}:{sec}"
+    return f"{_no_negative_zero(t_s, 1):.1f} s"
+
+
+def fmt_duration(t_s) -> str:
+    """A duration in seconds, with minutes (and hours) in brackets when over a minute."""
+    if not _finite(t_s):
+        return NOT_RECORDED
+    whole = int(round(abs(t_s)))
+    if whole < 60:
+        return fmt_t(t_s)
+    h, rem = divmod(whole, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{fmt_t(t_s)} ({h} h {m} min {sec} s)" if h else f"{fmt_t(t_s)} ({m} min {sec} s)"
+
+
+def fmt_when(calendar, stamp) -> str:
+    """A start or finish: the ISO 8601 calendar time with zone beside the stored run-clock stamp."""
+    run = fmt_stamp(stamp)
+    if isinstance(calendar, str) and calendar:
+        return f"{calendar} (calendar) / {run}"
+    return f"{run}; calendar time not recorded" if _finite(stamp) and stamp <= 1e9 else run
 
 
 def fmt_stamp(stamp) -> str:
@@ -130,10 +156,61 @@ def _yes(flag) -> str:
 
 
 # ----------------------------------------------------------------------------------------- sections
-def _summary_section(summary: dict, narrative: dict | None) -> Section:
+SUMMARY_CHARTS = (("titration_curve", "Titration curve"), ("first_derivative", "First derivative"),
+                  ("second_derivative", "Second derivative"), ("jump_zoom", "Zoom on the jump"))
+
+
+def _answer(results: dict) -> list[tuple[str, str]]:
+    """The result in a few rows: equivalence point(s) with uncertainty and theory, concentration, pKa."""
+    rows: list[tuple[str, str]] = []
+    theory = {(d["quantity"], d["method"]): d for d in results.get("deviations") or []}
+    for e in results.get("equivalence_points") or []:
+        if not e.get("supported"):
+            continue
+        v = theory.get((f"equivalence volume {e['index']}", e["method"]))
+        p = theory.get((f"equivalence pH {e['index']}", e["method"]))
+        rows.append((f"Equivalence point {e['index']}",
+                     f"{fmt(e['volume_ml'], 3)} ± {fmt_sig(e['uncertainty_ml'], 2)} mL"
+                     + (f" (theory {fmt(v['reference'], 3)} mL)" if v else "")
+                     + f", pH {fmt(e['ph'], 2)}" + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
+    conc = results.get("concentration")
+    if conc and conc.get("supported"):
+        rows.append(("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt_sig(conc['uncertainty_m'], 2)} mol/L "
+                     f"({conc['method'].replace('_', ' ')})"))
+    best: dict[int, dict] = {}
+    for p in results.get("pka") or []:
+        if p.get("supported") and _finite(p.get("value")) and _finite(p.get("uncertainty")):
+            if p["index"] not in best or p["uncertainty"] < best[p["index"]]["uncertainty"]:
+                best[p["index"]] = p
+    for index, p in sorted(best.items()):
+        rows.append((f"pKa{index}", f"{fmt(p['value'], 3)} ± {fmt_sig(p['uncertainty'], 2)} "
+                     f"({p['method'].replace('_', ' ')})"))
+    if results.get("final_ph") is not None and not results.get("interrupted") and results.get("target_ph") is not None:
+        rows.append(("Final pH", f"{fmt(results['final_ph'], 3)} (target {fmt(results['target_ph'], 2)})"))
+    if "final_mass_g" in results:
+        rows.append(("Weighed mass", f"{fmt(results.get('final_mass_g'), 3, 'g')} (target "
+                     f"{fmt(results.get('target_mass_g'), 3, 'g')})"))
+    if "calcium_m" in results:
+        rows.append(("Ca2+ concentration", f"{fmt(results['calcium_m'], 5)} mol/L"))
+    return rows
+
+
+def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Path] | None = None) -> Section:
     sec = Section("summary", None, "Summary")
     status = summary.get("status") or NOT_RECORDED
-    sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: status {status}."))
+    interrupted = summary.get("interrupted")
+    if interrupted:
+        sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: **interrupted** "
+                               f"(status {status}): {interrupted.get('text')}. No endpoint finding is stated.", "warn"))
+    else:
+        sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: status {status}."))
+    answer = _answer(summary.get("sections", {}).get("results", {}))
+    if answer:
+        sec.blocks.append(Para("Result (± standard uncertainty; the evidence for each number is in section 9):"))
+        sec.blocks.append(KeyValues(answer))
+    for name, caption in SUMMARY_CHARTS:
+        if charts and name in charts:
+            sec.blocks.append(Image(charts[name], caption))
     concluded = summary.get("concluded") or []
     sec.blocks.append(Para("Findings supported by the data:"))
     sec.blocks.append(Bullets(concluded or ["none: nothing could be concluded from this run"]))
@@ -162,8 +239,9 @@ def _summary_section(summary: dict, narrative: dict | None) -> Section:
 def _metadata(s: dict) -> list:
     kv = [("Experiment id", _text(s.get("experiment_id"))), ("Name", _text(s.get("experiment_name"))),
           ("Family", _text(s.get("family"))), ("Instruction", _text(s.get("instruction"))),
-          ("Operator", _text(s.get("operator"))), ("Started", fmt_stamp(s.get("started"))),
-          ("Finished", fmt_stamp(s.get("finished"))), ("Duration", fmt_t(s.get("duration_s"))),
+          ("Operator", _text(s.get("operator"))), ("Started", fmt_when(s.get("calendar_start"), s.get("started"))),
+          ("Finished", fmt_when(s.get("calendar_finish"), s.get("finished"))),
+          ("Duration", fmt_duration(s.get("duration_s"))),
           ("Status", _text(s.get("status"))), ("Reason", _text(s.get("reason"))),
           ("Protocol", _text(s.get("protocol"))), ("Clock", _text(s.get("clock")))]
     blocks: list = [KeyValues(kv)]
@@ -228,7 +306,7 @@ def _fsm(s: dict) -> list:
              _text(t.get("to_state")), t.get("subtask_id") or "", t.get("agent") or ""]
             for i, t in enumerate(s.get("transitions", []))]
     blocks.append(Table(["#", "t", "From", "Symbol", "To", "Subtask", "Agent"], rows, "Full transition history",
-                        scroll=True) if rows else Para("No transition was recorded.", "warn"))
+                        scroll=True, name="transitions") if rows else Para("No transition was recorded.", "warn"))
     return blocks
 
 
@@ -248,7 +326,7 @@ def _process(s: dict, charts: dict[str, Path]) -> list:
         if name in charts:
             blocks.append(Image(charts[name], caption))
     if "titration_curve" in charts:
-        blocks.append(Para("The titration curve (pH against titrant volume) is shown with its derivatives in section 9."))
+        blocks.append(Para("The titration curve (pH against titrant volume) and its derivatives are in the summary."))
     return blocks
 
 
@@ -270,6 +348,9 @@ def _quantities(s: dict) -> list:
                 kv.append((f"{k} channel", f"{fmt(v.get('value'), 4, 'mL')} (confidence {fmt(v.get('confidence'), 2)})"))
         blocks.append(Para("Total titrant volume by channel (last record):"))
         blocks.append(KeyValues(kv))
+    if s.get("counts"):
+        blocks.append(Para("Counts, reconciled:"))
+        blocks.append(Bullets(list(s["counts"])))
     audio = s.get("audio_events") or {}
     classes = _text(audio.get("by_classification")) if audio.get("n") else "none"
     blocks.append(Para(f"Audio events: {audio.get('n', 0)} ({classes}), "
@@ -288,7 +369,8 @@ def _quantities(s: dict) -> list:
                          fmt(r["d_ph"], 3) if _finite(r["d_ph"]) else "-", *ch, fmt(r["volume_confidence"], 2),
                          fmt(r["ph_confidence"], 2), fmt(r["temperature_c"], 1) if _finite(r["temperature_c"]) else "-",
                          ", ".join(r["flags"]) or ""])
-        blocks.append(Table(headers, rows, f"Per-drop table ({len(rows)} settled pH readings)", scroll=True))
+        blocks.append(Table(headers, rows, f"Per-drop table ({len(rows)} settled pH readings)", scroll=True,
+                            name="per_drop"))
     elif "titrant_volume" in (s.get("per_quantity") or {}) or "ph" in (s.get("per_quantity") or {}):
         # titrant or pH was recorded but never a settled pH; a weighing has neither and no table to miss
         blocks.append(Para("Per-drop table: no settled pH reading was recorded.", "warn"))
@@ -308,7 +390,7 @@ def _events(s: dict) -> list:
                            "(section 4 lists every transition, section 6 every drop)."))
     rows = [[fmt_t(e.get("t_s")), e["kind"], e.get("source") or "", e["text"]] for e in s.get("events", [])]
     blocks.append(Table(["t", "Kind", "Source", "Event"], rows, "Transitions, completions, anomalies, snapshots",
-                        scroll=True) if rows else Para("No event was recorded.", "warn"))
+                        scroll=True, name="events") if rows else Para("No event was recorded.", "warn"))
     return blocks
 
 
@@ -331,7 +413,7 @@ def _anomalies(s: dict) -> list:
         blocks.append(Table(["t", "Type", "Severity", "Source", "FSM state", "Description", "Response", "Resolved"],
                             [[fmt_t(a.get("t_s")), _text(a.get("kind")), _text(a.get("severity")), _text(a.get("source")),
                               _text(a.get("fsm_state")), _text(a.get("description")), _text(a.get("response")),
-                              _resolved_cell(a)] for a in recs], "Anomaly audit"))
+                              _resolved_cell(a)] for a in recs], "Anomaly audit", scroll=True, name="anomalies"))
     audio = s.get("audio_anomalies") or []
     if audio:
         blocks.append(Table(["t", "Event", "Kind", "Classification", "Confidence"],
@@ -425,15 +507,21 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     sm = s.get("smoothing")
     if sm:
         blocks.append(Para(f"Smoothing: {sm.get('reason')}."))
+        shown = sm.get("display_derivative")
+        if shown:
+            blocks.append(Para(f"The derivative charts are smoothed over {shown['window_points']} grid points "
+                               f"({shown['window_ml']:.3g} mL: {shown['reason']}), chosen by the data density; the "
+                               "equivalence point itself comes from the model fitted across the jump where the "
+                               "table above says so."))
         local = sm.get("local_windows") or []
         if local:
             blocks.append(Para("Local windows at the equivalence points: " + "; ".join(
                 f"#{w['index']}: {w['window_points']} points ({w['window_ml']:.3g} mL)" for w in local) + "."))
-    for name, caption in (("titration_curve", "Titration curve"), ("first_derivative", "First derivative"),
-                          ("second_derivative", "Second derivative"), ("jump_zoom", "Zoom on the jump"),
-                          ("colour_curve", "Solution colour (the front camera's hue) against titrant volume")):
-        if name in charts:
-            blocks.append(Image(charts[name], caption))
+    if any(name in charts for name, _ in SUMMARY_CHARTS):
+        blocks.append(Para("The four titration charts (curve, first and second derivative, zoom on the jump) are "
+                           "in the summary at the top."))
+    if "colour_curve" in charts:
+        blocks.append(Image(charts["colour_curve"], "Solution colour (the front camera's hue) against titrant volume"))
     if s.get("chart_notes"):
         blocks.append(Bullets(s["chart_notes"], "warn"))
     return blocks
@@ -443,7 +531,8 @@ def _visual(s: dict) -> list:
     blocks: list = []
     snaps = s.get("snapshots") or []
     for snap in snaps:
-        caption = f"{snap['label'] or 'snapshot'} at {fmt_t(snap.get('t_s'))}"
+        caption = (f"{snap['label'] or 'snapshot'}: {fmt_t(snap.get('t_s'))} after the start "
+                   f"(run clock {fmt_t(snap.get('stamp'))}; file {Path(snap['path']).name})")
         if snap["exists"]:
             blocks.append(Image(Path(snap["path"]), caption, "snapshot"))
         else:
@@ -502,7 +591,7 @@ def build_document(summary: dict, charts: dict[str, Path], narrative: dict | Non
         "visual_documentation": lambda s: _visual(s),
         "reproducibility": lambda s: _reproducibility(s),
     }
-    doc = [_summary_section(summary, narrative)]
+    doc = [_summary_section(summary, narrative, charts)]
     for number, (key, title) in enumerate(SECTION_TITLES.items(), start=1):
         doc.append(Section(key, number, title, builders[key](sections[key])))
     return doc

@@ -47,6 +47,9 @@ def run_data(store, experiment_id: str, run_dir: Path | None = None) -> RunData:
     metadata = experiment.pop("metadata", None) or {}
     plan = experiment.get("plan") or metadata.get("plan") or {}
     reagents, conditions = _reagents_and_conditions(plan)
+    for key in ("calendar_start", "calendar_finish"):  # ISO 8601 wall-clock times the recorder stored
+        if isinstance(metadata.get(key), str):
+            experiment[key] = metadata[key]
     experiment.update({"plan": plan, "reagents": experiment.get("reagents") or reagents,
                        "conditions": {**conditions, **(experiment.get("conditions") or {})},
                        "software_version": f"agentchemist {agentchemist.__version__}",
@@ -57,17 +60,53 @@ def run_data(store, experiment_id: str, run_dir: Path | None = None) -> RunData:
                    audio_events=raw["audio_events"], artifacts=raw["artifacts"], run_dir=run_dir)
 
 
+class ReportSourceError(ValueError):
+    """The run to report on cannot be read: no such folder or database, or a damaged one."""
+
+
+def _sqlite_header_ok(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(16) == b"SQLite format 3\x00"
+
+
 def regenerate_report(run_dir: str | Path, store_url: str | None = None, experiment_id: str | None = None):
-    """Write the report of a stored run into run_dir; returns the writer's ReportPaths."""
+    """Write the report of a stored run into run_dir; returns the writer's ReportPaths.
+
+    Never creates a folder or a database: a mistyped path or a missing records.db is a
+    :class:`ReportSourceError` (a ValueError), and so is a damaged database.
+    """
+    import sqlite3
+
     run_dir = Path(run_dir)
-    store = open_store(store_url or str(run_dir / STORE_NAME))
+    if not run_dir.is_dir():
+        raise ReportSourceError(f"{run_dir}: no such run folder (a run folder holds {STORE_NAME}; runs are under runs/)")
+    if store_url is None:
+        db = run_dir / STORE_NAME
+        if not db.is_file():
+            raise ReportSourceError(f"{run_dir}: no {STORE_NAME} in this folder, so there is no run to report on")
+        if not _sqlite_header_ok(db):
+            raise ReportSourceError(f"{db}: not a readable SQLite database (damaged or truncated file)")
+        store_url = str(db)
+    elif "://" not in store_url and not Path(store_url).is_file():
+        raise ReportSourceError(f"{store_url}: no such database file")
+    try:
+        store = open_store(store_url)
+    except sqlite3.Error as exc:
+        raise ReportSourceError(f"{store_url}: the database cannot be opened ({exc})") from None
     try:
         if experiment_id is None:
             experiments = store.experiments()
             if not experiments:
-                raise ValueError(f"{run_dir}: the store holds no experiment")
+                raise ReportSourceError(f"{run_dir}: the store holds no experiment")
             experiment_id = experiments[-1]["experiment_id"]
         data = run_data(store, experiment_id, run_dir)
+    except sqlite3.Error as exc:
+        raise ReportSourceError(f"{store_url}: the database is damaged and cannot be read ({exc})") from None
+    except KeyError as exc:
+        raise ReportSourceError(f"{store_url}: no experiment {exc} in this store") from None
     finally:
-        store.close()
+        try:
+            store.close()
+        except sqlite3.Error:
+            pass
     return write_report(data, run_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import mimetypes
+import os
 import re
 from pathlib import Path
 
@@ -25,7 +26,7 @@ text-align:left;vertical-align:top}th{background:#f0f3f6;position:sticky;top:0}
 .scroll{max-height:420px;overflow:auto;border:1px solid #ccc;margin-bottom:1.2em}.scroll table{margin:0}
 .warn{background:#fff6e5;border-left:4px solid #f39c12;padding:.4em .8em}p.warn+ul.warn{margin-top:-1em;padding-left:2.4em}.note{color:#555;font-style:italic}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.9em;color:#555}
-.caption{font-weight:600;margin-top:1em}nav ol{columns:2}
+.caption{font-weight:600;margin-top:1em}details{margin:.6em 0 1.2em}summary{cursor:pointer}nav ol{columns:2}
 """
 
 
@@ -54,8 +55,15 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(title: str, document: list[Section]) -> str:
-    """The whole report as a standalone HTML page."""
+def _rel(path: Path, out_dir: Path | None) -> str:
+    try:
+        return Path(os.path.relpath(path, out_dir)).as_posix() if out_dir is not None else path.name
+    except ValueError:
+        return path.as_posix()
+
+
+def render_html(title: str, document: list[Section], out_dir: Path | None = None) -> str:
+    """The whole report as a standalone HTML page (long tables folded, linked to their CSV files)."""
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
              f"<style>{_CSS}</style></head><body><h1>{_esc(title)}</h1>"]
     toc = "".join(f"<li><a href='#{s.key}'>{_esc(s.title)}</a></li>" for s in document if s.number is not None)
@@ -73,9 +81,17 @@ def render_html(title: str, document: list[Section]) -> str:
             elif isinstance(block, KeyValues):
                 parts.append(_table(["Item", "Value"], [[k, v] for k, v in block.rows]))
             elif isinstance(block, Table):
+                table = _table(block.headers, block.rows)
+                if block.long:
+                    # Folded: a reader opens it on purpose; the CSV beside the report holds the same rows.
+                    link = (f" &middot; <a href='{_esc(_rel(block.data_file, out_dir))}'>CSV</a>"
+                            if block.data_file is not None else "")
+                    parts.append(f"<details><summary class='caption'>{_esc(block.caption)} "
+                                 f"({len(block.rows)} rows, click to open){link}</summary>"
+                                 f"<div class='scroll'>{table}</div></details>")
+                    continue
                 if block.caption:
                     parts.append(f"<p class='caption'>{_esc(block.caption)}</p>")
-                table = _table(block.headers, block.rows)
                 parts.append(f"<div class='scroll'>{table}</div>" if block.scroll else table)
             elif isinstance(block, Image):
                 uri = _data_uri(block.path)

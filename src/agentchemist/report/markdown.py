@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .document import Bullets, Image, KeyValues, Para, Section, Table
+from .document import PREVIEW_ROWS, Bullets, Image, KeyValues, Para, Section, Table
 
 __all__ = ["render_markdown"]
 
@@ -46,7 +46,12 @@ def render_markdown(title: str, document: list[Section], out_dir: Path) -> str:
             elif isinstance(block, Table):
                 if block.caption:
                     lines += [f"**{block.caption}**", ""]
-                lines += _table(block.headers, block.rows) + [""]
+                if block.long and block.data_file is not None:
+                    link = _link(block.data_file, out_dir)
+                    lines += [f"All {len(block.rows)} rows: [{link}]({link}); the first {PREVIEW_ROWS} here.", ""]
+                    lines += _table(block.headers, block.rows[:PREVIEW_ROWS]) + [""]
+                else:
+                    lines += _table(block.headers, block.rows) + [""]
             elif isinstance(block, Image):
                 lines += [f"![{block.caption}]({_link(block.path, out_dir)})", "", f"*{block.caption}*", ""]
     return "\n".join(lines).rstrip() + "\n"

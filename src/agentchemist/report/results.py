@@ -326,6 +326,27 @@ def _weighing(run: RunData, setup: TitrationSetup, out: dict, ctx: ResultsContex
     ctx.concluded.append(f"weighed {mass:.3f} g for a {target:.3f} g target (error {err.error_g:+.3f} g)")
 
 
+def _interruption(run: RunData) -> dict:
+    """The last FSM state and the last stamp of any record of a run that did not complete."""
+    last_state, state_stamp = None, None
+    for t in run.transitions:
+        stamp = _num(t.get("stamp"))
+        if stamp is not None and (state_stamp is None or stamp >= state_stamp):
+            last_state, state_stamp = t.get("to_state"), stamp
+    stamps = [_num(r.get("stamp")) for table in (run.transitions, run.raw_observations, run.fused_records,
+                                                  run.anomalies, run.audio_events) for r in table]
+    stamps = [x for x in stamps if x is not None]
+    last = max(stamps) if stamps else None
+    t0 = _num(run.experiment.get("started"))
+    def rel(x):
+        return None if x is None else (x - t0 if t0 is not None else x)
+    parts = [f"last state {last_state!r} at {rel(state_stamp):.1f} s" if last_state else "no state recorded"]
+    if last is not None:
+        parts.append(f"last record at {rel(last):.1f} s after the start (run clock {last:.1f} s)")
+    return {"last_state": last_state, "last_state_stamp": state_stamp, "last_record_stamp": last,
+            "status": run.experiment.get("status"), "text": ", ".join(parts)}
+
+
 def compute_results(run: RunData, options: Mapping | None = None) -> ResultsContext:
     """Run the analysis for the run's family; never raises on bad *data* (it is reported instead)."""
     opts = dict(options or {})
@@ -361,10 +382,21 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     t_end = _num(conditions.get("temperature_end_c"))
     out["temperature_start_c"] = t_start if t_start is not None else _first(run, "temperature")
     out["temperature_end_c"] = t_end if t_end is not None else _last(run, "temperature")[0]
-    if final_ph is not None:
+    status = exp.get("status")
+    interrupted = status != "completed"
+    out["interrupted"] = _interruption(run) if interrupted else None
+    if final_ph is not None and not interrupted:
         target_text = f" (target {target_ph:g}, deviation {final_ph - target_ph:+.3f})" if target_ph is not None else ""
         volume_text = f" after {total_volume:.3f} mL of titrant ({out['drops']} drops)" if total_volume is not None else ""
         ctx.concluded.append(f"final pH {final_ph:.3f}{volume_text}{target_text}")
+    elif final_ph is not None:
+        # The run stopped before its end: the last pH is where it stopped, not an endpoint, and its
+        # distance from the target is not a finding.
+        volume_text = f" after {total_volume:.3f} mL of titrant" if total_volume is not None else ""
+        ctx.not_concluded.append(f"no endpoint: the run was interrupted; the last pH recorded, {final_ph:.3f}{volume_text}, "
+                                 "is where it stopped, not an endpoint"
+                                 + (f" (target pH {target_ph:g} was not reached)" if target_ph is not None else ""))
+        out["final_ph_deviation"] = None
     elif setup.family != "weighing_dissolution":
         ctx.not_concluded.append("no final pH: no pH was recorded")
     if total_volume is None and setup.family != "weighing_dissolution":
@@ -379,11 +411,11 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     else:
         ctx.not_concluded.append("no titration or weighing data was recorded, so no equivalence point, pKa, "
                                  "concentration or mass can be stated")
-    status = exp.get("status")
-    if status is not None and status != "completed":
+    if interrupted:
+        info = out["interrupted"]
         why = exp.get("reason") or "no reason recorded"
-        ctx.not_concluded.insert(0, f"the run did not complete (status {status}: {why}): results cover only the "
-                                    "data recorded until then")
+        ctx.not_concluded.insert(0, f"the run did not complete (status {status or 'not recorded'}: {why}): interrupted, "
+                                    f"{info['text']}; results cover only the data recorded until then")
     out["concluded"] = list(ctx.concluded)
     out["not_concluded"] = list(dict.fromkeys(ctx.not_concluded))
     ctx.not_concluded = out["not_concluded"]

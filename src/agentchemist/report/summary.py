@@ -79,6 +79,8 @@ def _metadata(run: RunData, t0: float | None) -> dict:
         "operator": exp.get("operator"),
         "started": started,
         "finished": finished,
+        "calendar_start": exp.get("calendar_start"),
+        "calendar_finish": exp.get("calendar_finish"),
         "duration_s": finished - started if started is not None and finished is not None else None,
         "status": exp.get("status"),
         "reason": exp.get("reason"),
@@ -255,11 +257,50 @@ def _quantities(run: RunData, ctx: ResultsContext, t0: float | None) -> dict:
     } for r in ctx.rows]
     return {
         "per_quantity": per_quantity,
+        "counts": _reconcile_counts(run, ctx),
         "volume_channel_totals": channel_totals,
         "audio_events": {"n": len(run.audio_events), "by_classification": dict(audio),
                          "mean_confidence": float(np.mean(audio_conf)) if audio_conf else None},
         "per_drop": rows,
     }
+
+
+def _reconcile_counts(run: RunData, ctx: ResultsContext) -> list[str]:
+    """Why the counts of drops, audio events, channel estimates and settled readings differ, from the data."""
+    volumes = [r for r in run.fused_records if r.get("quantity") == "titrant_volume"]
+    n_drops = len(volumes)
+    if not n_drops and not run.audio_events:
+        return []
+    out = [f"{n_drops} drops: one fused titrant-volume record per drop"]
+    kinds = Counter(str(e.get("kind") or "unclassified") for e in run.audio_events)
+    if run.audio_events:
+        droplets = kinds.get("droplet", 0)
+        others = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()) if k != "droplet")
+        text = f"{len(run.audio_events)} audio events: {droplets} droplet(s)" + (f" and {others}" if others else "")
+        if droplets != n_drops:
+            text += (f"; {abs(droplets - n_drops)} droplet sound(s) "
+                     + ("more than drops (heard twice, or after the last recorded drop)" if droplets > n_drops
+                        else "fewer than drops (drops the microphone missed: their volume came from the other channel)"))
+        out.append(text)
+    used = Counter(str(name) for r in volumes for name in (r.get("channels") or []))
+    raw = Counter(str(r.get("sensor") or r.get("channel")) for r in run.raw_observations
+                  if r.get("quantity") == "titrant_volume")
+    for channel in sorted(set(used) | set(raw)):
+        if raw.get(channel, 0) == used.get(channel, 0) == n_drops:
+            continue
+        text = f"{raw.get(channel, 0)} {channel} estimate(s), used in {used.get(channel, 0)} of the {n_drops} drops"
+        if channel == "statistical":
+            text += (" (the dispenser's displacement estimate comes at its own pace, not once per drop; a drop "
+                     "without a fresh estimate is fused with the latest one)")
+        out.append(text)
+    usable = sum(1 for r in ctx.rows if r.usable)
+    if ctx.rows:
+        text = f"{len(ctx.rows)} per-drop rows (settled pH readings), {usable} usable"
+        if len(ctx.rows) != n_drops:
+            text += (" (a reading settles after one or more drops: rows count settled readings, drops count drops)"
+                     if len(ctx.rows) < n_drops else " (readings without a new drop, e.g. the final check)")
+        out.append(text)
+    return out
 
 
 # ------------------------------------------------------------------------------------ 7 event log
@@ -394,6 +435,7 @@ def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -
         "schema_version": SCHEMA_VERSION,
         "experiment_id": run.experiment.get("experiment_id"),
         "status": run.experiment.get("status"),
+        "interrupted": ctx.results.get("interrupted"),
         "concluded": ctx.results["concluded"],
         "not_concluded": ctx.results["not_concluded"],
         "sections": {

@@ -42,6 +42,7 @@ class ReportPaths:
     json: Path
     html: Path
     charts: dict[str, Path] = field(default_factory=dict)
+    tables: dict[str, Path] = field(default_factory=dict)  # long tables in full, as CSV
 
 
 def _jsonable(obj):
@@ -172,6 +173,27 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
     return made, notes
 
 
+TABLES_DIR = "tables"
+
+
+def _write_long_tables(document, out: Path) -> None:
+    """Each long table of the document in full as CSV under ``out``/tables/ (the Markdown links it)."""
+    import csv
+
+    from .document import Table
+
+    for section in document:
+        for block in section.blocks:
+            if isinstance(block, Table) and block.long:
+                path = out / TABLES_DIR / f"{block.name}.csv"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("w", newline="", encoding="utf-8") as fh:
+                    writer = csv.writer(fh)
+                    writer.writerow(block.headers)
+                    writer.writerows(block.rows)
+                block.data_file = path
+
+
 def write_report(
     run: RunData,
     out_dir: Path,
@@ -202,8 +224,11 @@ def write_report(
     meta = summary["sections"]["metadata"]
     title = f"Experiment report: {meta.get('experiment_name') or meta.get('experiment_id') or 'unnamed run'}"
     document = build_document(summary, charts, narrative)
-    paths = ReportPaths(markdown=out / "report.md", json=out / "report.json", html=out / "report.html", charts=charts)
+    _write_long_tables(document, out)
+    tables = {b.name: b.data_file for sec in document for b in sec.blocks if getattr(b, "data_file", None)}
+    paths = ReportPaths(markdown=out / "report.md", json=out / "report.json", html=out / "report.html", charts=charts,
+                        tables=tables)
     paths.json.write_text(json.dumps(_jsonable(summary), indent=1, allow_nan=False), encoding="utf-8")
     paths.markdown.write_text(render_markdown(title, document, out), encoding="utf-8")
-    paths.html.write_text(render_html(title, document), encoding="utf-8")
+    paths.html.write_text(render_html(title, document, out), encoding="utf-8")
     return paths

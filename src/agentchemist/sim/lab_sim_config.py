@@ -52,6 +52,9 @@ class LabSimConfig:
     # Beside Gazebo, Gazebo owns /clock and the arms' joint states: the twin then supplies only chemistry.
     publish_clock: bool = param(True, description="Publish /clock; false beside Gazebo: the twin then follows the "
                                                   "ROS clock (use_sim_time true) instead of pacing itself")
+    arm_backend: str = param("", choices=("", "kinematic", "mujoco"),
+                             description="Arms and cameras: kinematic (the twin's own) or mujoco (physics, RGB-D "
+                                         "renders); empty = the scenario's arm_backend")
     publish_joint_states: bool = param(True, description="Publish /joint_states (false when ros2_control "
                                                          "publishes them)")
 

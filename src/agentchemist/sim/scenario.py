@@ -29,6 +29,7 @@ from typing import Any, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentchemist.limits import InputLimitError, load_yaml, read_text
 from agentchemist.bench.labware import LABWARE_KINDS
 from agentchemist.bench.tags import FREE_IDS, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
@@ -376,6 +377,9 @@ class Scenario(_Model):
     faults: list[FaultSpec] = Field(default_factory=list)
     expected: ExpectedSpec
     real_time_factor: float = Field(default=50.0, gt=0, le=10000)
+    arm_backend: Literal["kinematic", "mujoco"] = Field(
+        default="kinematic", description="who moves the arms and draws the cameras (lab_sim's arm_backend "
+                                         "parameter, when set, wins): the twin's kinematics or MuJoCo physics")
     repeat: int = Field(default=1, ge=1, le=500,
                         description="experiments run back to back, each on a fresh sample (long runs)")
 
@@ -515,11 +519,16 @@ def read_scenario_yaml(path: str | Path) -> Any:
     """The parsed YAML of a scenario file, unvalidated (YAML 1.2 booleans: ``on:`` stays a key)."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text(file)
     except OSError as exc:
         raise ScenarioError(str(file), [("", f"cannot read file: {exc.strerror or exc}")]) from None
+    except InputLimitError as exc:
+        raise ScenarioError(str(file), [("", str(exc))]) from None
     try:
-        data = yaml.load(text, Loader=_Yaml12BoolLoader)  # noqa: S506 - a SafeLoader subclass
+        # Limits first (size, depth, aliases): a 3 kB alias bomb is refused before it is expanded.
+        data = load_yaml(text, str(file), loader=_Yaml12BoolLoader)
+    except InputLimitError as exc:
+        raise ScenarioError(str(file), [("", str(exc))]) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(str(file), [("", f"invalid YAML: {exc}")]) from None
     return data if data is not None else {}

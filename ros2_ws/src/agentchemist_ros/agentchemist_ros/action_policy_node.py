@@ -16,7 +16,7 @@ import threading
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -44,7 +44,7 @@ class SceneUnavailable(Exception):
     """The scene service did not say where things stand."""
 
 
-class ActionPolicyNode(Node):
+class ActionPolicyNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("action_policy", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach

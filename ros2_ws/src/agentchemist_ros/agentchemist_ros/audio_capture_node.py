@@ -5,7 +5,7 @@ import array
 import queue
 
 import numpy as np
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from std_msgs.msg import Header
 
 from agentchemist_interfaces.msg import AudioChunk
@@ -31,7 +31,7 @@ def find_input_device(sd, name: str) -> int:
     raise AudioDeviceError(f"no audio input device matching '{name}' (input devices: {listed})")
 
 
-class AudioCaptureNode(Node):
+class AudioCaptureNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("audio_capture", **kwargs)
         device = declare(self, "device", "AOM", "Input device name (substring match)")

@@ -17,7 +17,7 @@ gripper's motor: expected, not an anomalous sound (perception/audio/own_motion.p
 import threading
 
 import numpy as np
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import JointState
 
 from agentchemist.perception.audio import DetectorConfig, NoiseConfig, NoiseMonitor, StreamingDetector
@@ -35,7 +35,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
-class AudioSupervisorNode(Node):
+class AudioSupervisorNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("audio_supervisor", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -26,6 +26,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, GoalRequest,
                                                    Refusal, StateChange, refused)
 from agentchemist.control.dispenser import DispenserConfig
+from agentchemist.fsm.episodes import Episodes
 from agentchemist.control.solid_pour import SolidPourConfig
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist_interfaces.action import Dispense
@@ -43,7 +44,7 @@ from agentchemist_ros.common.services import respond_when_done
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
-class DispenserControllerNode(Node):
+class DispenserControllerNode(GuardedNode):
     # Read-only views of what the session holds (the graph tests wait on them).
     measured_mm = property(lambda self: self.session.opening_mm)
     arm_positions = property(lambda self: self.session.arm_positions)
@@ -56,6 +57,7 @@ class DispenserControllerNode(Node):
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
         self.session = self._declare_parameters()
         self.lock = threading.Lock()
+        self.bad_mass = Episodes()  # refused balance readings, once per episode
         self.done_future = None  # completed by the timer with the running job's stop
         self.goal_handle = None
         self.calibration_path = self.get_parameter("calibration_file").value
@@ -103,8 +105,8 @@ class DispenserControllerNode(Node):
         with self.lock:
             try:
                 self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
-            except ReadingError as exc:
-                self.report("bad_reading", "warn", f"pH reading refused: {exc}")
+            except ReadingError:
+                pass  # refused and never acted on; the vision supervisor reports it, once per episode
 
     def on_joints(self, msg):
         with self.lock:
@@ -119,10 +121,15 @@ class DispenserControllerNode(Node):
         if msg.quantity != "mass" or msg.unit != "g":
             return
         with self.lock:
+            stamp = to_sec(msg.header.stamp)
             try:
-                self.session.on_mass(to_sec(msg.header.stamp), msg.value, msg.self_check_ok)
+                self.session.on_mass(stamp, msg.value, msg.self_check_ok)
             except ReadingError as exc:
-                self.report("bad_reading", "warn", f"balance reading refused: {exc}")
+                reports = self.bad_mass.failed("mass", stamp, f"balance reading refused: {exc}")
+            else:
+                reports = self.bad_mass.passed("mass", stamp)
+        for r in reports:
+            self.report(r.kind, r.severity, r.description, resolved=r.resolved)
 
     def on_message(self, msg):
         if msg.receiver != self.get_name():

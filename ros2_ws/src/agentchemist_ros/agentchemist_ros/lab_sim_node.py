@@ -11,6 +11,9 @@ left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switch
 Service /lab/balance/tare (std_srvs/Trigger) tares the balance. The pipette draws titrant when its arm
 squeezes and releases the bulb at the titrant bottle (agentchemist.sim.pipette_draw).
 
+Arms and cameras (arm_backend, agentchemist.sim.arm_backends): the twin's kinematics and drawings, or
+MuJoCo (physics, joint states, RGB-D renders with depth on depth_topic and CameraInfo on camera_info_topic).
+
 Pacing: parameters are agentchemist.sim.lab_sim_config.LabSimConfig; each tick advances sim time by
 clock_period, the streams go out when due (agentchemist.sim.streams), and while a gripper controller
 streams commands the next tick waits for its answer (agentchemist.sim.lockstep).
@@ -22,15 +25,17 @@ published: tf2_msgs has no PyPI wheel), at marker_rate_hz of wall time.
 import json
 import time
 
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
+from agentchemist.paths import scene_asset_dir, urdf_file
 from agentchemist.policy.primitives import load_poses
+from agentchemist.sim.arm_backends import make_arm_backend
 from agentchemist.sim.bench_effects import TwinBench
 from agentchemist.sim.bench_view import twin_markers
 from agentchemist.sim.lab import LabTwin
@@ -50,7 +55,7 @@ from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 SAMPLE_RATE = 48000
 
 
-class LabSimNode(Node):
+class LabSimNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("lab_sim", **kwargs)
         self.config = cfg = declare_config(self, LabSimConfig)
@@ -71,6 +76,9 @@ class LabSimNode(Node):
 
         self.t = cfg.start_time
         self.twin.step(self.t)
+        backend = cfg.arm_backend or self.scenario.arm_backend
+        self.arms = make_arm_backend(backend, self.twin, *((urdf_file(), scene_asset_dir(self.scenario.name))
+                                                           if backend == "mujoco" else ()))
         self.streams = StreamSchedule(self.t, {
             "ph": 1.0 / cfg.ph_rate_hz, "balance": 1.0 / cfg.balance_rate_hz, "joint": 1.0 / cfg.joint_state_rate_hz,
             "camera": cfg.camera_period(self.scenario.cameras.rate_hz), "truth": cfg.ground_truth_period},
@@ -82,6 +90,10 @@ class LabSimNode(Node):
         self.audio_pubs = {s: self.create_publisher(AudioChunk, topics.audio_topic(s), AUDIO) for s in topics.SIDES}
         self.camera_pubs = {c: self.create_publisher(type(images.to_msg(_blank())), topics.camera_topic(c), SENSOR)
                             for c in cfg.cameras}
+        physics = self.arms.name != "kinematic"  # RGB-D renders: depth and intrinsics beside each colour image
+        self.depth_pubs = {c: (self.create_publisher(Image, topics.depth_topic(c), SENSOR),
+                               self.create_publisher(CameraInfo, topics.camera_info_topic(c), SENSOR))
+                           for c in (cfg.cameras if physics else ())}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
         # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
         self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
@@ -109,9 +121,9 @@ class LabSimNode(Node):
             return
         if side == self.pipette_side:
             self.lockstep.command()
-        result = self.twin.command_gripper(side, float(msg.data[0]), self.t)
-        if result.clamped:
-            self.get_logger().warn(f"{side} gripper command clamped: {result.reason}")
+        result = self.arms.command_gripper(side, float(msg.data[0]), self.t)
+        if result.clamped or not result.accepted:
+            self.get_logger().warn(f"{side} gripper command clamped or refused: {result.reason}")
 
     def on_peer_wait(self, msg):
         self.lockstep.peer_wait(msg.node, msg.count, time.monotonic())
@@ -124,9 +136,10 @@ class LabSimNode(Node):
         if names and len(names) != len(target):
             self.get_logger().warn("trajectory with mismatched joint names and positions ignored")
             return
-        result = self.twin.command_arm(side, target, self.t)
-        if result.clamped:
-            self.get_logger().warn(f"{side} arm command clamped: {result.reason}")
+        points = [(to_sec(p.time_from_start), list(p.positions)) for p in msg.points]
+        result = self.arms.command_arm(side, names, points, self.t)
+        if result.clamped or not result.accepted:
+            self.get_logger().warn(f"{side} arm command clamped or refused: {result.reason}")
 
     def on_inject_fault(self, request, response):
         try:
@@ -173,7 +186,7 @@ class LabSimNode(Node):
             if ros_now <= self.t:
                 return
             self.t = ros_now
-        self.twin.step(self.t)
+        self.arms.step(self.t)
         if cfg.publish_clock:
             self.clock_pub.publish(Clock(clock=to_msg(self.t)))
         # Effects of the arms' motions: the pipette's draw, then the bench (see the module docstring).
@@ -190,7 +203,7 @@ class LabSimNode(Node):
         if self.streams.due("balance", self.t):
             self._publish_reading(self.balance_pub, self.twin.read_balance(self.t), "balance", "mass", "g")
         if cfg.publish_joint_states and self.streams.due("joint", self.t):
-            names, positions = self.twin.joint_states()
+            names, positions = self.arms.joint_states()
             self.joint_pub.publish(JointState(header=Header(stamp=to_msg(self.t)), name=names,
                                               position=[float(p) for p in positions]))
         for t0 in self.streams.audio_chunks(self.t):
@@ -206,8 +219,12 @@ class LabSimNode(Node):
             for name, pub in self.camera_pubs.items():
                 if self.lazy and pub.get_subscription_count() == 0:
                     continue
-                frame = self.twin.render_camera(name, self.t)
-                pub.publish(images.to_msg(frame, "rgb8", Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")))
+                frame, depth, k = self.arms.render(name, self.t)
+                header = Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")
+                pub.publish(images.to_msg(frame, "rgb8", header))
+                if depth is not None:  # physics: depth aligned to the colour image, and the intrinsics
+                    self.depth_pubs[name][0].publish(images.depth_to_msg(depth, header))
+                    self.depth_pubs[name][1].publish(images.camera_info(k, frame.shape[1], frame.shape[0], header))
         if self.streams.due("truth", self.t):
             self.publish_truth()
 

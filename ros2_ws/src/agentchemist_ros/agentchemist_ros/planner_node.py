@@ -8,7 +8,7 @@ import time
 
 from rclpy.action import ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 
 from agentchemist.plan import plan_instruction
@@ -29,7 +29,7 @@ def new_experiment_id() -> str:
     return time.strftime("exp-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-class PlannerNode(Node):
+class PlannerNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
         self.backend = declare_config(self, BackendConfig)
@@ -139,11 +139,16 @@ class PlannerNode(Node):
                 report = value
         finally:
             with self.lock:
-                halts = [a for a in self.anomalies.pop(exp, []) if a.severity == "halt"]
+                anomalies = self.anomalies.pop(exp, [])
+                halts = [a for a in anomalies if a.severity == "halt"]
+                gaps = [a.description for a in anomalies if a.kind == "record_gap"]
                 for book in (self.goals, self.ended, self.reported):
                     book.pop(exp, None)
         result.report_path = (report or {}).get("report", "")
-        if state.accepting:
+        if state.accepting and gaps:  # the chemistry ended well, but what happened is not all on record
+            result.outcome, result.message = "completed_with_gap", "; ".join(gaps)
+            goal_handle.abort()
+        elif state.accepting:
             result.success, result.outcome = True, "completed"
             result.message = "experiment completed" + ("" if report else "; the report was not written in time")
             goal_handle.succeed()

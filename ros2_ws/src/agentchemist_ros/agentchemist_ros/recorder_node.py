@@ -14,13 +14,13 @@ import json
 import math
 import threading
 
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 
 from agentchemist.record.errors import RecordInputError
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
-                                         ExperimentPlan, FsmState, FusedRecord, QuantityEstimate)
+                                         ExperimentPlan, FsmState, FusedRecord, QuantityEstimate, RecorderStatus)
 from agentchemist_interfaces.srv import QueryRecords
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
@@ -28,7 +28,7 @@ from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+from agentchemist_ros.common.timeconv import calendar_now, node_now, to_msg, to_sec
 
 
 def typed(cls, msg, **given):
@@ -36,7 +36,7 @@ def typed(cls, msg, **given):
     return cls(**given, **{f.name: getattr(msg, f.name) for f in dataclasses.fields(cls) if f.name not in given})
 
 
-class RecorderNode(Node):
+class RecorderNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("recorder", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
@@ -59,6 +59,11 @@ class RecorderNode(Node):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(DispenserState, topics.DISPENSER_STATE, self.on_dispenser, FSM)
         self.create_service(QueryRecords, topics.QUERY_RECORDS, self.query)
+        # The run depends on its record (agentchemist.fsm.record_watch): the status acknowledges a plan and
+        # then says, every status_period_s, that what arrived is durable.
+        self.records = 0
+        self.status_pub = self.create_publisher(RecorderStatus, topics.RECORDER_STATUS, LATCHED)
+        self.create_timer(self.config.status_period_s, self.publish_status)
 
     # ------------------------------------------------------------------ lifecycle
     def on_plan(self, msg):
@@ -77,15 +82,16 @@ class RecorderNode(Node):
                 return
             self.recording = Recording.open(self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
                                             instruction=msg.instruction, plan_json=msg.plan_json, previous=previous,
-                                            on_failure=self.store_failure)
-            url = self.recording.url
+                                            on_failure=self.store_failure, calendar=calendar_now())
+            url, self.records = self.recording.url, 0
         self.get_logger().info(f"recording {msg.experiment_id} into {url}")
+        self.publish_status()
 
     def on_fsm(self, msg):
         with self.lock:
             if self.recording is None:
                 return
-            closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)))
+            closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)), calendar=calendar_now())
         if closed is not None:
             self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
                                               sender=self.get_name(), receiver="summarizer", symbol="record_closed",
@@ -120,6 +126,7 @@ class RecorderNode(Node):
             if self.recording is None:
                 return
             for record in apply(self.recording) or ():
+                self.records += 1
                 self.record_pub.publish(FusedRecord(
                     stamp=to_msg(record.stamp), experiment_id=record.experiment_id, seq=record.seq,
                     quantity=record.quantity, unit=record.unit,
@@ -129,8 +136,24 @@ class RecorderNode(Node):
                     channel_confidences=[float(c) for c in record.channel_confidences],
                     fsm_state=record.fsm_state, subtask_id=record.subtask_id,
                     quality_flags=list(record.quality_flags)))
+            for n in self.recording.take_notices():  # what it found wrong with the data itself
+                self.anomaly_pub.publish(make_anomaly(
+                    now=n.stamp, experiment_id=self.experiment_id, source=self.get_name(), kind=n.kind,
+                    severity=n.severity, description=n.description, resolved=n.resolved))
 
     # ------------------------------------------------------------------ outputs
+    def publish_status(self):
+        """Everything received before now is durable (flushed) - say so, and for which experiment."""
+        with self.lock:
+            now, recording = node_now(self), self.recording
+            if recording is not None and not recording.store.closed:
+                recording.store.flush()
+            degraded = recording is not None and recording.store.degraded
+            self.status_pub.publish(RecorderStatus(
+                stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, recording=recording is not None,
+                stored_through=to_msg(now), records=self.records, degraded=degraded,
+                message="spilling: the database cannot take rows" if degraded else ""))
+
     def store_failure(self, kind, description):
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
                                               source=self.get_name(), kind=kind, severity="warn",
@@ -159,7 +182,10 @@ class RecorderNode(Node):
         """Close the store of the experiment being recorded; return its recording (None if there was none)."""
         recording, self.recording = self.recording, None
         if recording is not None:
-            recording.close()
+            left = recording.close()
+            if left:  # the database stayed down: the run's rows are only in its spill file
+                self.get_logger().warn(left)
+                self.store_failure("spill_unreplayed", left)
         return recording
 
     def destroy_node(self):

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 
 from agentchemist_interfaces.msg import AgentMessage, Anomaly
 from agentchemist_ros.common import topics
@@ -35,7 +35,7 @@ class ReportFailed(RuntimeError):
     """The report could not be written (the reason is the child's last error line)."""
 
 
-class SummarizerNode(Node):
+class SummarizerNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("summarizer", **kwargs)
         self.runs_dir = Path(declare(self, "runs_dir", "runs", "Folder of the experiment run folders"))

@@ -6,14 +6,13 @@ messages to its events and carries out its effects in order; it owns the subscri
 the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking the executor
 (common/answers.py): an agent is not running (agent_unavailable) only when a request got no answer.
 """
-import json
 import math
 import threading
 from pathlib import Path
 
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
@@ -25,15 +24,14 @@ from agentchemist.fsm.executor import Executor, idle_abort, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
-from agentchemist.perception.scene import describe_scene
-from agentchemist.perception.vlm import make_backend, scene_summary
 from agentchemist.plan.schema import Plan
 from agentchemist.record.snapshots import save_snapshot
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading, ExperimentPlan, FsmState,
-                                         QuantityEstimate, SceneObject)
+                                         QuantityEstimate, RecorderStatus)
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
+from agentchemist_ros.common.scene_service import declared_backend, describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -45,7 +43,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 
-class VisionSupervisorNode(Node):
+class VisionSupervisorNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("vision_supervisor", **kwargs)
         self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
@@ -55,12 +53,7 @@ class VisionSupervisorNode(Node):
         self.sup_config = declare_config(self, SupervisionConfig)  # the core's thresholds, ranges and units
         self.region = LiquidRegionConfig(marker_id=declare(
             self, "beaker_marker_id", 1, "ArUco id of the titration beaker (agentchemist/bench/tags.py)", low=0, high=49))
-        backend = declare(self, "vision_backend", "opencv",
-                          "Scene description backend: opencv (default) | openai (an OpenAI-compatible VLM endpoint)")
-        vlm = {"base_url": declare(self, "vlm_base_url", "", "OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
-               "model": declare(self, "vlm_model", "", "Model name served at vlm_base_url"),
-               "timeout_s": declare(self, "vlm_timeout_s", 20.0, "Timeout of one VLM request (s)", low=0.1, high=600.0)}
-        self.vision_backend = make_backend("opencv") if backend == "opencv" else make_backend(backend, **vlm)
+        self.vision_backend = declared_backend(self)  # the scene description backend and its parameters
         # DDS discovery of another node's action server can take seconds on a loaded machine (answers.py).
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0, "Wall seconds to wait for an agent's action server "
                                     "or service to show in the ROS graph, and then for its answer, before the run "
@@ -69,7 +62,7 @@ class VisionSupervisorNode(Node):
         self.ex: Executor | None = None   # the running experiment's executor
         self.frames = FrameProblems()     # bad front frames, once per episode
         self.experiment_id = ""
-        self.front = None
+        self.front = self.recorder_status = self.ack_wait = None
         self.dispense_goal = self.policy_goal = None  # running goal handles (cancelled on the executor's word)
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
@@ -82,6 +75,7 @@ class VisionSupervisorNode(Node):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
+        self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.on_recorder, LATCHED)
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         peer_waits(self)  # its publisher matched before the first request (common/answers.py uses it)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
@@ -116,6 +110,9 @@ class VisionSupervisorNode(Node):
             self.carry_out([self.ex.initial_state()])
         self.get_logger().info(f"running experiment {msg.experiment_id}")
         self.event(Executor.start, now, self.front, self.require_scene)
+        # Waiting for the recorder's acknowledgement is waiting on a peer: the twin's clock stands still.
+        self.ack_wait = peer_waits(self).begin("the recorder's acknowledgement")
+        self.on_recorder(self.recorder_status)
 
     def on_message(self, msg):
         if msg.receiver == self.get_name() and msg.sender != self.get_name():
@@ -124,7 +121,7 @@ class VisionSupervisorNode(Node):
 
     def on_reading(self, msg):
         if msg.quantity == "temperature":
-            self.event(Executor.on_temperature, msg.value)
+            self.event(Executor.on_temperature, msg.value, to_sec(msg.header.stamp))
         elif msg.quantity == "pH":
             noise = msg.noise if math.isfinite(msg.noise) and msg.noise >= 0.0 else None
             self.event(Executor.on_ph, to_sec(msg.header.stamp), msg.value, noise)
@@ -145,6 +142,18 @@ class VisionSupervisorNode(Node):
         elif msg.kind == "audio_noise":
             self.event(Executor.on_audio_noise, msg.resolved, to_sec(msg.stamp))
 
+    def on_recorder(self, msg):
+        self.recorder_status = msg  # the latest: a status from before the plan acknowledges it too
+        if msg is not None:
+            self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
+                       node_now(self), self.front)
+        self.end_ack_wait()
+
+    def end_ack_wait(self):
+        with self.lock:
+            if self.ex is None or self.ex.pending_start is None:
+                peer_waits(self).end(self.ack_wait)
+
     def on_front(self, msg):
         try:
             frame = images.to_rgb(msg)
@@ -163,12 +172,17 @@ class VisionSupervisorNode(Node):
         self.event(Executor.on_frame, to_sec(msg.header.stamp), frame)
 
     def check_timeouts(self):
+        self.end_ack_wait()
         try:
             self.event(Executor.on_tick, node_now(self))
         except FsmTimeError as exc:
             # The clock went back under a running experiment (the twin or a bag restarted, or another
             # graph on this ROS domain): no timing can be trusted, so stop the run and say why.
             self.abort(f"the ROS clock went back during the experiment: {exc}", "clock_jump")
+
+    def report_failure(self, text):
+        super().report_failure(text)  # its own callback failed (it ignores its own anomalies): stop the run
+        self.abort(f"vision_supervisor: {text}", "node_error", self.experiment_id)
 
     def running(self, experiment_id) -> bool:
         with self.lock:
@@ -274,22 +288,7 @@ class VisionSupervisorNode(Node):
              on_silent=lambda why: self.abort(why, "balance_unavailable"))
 
     def describe(self, request, response):
-        frame = self.front
-        response.header.stamp = to_msg(node_now(self))
-        response.header.frame_id = "front_camera"
-        if request.camera not in ("", "front") or frame is None:
-            response.success = False
-            response.message = f"camera {request.camera!r} is not used for scene checks" if request.camera not in \
-                ("", "front") else "no front camera image received yet"
-            return response
-        desc = describe_scene(frame)
-        response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence)
-                            for o in desc.objects]
-        response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
-                                           "image_size": list(desc.image_size or ())})
-        response.success, response.message = True, scene_summary(frame, len(desc.objects), self.vision_backend)
-        return response
-
+        return describe_front(self.front, self.vision_backend, node_now(self), request, response)
 
 def main(args=None):
     spin_node(VisionSupervisorNode, args)

@@ -4,7 +4,7 @@ import array
 
 import numpy as np
 import soundfile as sf
-from rclpy.node import Node
+from agentchemist_ros.common.guarded import GuardedNode
 from std_msgs.msg import Header
 
 from agentchemist_interfaces.msg import AudioChunk
@@ -15,7 +15,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
 
-class WavSourceNode(Node):
+class WavSourceNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("wav_source", **kwargs)
         path = declare(self, "file", "", "WAV file to stream (mono or the first channel is used)")

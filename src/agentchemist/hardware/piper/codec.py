@@ -23,6 +23,17 @@ Facts read from AgileX's piper_sdk (github agilexrobotics/piper_sdk, commit 1dad
   ``feedback/arm_feedback_status.py`` (ctrl mode, arm status and move-mode codes; error code bits 0-5
   joint limit, bits 8-13 joint communication), ``feedback/arm_feedback_gripper.py`` (status bit 6 =
   driver enabled, bit 5 = driver error).
+- e-stop / resume and motor feedback (same files): 0x150 "motion control 1" is uint8 e-stop (0x00 none,
+  0x01 quick e-stop, 0x02 resume), uint8 trajectory command, uint8 drag-teach command, 5 zero bytes
+  (``transmit/arm_motion_ctrl_1.py``; the SDK's EncodeMessage zero-fills bytes 3-7); high-speed driver
+  feedback 0x251..0x256 (one per joint) is int16 speed (0.001 rad/s), int16 current (0.001 A; the byte
+  description says uint16, the SDK's decoder reads it signed, as we do), int32 position
+  (``feedback/arm_feedback_high_spd.py``, whose cal_effort turns current into torque with 1.18125 for
+  joints 1-3 and 0.95844 for joints 4-6, 0.001 N m per 0.001 A); low-speed driver feedback 0x261..0x266
+  is uint16 voltage (0.1 V), int16 driver temperature (1 C), int8 motor temperature (1 C), uint8 driver
+  status (bit 0 voltage low, 1 motor over-temperature, 2 over-current, 3 driver over-temperature,
+  4 collision protection, 5 driver error, 6 enabled, 7 stall protection), uint16 bus current (0.001 A)
+  (``feedback/arm_feedback_low_spd.py``).
 - motor number 7: the SDK's ``EnableArm``/``EnablePiper`` (``piper_sdk/interface/piper_interface_v2.py``)
   send 7 and then expect joints 1-6 enabled, although the enable frame's byte description calls 7 the
   gripper motor and 0xFF "all, gripper included". We send 7 as the SDK does.
@@ -43,7 +54,10 @@ MODE_CTRL_ID = 0x151                          # "motion control 2": control mode
 JOINT_CTRL_IDS = (0x155, 0x156, 0x157)        # joints (1, 2), (3, 4), (5, 6)
 GRIPPER_CTRL_ID = 0x159
 MOTOR_ENABLE_ID = 0x471
-FEEDBACK_IDS = (ARM_STATUS_ID, *JOINT_FEEDBACK_IDS, GRIPPER_FEEDBACK_ID)
+MOTION_CTRL_1_ID = 0x150                      # quick e-stop / resume, trajectory and teach commands
+HIGH_SPEED_IDS = tuple(range(0x251, 0x257))   # driver feedback of joints 1..6: speed, current, position
+LOW_SPEED_IDS = tuple(range(0x261, 0x267))    # driver feedback of joints 1..6: voltage, temperatures, status
+FEEDBACK_IDS = (ARM_STATUS_ID, *JOINT_FEEDBACK_IDS, GRIPPER_FEEDBACK_ID, *HIGH_SPEED_IDS, *LOW_SPEED_IDS)
 
 # ------------------------------------------------------------------------------------------------ codes
 CTRL_STANDBY = 0x00
@@ -67,6 +81,14 @@ GRIPPER_SET_ZERO = 0xAE
 GRIPPER_EFFORT_MAX = 5000       # 0.001 N m
 GRIPPER_STATUS_ERROR_BIT = 1 << 5
 GRIPPER_STATUS_ENABLED_BIT = 1 << 6
+
+ESTOP_NONE, ESTOP_STOP, ESTOP_RESUME = 0x00, 0x01, 0x02
+# current (0.001 A) -> torque (0.001 N m), the SDK's fixed coefficients (arm_feedback_high_spd.cal_effort)
+EFFORT_PER_CURRENT = (1.18125, 1.18125, 1.18125, 0.95844, 0.95844, 0.95844)
+DRIVER_STATUS_BITS = {0: "supply voltage low", 1: "motor over-temperature", 2: "driver over-current",
+                      3: "driver over-temperature", 4: "collision protection", 5: "driver error",
+                      7: "stall protection"}          # bit 6 is "driver enabled", not a fault
+DRIVER_ENABLED_BIT = 1 << 6
 
 DLC = 8
 _INT32 = (-2**31, 2**31 - 1)
@@ -159,6 +181,42 @@ class GripperCommand:
 class MotorEnable:
     motor: int
     enable: bool
+
+
+@dataclass(frozen=True)
+class MotionCtrl1:
+    emergency_stop: int = ESTOP_NONE   # 0x00 none, 0x01 quick e-stop, 0x02 resume
+    track_ctrl: int = 0
+    teach_ctrl: int = 0
+
+
+@dataclass(frozen=True)
+class HighSpeedFeedback:
+    joint: int                  # 1..6
+    speed_mrad_s: int           # int16, 0.001 rad/s
+    current_ma: int             # int16, 0.001 A
+    position: int               # int32, the driver's own position count (joint feedback is what we use)
+
+    @property
+    def effort_mnm(self) -> float:
+        return self.current_ma * EFFORT_PER_CURRENT[self.joint - 1]
+
+
+@dataclass(frozen=True)
+class LowSpeedFeedback:
+    joint: int                  # 1..6
+    voltage_dv: int             # uint16, 0.1 V
+    driver_temp_c: int          # int16
+    motor_temp_c: int           # int8
+    status: int                 # uint8 bit field, DRIVER_STATUS_BITS
+    bus_current_ma: int         # uint16
+
+    def faults(self) -> tuple[str, ...]:
+        return tuple(name for bit, name in DRIVER_STATUS_BITS.items() if self.status & (1 << bit))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.status & DRIVER_ENABLED_BIT)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -289,7 +347,54 @@ def decode_motor_enable(msg: can.Message) -> MotorEnable:
     return MotorEnable(motor, flag == ENABLE_FLAG)
 
 
-_DECODERS = {ARM_STATUS_ID: decode_arm_status, GRIPPER_FEEDBACK_ID: decode_gripper_feedback,
+def encode_motion_ctrl_1(cmd: MotionCtrl1) -> can.Message:
+    if cmd.emergency_stop not in (ESTOP_NONE, ESTOP_STOP, ESTOP_RESUME):
+        raise FrameError(f"e-stop byte 0x{cmd.emergency_stop:02X} is not 0x00, 0x01 or 0x02")
+    return _message(MOTION_CTRL_1_ID, struct.pack(">3B5x", cmd.emergency_stop, _uint(cmd.track_ctrl, 8, "track"),
+                                                  _uint(cmd.teach_ctrl, 8, "teach")))
+
+
+def decode_motion_ctrl_1(msg: can.Message) -> MotionCtrl1:
+    return MotionCtrl1(*struct.unpack(">3B5x", _payload(msg, (MOTION_CTRL_1_ID,))))
+
+
+def _joint_of(ids: tuple[int, ...], joint: int) -> int:
+    if joint not in range(1, 7):
+        raise FrameError(f"joint {joint} is not 1..6")
+    return ids[joint - 1]
+
+
+def encode_high_speed(fb: HighSpeedFeedback) -> can.Message:
+    for v, what in ((fb.speed_mrad_s, "motor speed"), (fb.current_ma, "motor current")):
+        if not isinstance(v, int) or not -2**15 <= v < 2**15:
+            raise FrameError(f"{what} {v!r} does not fit an int16")
+    return _message(_joint_of(HIGH_SPEED_IDS, fb.joint),
+                    struct.pack(">hhi", fb.speed_mrad_s, fb.current_ma, _int32(fb.position, "motor position")))
+
+
+def decode_high_speed(msg: can.Message) -> HighSpeedFeedback:
+    speed, current, pos = struct.unpack(">hhi", _payload(msg, HIGH_SPEED_IDS))
+    return HighSpeedFeedback(1 + HIGH_SPEED_IDS.index(msg.arbitration_id), speed, current, pos)
+
+
+def encode_low_speed(fb: LowSpeedFeedback) -> can.Message:
+    if not isinstance(fb.driver_temp_c, int) or not -2**15 <= fb.driver_temp_c < 2**15:
+        raise FrameError(f"driver temperature {fb.driver_temp_c!r} does not fit an int16")
+    if not isinstance(fb.motor_temp_c, int) or not -128 <= fb.motor_temp_c < 128:
+        raise FrameError(f"motor temperature {fb.motor_temp_c!r} does not fit an int8")
+    return _message(_joint_of(LOW_SPEED_IDS, fb.joint),
+                    struct.pack(">HhbBH", _uint(fb.voltage_dv, 16, "voltage"), fb.driver_temp_c, fb.motor_temp_c,
+                                _uint(fb.status, 8, "driver status"), _uint(fb.bus_current_ma, 16, "bus current")))
+
+
+def decode_low_speed(msg: can.Message) -> LowSpeedFeedback:
+    fields = struct.unpack(">HhbBH", _payload(msg, LOW_SPEED_IDS))
+    return LowSpeedFeedback(1 + LOW_SPEED_IDS.index(msg.arbitration_id), *fields)
+
+
+_DECODERS = {MOTION_CTRL_1_ID: decode_motion_ctrl_1,
+             **{i: decode_high_speed for i in HIGH_SPEED_IDS}, **{i: decode_low_speed for i in LOW_SPEED_IDS},
+             ARM_STATUS_ID: decode_arm_status, GRIPPER_FEEDBACK_ID: decode_gripper_feedback,
              MODE_CTRL_ID: decode_mode, GRIPPER_CTRL_ID: decode_gripper_ctrl, MOTOR_ENABLE_ID: decode_motor_enable,
              **{i: decode_joint_feedback for i in JOINT_FEEDBACK_IDS},
              **{i: decode_joint_ctrl for i in JOINT_CTRL_IDS}}

@@ -14,7 +14,16 @@ It follows the piper_driver contract of docs/robot.md:
   confirms it; nothing that moves the arm is sent before that;
 - a command with a non-finite value is refused whole (nothing sent), with an error;
 - feedback older than ``feedback_timeout_s`` (a dead bus, an unpowered arm) is reported and motion
-  frames stop until fresh feedback returns.
+  frames stop until fresh feedback returns (the arm's controller holds its last target meanwhile);
+- faults (health.py: error bits, joint limit, joint communication, over-temperature, driver faults, the
+  gripper's error bit, a stuck gripper) put the arm in its safe state: it *holds* the position measured
+  when the fault began (joint frames with that position, motors left enabled: disabling a loaded arm in
+  the air would drop it), commands are taken but not followed. When every fault has cleared the startup
+  hold applies again, so the arm moves only once the commands match where it is: recovery without a
+  restart. A gripper fault holds only the gripper. Nothing here sends the quick e-stop by itself (the
+  Piper's e-stop lets the joints sag under damping); ``emergency_stop`` / ``resume`` are the operator's;
+- the joint state carries velocity and effort from the drivers' high-speed feedback (motor speed and
+  current x the SDK's torque coefficient) and the gripper's opening rate and effort.
 
 Time is the caller's ``now`` (seconds, any monotonic clock); nothing here reads a clock or sleeps.
 Problems and state changes come out as :class:`DriverEvent` (``drain_events``), once when a condition
@@ -30,7 +39,10 @@ import can
 
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, check_side
 from agentchemist.hardware.piper import codec
+from agentchemist.hardware.piper.health import ArmHealth, Fault
 from agentchemist.params import param
+
+GRIPPER_FAULTS = ("gripper_error", "gripper_stuck")
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,20 @@ class DriverConfig:
     mode_retry_s: float = param(0.5, unit="s", low=0.05, high=10.0,
                                 description="Re-send motor enable + CAN command mode this often until the arm's "
                                             "status confirms it")
+    motor_temp_limit_c: float = param(70.0, unit="C", low=20.0, high=120.0,
+                                      description="A motor at or above this temperature is over temperature: hold")
+    driver_temp_limit_c: float = param(75.0, unit="C", low=20.0, high=120.0,
+                                       description="A joint driver at or above this temperature is over "
+                                                   "temperature: hold")
+    gripper_stuck_s: float = param(0.5, unit="s", low=0.05, high=10.0,
+                                   description="A gripper driven towards a target that has not moved "
+                                               "gripper_move_eps_m in this long, with less than "
+                                               "gripper_contact_effort_nm of effort (not a grasp), is stuck")
+    gripper_move_eps_m: float = param(2e-4, unit="m", low=1e-6, high=0.01,
+                                      description="Opening change that counts as gripper motion")
+    gripper_contact_effort_nm: float = param(0.3, unit="N m", low=0.0, high=5.0,
+                                             description="Gripper effort above which a stalled gripper is "
+                                                         "holding an object, not stuck")
     gripper_startup_eps_m: float = 1e-6  # a gripper command this close to the startup value is "unchanged"
 
     def __post_init__(self):
@@ -84,6 +110,8 @@ class JointStateReading:
     names: tuple[str, ...]
     positions: tuple[float, ...]     # rad for the 6 arm joints, m for the gripper opening
     stamp: float                     # `now` of the newest feedback frame in it
+    velocities: tuple[float, ...] = ()   # rad/s and m/s; empty until every driver's speed is heard
+    efforts: tuple[float, ...] = ()      # N m (the gripper's too); empty until every driver's current is heard
 
 
 @dataclass(frozen=True)
@@ -114,6 +142,15 @@ class PiperDriver:
         self._clamping: set[str] = set()
         self._events: list[DriverEvent] = []
         self.frames_sent = 0
+        c = self.config
+        self.health = ArmHealth(c.motor_temp_limit_c, c.driver_temp_limit_c)
+        self.faults: dict[str, Fault] = {}
+        self._hold: tuple[float, ...] | None = None  # arm position held while an arm fault lasts
+        self._gripper_hold: float | None = None
+        self._gripper_rate = 0.0                     # m/s, from consecutive gripper frames
+        self._gripper_progress: tuple[int, float] | None = None   # (opening um, now) of the last motion
+        self._estopped = False
+        self._stuck_target: float | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
     def start(self, now: float) -> None:
@@ -126,6 +163,22 @@ class PiperDriver:
         self._send(codec.encode_motor_enable(codec.MotorEnable(codec.MOTOR_ALL, True)))
         self._send(codec.encode_mode(codec.ModeCommand(codec.CTRL_CAN, codec.MOVE_J,
                                                        int(self.config.speed_percent))))
+
+    def emergency_stop(self, now: float) -> None:
+        """The operator's quick e-stop (0x150, 0x01). The arm's controller stops the joints; nothing moves
+        until ``resume``."""
+        self._estopped = True
+        self._disarm()
+        self._send(codec.encode_motion_ctrl_1(codec.MotionCtrl1(codec.ESTOP_STOP)))
+        self._raise("emergency_stop", "halt", "emergency stop requested: quick stop sent (0x150 0x01)")
+
+    def resume(self, now: float) -> None:
+        """Leave the e-stop (0x150, 0x02), then enable and CAN mode again; the startup hold applies."""
+        self._estopped = False
+        self._send(codec.encode_motion_ctrl_1(codec.MotionCtrl1(codec.ESTOP_RESUME)))
+        self._send_mode(now)
+        self._clear("emergency_stop", "resumed from the emergency stop (0x150 0x02); holding until commands "
+                                      "match the arm")
 
     @property
     def in_can_mode(self) -> bool:
@@ -155,24 +208,24 @@ class PiperDriver:
         except codec.FrameError as exc:
             self._raise("malformed_frame", "warn", f"malformed feedback frame ignored: {exc}")
             return False
-        if msg.arbitration_id in codec.JOINT_FEEDBACK_IDS:
-            i = record.first - 1
-            self._arm_mdeg[i], self._arm_mdeg[i + 1] = record.a_mdeg, record.b_mdeg
-        elif msg.arbitration_id == codec.GRIPPER_FEEDBACK_ID:
+        i = msg.arbitration_id
+        if i in codec.JOINT_FEEDBACK_IDS:
+            k = record.first - 1
+            self._arm_mdeg[k], self._arm_mdeg[k + 1] = record.a_mdeg, record.b_mdeg
+        elif i == codec.GRIPPER_FEEDBACK_ID:
+            last = self._seen.get(i)
+            if last is not None and self._gripper_um is not None and now > last:
+                self._gripper_rate = codec.um_to_m(record.opening_um - self._gripper_um) / (now - last)
             self.gripper_feedback = record
             self._gripper_um = record.opening_um
+        elif i in codec.HIGH_SPEED_IDS:
+            self.health.on_high(record, now)
+        elif i in codec.LOW_SPEED_IDS:
+            self.health.on_low(record, now)
         else:
-            self._on_status(record)
-        self._seen[msg.arbitration_id] = now
+            self.status = record
+        self._seen[i] = now
         return True
-
-    def _on_status(self, status: codec.ArmStatus) -> None:
-        self.status = status
-        if status.arm_status == codec.ARM_NORMAL:
-            self._clear("arm_status", "arm status back to normal")
-        else:
-            self._raise("arm_status", "halt" if status.arm_status == codec.ARM_EMERGENCY_STOP else "warn",
-                        f"arm reports {status.describe()} (error code 0x{status.err_code:04X})")
 
     def measured(self) -> tuple[float, ...] | None:
         """The 7 joint values (rad, rad, ..., m), or None until every joint has been heard from."""
@@ -190,7 +243,13 @@ class PiperDriver:
         values = self.measured()
         if values is None or not self.fresh(now):
             return None
-        return JointStateReading(self.names, values, max(self._seen.values()))
+        timeout = self.config.feedback_timeout_s
+        vel, eff = self.health.velocities(now, timeout), self.health.efforts(now, timeout)
+        gripper_effort = self.gripper_feedback.effort_mnm / 1000.0
+        newest = max(self._seen[i] for i in (*codec.JOINT_FEEDBACK_IDS, codec.GRIPPER_FEEDBACK_ID))
+        return JointStateReading(self.names, values, newest,
+                                 () if vel is None else (*vel, self._gripper_rate),
+                                 () if eff is None else (*eff, gripper_effort))
 
     # ------------------------------------------------------------------------------------ commands
     def command(self, arm_rad: Sequence[float], gripper_m: float | None, now: float) -> CommandResult:
@@ -240,6 +299,8 @@ class PiperDriver:
 
     def _update_arming(self, now: float) -> None:
         measured = self.measured()
+        if self._hold is not None or self._estopped:
+            return              # the safe state: only the fault's clearing (or resume) lets commands in
         if not self.arm_armed and self._arm_target is not None and measured is not None and self.fresh(now):
             gap = max(abs(t - m) for t, m in zip(self._arm_target, measured[:ARM_JOINTS]))
             if gap <= self.config.hold_tolerance_rad:
@@ -252,7 +313,7 @@ class PiperDriver:
             else:
                 self._raise("holding", "info", f"holding position: the arm command is {gap:.3f} rad from the "
                                                f"measured position (tolerance {self.config.hold_tolerance_rad})")
-        if (not self.gripper_armed and self._gripper_target is not None
+        if (not self.gripper_armed and self._gripper_hold is None and self._gripper_target is not None
                 and abs(self._gripper_target - self._gripper_startup) > self.config.gripper_startup_eps_m):
             self.gripper_armed = True
             self._events.append(DriverEvent("tracking", "info", f"gripper command changed from its startup value "
@@ -275,6 +336,11 @@ class PiperDriver:
             self._disarm()
         else:
             self._clear("feedback_timeout", "Piper feedback is back")
+        if fresh:
+            self._update_faults(now)
+        if self._estopped:      # the operator's stop: nothing is sent until resume()
+            self._disarm()
+            return self.joint_state(now) if fresh else None
         if not self.in_can_mode:
             if now - self._last_mode_sent >= self.config.mode_retry_s:
                 mode = "no status frame yet" if self.status is None else (
@@ -288,15 +354,74 @@ class PiperDriver:
         if not fresh:
             return None
         self._update_arming(now)
-        if self.arm_armed:
-            t = [codec.rad_to_mdeg(v) for v in self._arm_target]
+        arm = self._hold if self._hold is not None else (self._arm_target if self.arm_armed else None)
+        if arm is not None:
+            t = [codec.rad_to_mdeg(v) for v in arm]
             for first in (1, 3, 5):
                 self._send(codec.encode_joint_ctrl(codec.JointPair(first, t[first - 1], t[first])))
-        if self.gripper_armed:
+        # a held gripper is commanded to where it is only if it was enabled (a hold never enables it)
+        held = self._gripper_hold if self.gripper_feedback.enabled else None
+        gripper = held if self._gripper_hold is not None else (self._gripper_target if self.gripper_armed else None)
+        if gripper is not None:
             self._send(codec.encode_gripper_ctrl(codec.GripperCommand(
-                codec.m_to_um(self._gripper_target), codec.nm_to_mnm(self.config.gripper_effort_nm),
-                codec.GRIPPER_ENABLE)))
+                codec.m_to_um(gripper), codec.nm_to_mnm(self.config.gripper_effort_nm), codec.GRIPPER_ENABLE)))
         return self.joint_state(now)
+
+    # ------------------------------------------------------------------------------------ faults
+    def _update_faults(self, now: float) -> None:
+        """Raise and clear each fault once; enter and leave the safe state (hold where the arm is)."""
+        faults = self.health.faults(self.status, self.gripper_feedback)
+        stuck = self._gripper_stuck(now)
+        if stuck is not None:
+            faults["gripper_stuck"] = stuck
+        for kind, fault in faults.items():
+            self._raise(kind, fault.severity, fault.description)
+        for kind in set(self.faults) - set(faults):
+            self._clear(kind, f"{kind.replace('_', ' ')} cleared" + (
+                "" if kind in GRIPPER_FAULTS else ": holding until commands match the arm"))
+        self.faults = faults
+        measured = self.measured()
+        arm_fault = any(k not in GRIPPER_FAULTS for k in faults)
+        if arm_fault and self._hold is None:
+            self._hold = measured[:ARM_JOINTS]
+            self.arm_armed = False
+        elif not arm_fault:
+            self._hold = None
+        gripper_fault = bool(faults)      # an arm fault holds the gripper too: never let go mid-fault
+        if gripper_fault and self._gripper_hold is None:
+            self._gripper_hold = measured[ARM_JOINTS]
+            self.gripper_armed = False
+            self._gripper_startup = self._gripper_target
+        elif not gripper_fault:
+            self._gripper_hold = None
+
+    def _gripper_stuck(self, now: float) -> Fault | None:
+        """Driven towards a target, not moving, and without the effort of a grasp: stuck. It stays stuck
+        until the gripper is commanded somewhere else."""
+        c = self.config
+        if self._stuck_target is not None:
+            if (self._gripper_target is not None
+                    and abs(self._gripper_target - self._stuck_target) <= c.gripper_startup_eps_m):
+                return self.faults.get("gripper_stuck")
+            self._stuck_target = None
+        if not self.gripper_armed:
+            self._gripper_progress = None
+            return None
+        um = self._gripper_um
+        if (self._gripper_progress is None
+                or abs(um - self._gripper_progress[0]) >= codec.m_to_um(c.gripper_move_eps_m)):
+            self._gripper_progress = (um, now)
+            return None
+        gap = abs(self._gripper_target - codec.um_to_m(um))
+        effort = abs(self.gripper_feedback.effort_mnm) / 1000.0
+        if (gap > c.gripper_move_eps_m and effort < c.gripper_contact_effort_nm
+                and now - self._gripper_progress[1] >= c.gripper_stuck_s):
+            self._stuck_target = self._gripper_target
+            self._gripper_progress = None
+            return Fault("gripper_stuck", "warn", f"gripper stuck at {codec.um_to_m(um) * 1000:.2f} mm: no motion "
+                         f"towards {self._gripper_target * 1000:.2f} mm for {c.gripper_stuck_s} s with "
+                         f"{effort:.2f} N m (no grasp): gripper held where it is until commanded elsewhere")
+        return None
 
     def _disarm(self) -> None:
         """Whatever commands arrive next must match the arm again (the startup hold) before they move it."""

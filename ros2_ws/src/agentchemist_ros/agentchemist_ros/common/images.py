@@ -47,3 +47,24 @@ def to_rgb(msg: Image) -> np.ndarray:
     if msg.encoding == "bgr8":
         arr = arr[:, :, ::-1]
     return np.ascontiguousarray(arr)
+
+
+def depth_to_msg(depth_m: np.ndarray, header=None) -> Image:
+    """16UC1 depth in millimetres (0 = no return), the RealSense driver's encoding, from metres."""
+    mm = np.clip(np.nan_to_num(depth_m, nan=0.0) * 1000.0, 0.0, 65535.0).round().astype(np.uint16)
+    return to_msg(mm, "16UC1", header)
+
+
+def camera_info(k: np.ndarray, width: int, height: int, header=None):
+    """sensor_msgs/CameraInfo of an undistorted pinhole camera with intrinsics ``k`` (3x3)."""
+    from sensor_msgs.msg import CameraInfo
+
+    msg = CameraInfo(width=int(width), height=int(height), distortion_model="plumb_bob")
+    if header is not None:
+        msg.header = header
+    fx, fy, cx, cy = float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2])
+    msg.d = [0.0] * 5
+    msg.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg

@@ -19,3 +19,10 @@ def to_msg(seconds: float) -> Time:
 def node_now(node) -> float:
     """The node's ROS clock (sim time when use_sim_time) in seconds."""
     return node.get_clock().now().nanoseconds * 1e-9
+
+
+def calendar_now() -> str:
+    """The wall-clock time as ISO 8601 with its zone (UTC), for records dated beside the (maybe simulated)
+    ROS clock. The node reads it; the core never reads a clock."""
+    from datetime import datetime, timezone
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -9,18 +9,29 @@ AUDIO_EVENTS = "/agentchemist/audio_events"
 DISPENSER_STATE = "/agentchemist/dispenser_state"  # DispenserState, latched: from the dispenser only
 PEER_WAITS = "/agentchemist/peer_waits"  # PeerWait, latched per node: requests waiting on a peer
 CLOCK_ACKS = "/agentchemist/clock_acks"  # ClockAck: the sim time each agent has reached
+RECORDER_STATUS = "/agentchemist/recorder_status"  # RecorderStatus: the recorder acknowledges and keeps up
 PH_READING = "/lab/ph_meter/reading"
 BALANCE_READING = "/lab/balance/reading"
 BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim
 JOINT_STATES = "/joint_states"
 GROUND_TRUTH = "/lab_sim/ground_truth"
 BENCH_MARKERS = "/lab/bench_markers"     # visualization_msgs/MarkerArray of the twin's bench, for rviz
+STATUS_OVERLAY = "/agentchemist/status_overlay"  # visualization_msgs/Marker: FSM / pH / volume text, for rviz
 CAMERAS = ("front", "left_wrist", "right_wrist")
 SIDES = ("left", "right")
 
 
 def camera_topic(name: str) -> str:
     return f"/camera/{name}/color/image_raw"
+
+
+def depth_topic(name: str) -> str:
+    """Depth registered to the colour image (lab_sim arm_backend mujoco), 16UC1 mm as a RealSense publishes it."""
+    return f"/camera/{name}/aligned_depth_to_color/image_raw"
+
+
+def camera_info_topic(name: str) -> str:
+    return f"/camera/{name}/color/camera_info"
 
 
 def audio_topic(side: str) -> str:

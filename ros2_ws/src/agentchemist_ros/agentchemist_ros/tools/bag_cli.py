@@ -32,9 +32,24 @@ def _size(n: int) -> str:
 
 
 # ---------------------------------------------------------------------- info
+#: exit status of a command that found damage (2: it could not run at all)
+DAMAGED = 3
+
+
+def damaged(console: Console, problems, kept: str, shown=()) -> int:
+    """Print the problems (but those already `shown`) and what was kept; the exit status (0: none)."""
+    for problem in (p for p in problems if p not in shown):
+        console.print(f"[yellow]problem:[/yellow] {escape(str(problem))}")
+    if not problems:
+        return 0
+    console.print(f"[red]damaged:[/red] {len(problems)} problem(s); {kept}")
+    return DAMAGED
+
+
 def cmd_info(args, console: Console) -> int:
     with BagReader(args.bag) as reader:
         info = reader.info()
+        readable, problems = reader.verify() if not args.no_verify else (info.count, list(info.problems))
     if args.json:
         print(json.dumps({
             "path": str(info.path), "storage": info.storage, "version": info.version, "messages": info.count,
@@ -43,10 +58,14 @@ def cmd_info(args, console: Console) -> int:
             "compression": {"format": info.compression_format, "mode": info.compression_mode},
             "topics": [{"name": t.name, "type": t.msgtype, "count": t.count, "latched": t.latched,
                         "serialization_format": t.serialization_format} for t in info.topics],
-            "problems": [str(p) for p in info.problems]}, indent=2))
-    else:
-        print(format_info(info, verbose=args.verbose))
-    return 0
+            "verified": not args.no_verify, "readable_messages": readable,
+            "problems": [str(p) for p in problems]}, indent=2))
+        return DAMAGED if problems else 0
+    print(format_info(info, verbose=args.verbose))
+    if not args.no_verify:
+        console.print(f"verified: {readable} messages read intact" + (f" of {info.count} listed" if
+                                                                      info.from_metadata else ""))
+    return damaged(console, problems, f"{readable} messages readable", shown=info.problems)
 
 
 # ---------------------------------------------------------------------- record
@@ -108,9 +127,7 @@ def cmd_record(args, console: Console) -> int:
         rclpy.try_shutdown()
     stats = recorder.stats()
     console.print(f"wrote {path}: {stats.messages} messages in {stats.file_index} file(s)")
-    for problem in problems:
-        console.print(f"[yellow]problem:[/yellow] {escape(str(problem))}")
-    return 0
+    return damaged(console, problems, f"{stats.messages} messages written")
 
 
 # ---------------------------------------------------------------------- play
@@ -151,14 +168,17 @@ def cmd_play(args, console: Console) -> int:
     for topic, count in sorted(stats.per_topic.items()):
         console.print(f"  {escape(topic)} -> {escape(options.target(topic))}: {count}")
     problems = player.all_problems()
-    for problem in problems:
-        console.print(f"[yellow]problem:[/yellow] {escape(str(problem))}")
     if late:
         console.print(f"[yellow]not acknowledged by every subscriber within {FLUSH_S:g} s:[/yellow] "
                       f"{escape(', '.join(late))}")
     player.destroy_node()
     rclpy.try_shutdown()
-    return 0
+    status = damaged(console, problems, f"{stats.messages} of {total} messages played")
+    if stats.messages == 0 and not status:
+        console.print("[red]nothing was played[/red]: " + ("the bag holds no messages" if total == 0 else
+                                                            "no message could be read or matched the selection"))
+        return DAMAGED
+    return status
 
 
 #: wall seconds `play` waits at the end for reliable subscribers to acknowledge the last messages
@@ -185,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("bag")
     i.add_argument("-v", "--verbose", action="store_true", help="also each topic's offered QoS")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--no-verify", action="store_true",
+                   help="skip reading every message (MCAP chunk CRCs, SQLite integrity check); faster on big bags")
     p = sub.add_parser("play", help="publish a bag's messages")
     p.add_argument("bag")
     p.add_argument("-r", "--rate", type=float, default=1.0, help="speed factor of the original timing")

@@ -100,14 +100,64 @@ def headline(report_path: str) -> list[str]:
                                         {setup["titrant"]: setup["titrant_m"]})
     except (KeyError, TypeError, ValueError):
         theory = []
+    modules = (data.get("sections", {}).get("parameters", {}) or {}).get("modules") or {}
+    drop = (modules.get("dispenser") or {}).get("drop_volume_ml") or 0.046875  # the drop the run planned with
     for eq, v_theory in zip(results.get("equivalence_points") or [], theory):
         volume = eq.get("volume_ml")
         if volume is not None and eq.get("supported"):
             dev = volume - v_theory
             lines.append(f"equivalence {eq.get('index', 1)}: {volume:.3f} mL vs theory {v_theory:.3f} mL "
-                         f"({dev:+.3f} mL, {dev / 0.046875:+.1f} drops, {100 * dev / v_theory:+.2f} %)")
+                         f"({dev:+.3f} mL, {dev / drop:+.1f} drops, {100 * dev / v_theory:+.2f} %), pH "
+                         f"{eq.get('ph', float('nan')):.2f}")
     lines += [f"not concluded: {x}" for x in data.get("not_concluded", [])]
     return lines
+
+
+PLAIN_EVERY_S = 10.0
+
+
+def progress_line(w: Watcher, wall: float) -> str:
+    """The progress table's row as one plain line (for a pipe or a log file)."""
+    return (f"[{wall:5.0f} s wall] state {w.state}, pH {w.ph:.2f}, NaOH {w.volume:.3f} mL, "
+            f"{w.drops} drops heard, twin {w.sim_t:.0f} s")
+
+
+def _report_json(report_path: str) -> dict:
+    path = Path(report_path).with_suffix(".json") if report_path else None
+    try:
+        return json.loads(path.read_text()) if path is not None and path.exists() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def anomaly_lines(report_path: str) -> list[str]:
+    """The anomalies the instruction asked to be told about, from the report (or that there were none)."""
+    section = (_report_json(report_path).get("sections") or {}).get("anomalies") or {}
+    records = [a for a in section.get("records") or [] if not a.get("resolution")]
+    if not records:
+        return ["Anomalies: none recorded."]
+    lines = [f"[yellow]Anomalies: {len(records)}[/yellow] ({section.get('unresolved', 0)} unresolved)"]
+    for a in records[:20]:
+        t = a.get("t_s")
+        when = f"{t:.1f} s" if isinstance(t, (int, float)) and math.isfinite(t) else "?"
+        lines.append(f"  {when}: {escape(str(a.get('kind')))} ({a.get('severity')}), response "
+                     f"{a.get('response') or 'none'}: {escape(str(a.get('description') or ''))}")
+    if len(records) > 20:
+        lines.append(f"  ... and {len(records) - 20} more (report section 8)")
+    return lines
+
+
+def output_paths(report_path: str) -> list[tuple[str, str]]:
+    """Every file the run wrote that a person opens: the report in three formats, charts, tables, data."""
+    md = Path(report_path)
+    out = [("report (Markdown)", str(md)), ("report (HTML)", str(md.with_suffix(".html"))),
+           ("report (JSON)", str(md.with_suffix(".json")))]
+    out += [(f"chart {p.stem}", str(p)) for p in sorted(md.parent.glob("*.png"))]
+    out += [(f"table {p.stem}", str(p)) for p in sorted((md.parent / "tables").glob("*.csv"))]
+    for name, label in (("records.db", "database"), ("ground_truth.json", "twin ground truth")):
+        if (md.parent / name).exists():
+            out.append((label, str(md.parent / name)))
+    return out
 
 
 def main(argv=None):
@@ -118,7 +168,9 @@ def main(argv=None):
     parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
     args = parser.parse_args(argv)
-    console = Console()
+    console = Console(soft_wrap=True)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # piped output appears as it is printed, not at the end
     scenario = load_scenario(args.scenario)
     ensure_init()
     graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf)
@@ -131,11 +183,22 @@ def main(argv=None):
     console.print(f"[bold]Instruction:[/bold] {escape(instruction)}")
     start = time.monotonic()
     watcher.start(instruction)
-    with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
-        while watcher.result is None and time.monotonic() - start < args.timeout:
+    if console.is_terminal:
+        with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
+            while watcher.result is None and time.monotonic() - start < args.timeout:
+                live.update(progress_table(watcher, time.monotonic() - start))
+                time.sleep(0.25)
             live.update(progress_table(watcher, time.monotonic() - start))
+        console.print()
+    else:  # piped or logged: a plain line every PLAIN_EVERY_S, flushed, instead of a live table
+        last = -PLAIN_EVERY_S
+        while watcher.result is None and time.monotonic() - start < args.timeout:
+            wall = time.monotonic() - start
+            if wall - last >= PLAIN_EVERY_S:
+                print(progress_line(watcher, wall), flush=True)
+                last = wall
             time.sleep(0.25)
-        live.update(progress_table(watcher, time.monotonic() - start))
+        print(progress_line(watcher, time.monotonic() - start), flush=True)
     stop.set()
     spinner.join(timeout=5)
     result = watcher.result
@@ -158,10 +221,13 @@ def main(argv=None):
             (run_dir / "ground_truth.json").write_text(json.dumps(truth, default=float))
             console.print(f"twin ground truth: {truth['drops_landed']} drops, {truth['dispensed_ml']:.3f} mL dispensed")
     if result.report_path:
-        console.print(f"[bold]Report:[/bold] {result.report_path}")
-        console.print(f"         {Path(result.report_path).with_suffix('.html')}")
         for line in headline(result.report_path):
             console.print("  " + escape(line))
+        for line in anomaly_lines(result.report_path):
+            console.print(line)
+        console.print("[bold]Outputs:[/bold]")
+        for label, path in output_paths(result.report_path):
+            console.print(f"  {label:<24} {path}")
     return 0 if result.success else 1
 
 

@@ -287,6 +287,7 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                                 wall_s=time.monotonic() - t0)
             row = score_run(sc, rec)
             row["run_dir"] = str(out.parent)
+            row["report_path"] = rec.report_path or ""
             rows.append(row)
             if progress:
                 progress(row, len(rows), len(plan))
@@ -301,9 +302,11 @@ def _fmt(x, spec=".3f"):
 def _print_summary(summary: dict, console) -> None:
     from rich.table import Table
 
-    t = Table(title="Scenario library (per scenario)")
-    for col in ("scenario", "runs", "behaviour", "completion", "pH dev", "end <=1 drop", "eq err (drops)", "pKa err",
-                "conc err", "weigh err (g)", "faults det.", "false alarms", "wall s", "task s (twin)"):
+    t = Table(title="Scenario library (per scenario; times: wall s here, twin s = the task on the twin's clock)")
+    # Scenario names in full: the column never shrinks below the longest (no "acetic_na...").
+    t.add_column("scenario", justify="left", no_wrap=True, min_width=max([len(n) for n in summary["scenarios"]] + [8]))
+    for col in ("runs", "behaviour", "completion", "pH dev", "end <=1 drop", "eq err (drops)", "pKa err",
+                "conc err", "weigh err (g)", "faults det.", "false alarms", "wall s", "twin s"):
         t.add_column(col, justify="right")
     for name, b in summary["scenarios"].items():
         t.add_row(name, str(b["runs"]), _fmt(b["expected_behaviour"], ".0%"), _fmt(b["completion"], ".0%"),
@@ -351,9 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.seeds < 1 or not 1 <= args.jobs <= 10:
         p.error("--seeds must be >= 1 and --jobs between 1 and 10")
-    console = Console()
+    console = Console(soft_wrap=True)
     if not console.is_terminal:  # a log file or CI: no terminal width to respect, keep the tables readable
-        console = Console(width=160)
+        console = Console(width=200, soft_wrap=True)
     runs = Path(args.runs) if args.runs else Path(tempfile.mkdtemp(prefix="scenarios-", dir=_ensure(default_runs_dir())))
 
     def progress(row, done, total):
@@ -361,8 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         det = "".join(" [green]detected[/green]" if d["detected"] else f" [red]missed {d['fault']}[/red]"
                       for d in row.get("detections", []))
         fa = f" [red]false alarm {row['false_alarms']}[/red]" if row.get("false_alarms") else ""
+        twin = f", twin {row['task_s']:.0f} s" if row.get("task_s") is not None else ""
         console.print(f"[{done}/{total}] {row['scenario']} seed {row['seed']}: {row['outcome']} {ok}{det}{fa} "
-                      f"({row['wall_s']:.0f} s wall, {row['sim_s']:.0f} s sim)  {escape(row['message'][:100])}")
+                      f"(wall {row['wall_s']:.0f} s{twin})  {escape(row['message'])}")
+        if row.get("report_path"):
+            console.print(f"    report: {row['report_path']}")
 
     try:
         rows = run_scenarios([Path(f) for f in args.files], seeds=args.seeds, jobs=args.jobs, runs_dir=runs,

@@ -1,0 +1,164 @@
+"""The twin's arm backends: who moves the arms and draws the cameras (``arm_backend`` kinematic | mujoco).
+
+``kinematic`` (default): the twin's own first-order arms and grippers and its 2-D camera drawings.
+
+``mujoco``: the arms, grippers and labware are simulated by :class:`~agentchemist.sim.mujoco_arms.MujocoArms`
+in the scene written from the scenario's layout. Trajectories are followed point by point; the twin still
+validates and clamps every command (same limits, same CommandResult, same warnings). After each physics
+step the twin's arm joints are set to the simulated ones and its gripper models follow the simulated
+openings (its pipette, bench-effect and audio models read those), and /joint_states comes from the
+simulation. The cameras are MuJoCo renders: colour, depth aligned to it (m) and the pinhole K; the
+beaker's liquid takes the twin's solution colour before each render.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, SIDES
+from agentchemist.sim.errors import SimCommandError
+from agentchemist.sim.types import CommandResult
+
+__all__ = ["ARM_BACKENDS", "KinematicArms", "MujocoBackend", "make_arm_backend"]
+
+ARM_BACKENDS = ("kinematic", "mujoco")
+Points = Sequence[tuple[float, Sequence[float]]]
+
+
+class KinematicArms:
+    """The twin's own arms and drawings (no physics)."""
+
+    name = "kinematic"
+
+    def __init__(self, twin: Any) -> None:
+        self.twin = twin
+
+    def command_arm(self, side: str, joint_names: Sequence[str], points: Points, now: float) -> CommandResult:
+        try:
+            return self.twin.command_arm(side, _ordered(side, joint_names, points[-1][1]), now)
+        except (SimCommandError, ValueError, TypeError, IndexError) as exc:
+            return _refused(exc)
+
+    def command_gripper(self, side: str, opening_m: float, now: float) -> CommandResult:
+        try:
+            return self.twin.command_gripper(side, opening_m, now)
+        except (SimCommandError, ValueError, TypeError) as exc:
+            return _refused(exc)
+
+    def step(self, now: float) -> None:
+        self.twin.step(now)
+
+    def joint_states(self) -> tuple[list[str], list[float]]:
+        return self.twin.joint_states()
+
+    def render(self, camera: str, now: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(rgb, depth m or None, K or None)."""
+        return self.twin.render_camera(camera, now), None, None
+
+
+class MujocoBackend(KinematicArms):
+    """Arms, grippers, labware and cameras in MuJoCo; the twin's chemistry reads their state."""
+
+    name = "mujoco"
+
+    def __init__(self, twin: Any, urdf_text: str, asset_dir: Path) -> None:
+        super().__init__(twin)
+        from agentchemist.sim.mujoco_arms import MujocoArms, Trajectory
+        from agentchemist.sim.scene_model import twin_scene
+
+        cams = twin.scenario.cameras
+        self._trajectory = Trajectory
+        self.physics = MujocoArms(twin_scene(twin), urdf_text, asset_dir, cams.width, cams.height)
+        self._liquid = self.physics.model.geom(f"{twin.scenario.beaker.id}_liquid").id if _has_geom(
+            self.physics.model, f"{twin.scenario.beaker.id}_liquid") else None
+        self._offset = twin.t - self.physics.t  # physics time starts at 0 (after settling), the twin's at t
+        self._sync()
+
+    def command_arm(self, side: str, joint_names: Sequence[str], points: Points, now: float) -> CommandResult:
+        result = super().command_arm(side, joint_names, points, now)
+        if not result.accepted:
+            return result  # refused (NaN, wrong length): the physics keeps its present targets
+        clamped = tuple((float(t), tuple(_clamp(_ordered(side, joint_names, p)))) for t, p in points)
+        joints = tuple(f"{side}_joint{i}" for i in range(1, 7))
+        self.physics.follow(self._trajectory(joints, clamped, now - self._offset))
+        return result
+
+    def command_gripper(self, side: str, opening_m: float, now: float) -> CommandResult:
+        result = super().command_gripper(side, opening_m, now)
+        if result.accepted:
+            self.physics.set_gripper(side, float(result.accepted_value))
+        return result
+
+    def step(self, now: float) -> None:
+        self.physics.step_to(now - self._offset)
+        self._sync()
+        self.twin.step(now)
+
+    def joint_states(self) -> tuple[list[str], list[float]]:
+        names, positions, _ = self.physics.joint_state()
+        return names, positions
+
+    def render(self, camera: str, now: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        self.step(now)
+        if self._liquid is not None:
+            state = self.twin.scene_state()
+            r, g, b = state["solution_rgb"]
+            self.physics.model.geom_rgba[self._liquid] = (r / 255.0, g / 255.0, b / 255.0, 0.85)
+        frame = self.physics.render(camera)
+        return frame.rgb, frame.depth, frame.k
+
+    def _sync(self) -> None:
+        """The twin's arms are where the simulated ones are; its grippers head for the simulated openings."""
+        for side in SIDES:
+            q = self.physics.arm_positions(side)
+            arm = self.twin.arms[side]
+            arm.position, arm.command = list(q), list(q)
+            opening = float(self.physics.data.qpos[self.physics.model.joint(f"{side}_gripper").qposadr[0]])
+            gripper = self.twin.grippers[side]
+            if not gripper.stalled:
+                gripper.command_m = min(max(opening, GRIPPER_RANGE_M[0]), GRIPPER_RANGE_M[1])
+
+
+def make_arm_backend(name: str, twin: Any, urdf_file: Path | None = None, asset_dir: Path | None = None):
+    """The backend called ``name`` ("kinematic" or "mujoco") for ``twin``."""
+    if name == "kinematic":
+        return KinematicArms(twin)
+    if name == "mujoco":
+        if urdf_file is None or asset_dir is None:
+            raise ValueError("arm_backend mujoco needs the URDF file and a folder for the scene's textures")
+        return MujocoBackend(twin, Path(urdf_file).read_text(), Path(asset_dir))
+    raise ValueError(f"arm_backend must be one of {ARM_BACKENDS}, got {name!r}")
+
+
+def _refused(exc: Exception) -> CommandResult:
+    """A command the twin refused (non-finite or malformed): nothing moves; the reason says why."""
+    return CommandResult(None, clamped=False, accepted=False, reason=f"command refused: {exc}")
+
+
+def _has_geom(model: Any, name: str) -> bool:
+    try:
+        model.geom(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _ordered(side: str, joint_names: Sequence[str], positions: Sequence[float]) -> list[float]:
+    """Six positions in joint1..joint6 order; ``joint_names`` (may be empty: already in order)."""
+    values = [float(v) for v in positions]
+    if not joint_names:
+        return values
+    index = {n: i for i, n in enumerate(joint_names)}
+    wanted = [f"{side}_joint{i}" for i in range(1, 7)]
+    if set(wanted) <= set(index):
+        return [values[index[n]] for n in wanted]
+    return values  # names the twin does not know: it validates the values and reports
+
+
+def _clamp(values: Sequence[float]) -> list[float]:
+    out = []
+    for v, (lo, hi) in zip(values, ARM_JOINT_LIMITS_RAD):
+        out.append(min(max(v, lo), hi))
+    return out

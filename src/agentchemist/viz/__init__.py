@@ -1,0 +1,1 @@
+"""Displays for a person watching (rviz): plain data, no ROS."""
