@@ -165,8 +165,8 @@ def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
                          f"{r['ode_steps']} Euler steps" + (" (goal >= 50 chunks/s)" if name == "tiny" else ""),
                          f"median {k * med:.1f} {unit} ({r['chunks_per_s']:.2f} chunks/s), best {k * best:.1f} {unit}; "
                          f"load average {load[0]:.1f} on 2 shared cores; no GPU"))
-    s = vla.get("success")
-    if s:
+    for key in sorted(k for k in vla if k.startswith("success")):
+        s = vla[key]
         t = s.get("training", {})
         rows.append(("VLA coarse subtasks in the twin, tiny vs scripted",
                      ", ".join(f"{k}: {100 * s['vla'][k]:.0f} % vs {100 * s['scripted'][k]:.0f} %" for k in s["vla"])
