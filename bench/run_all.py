@@ -147,12 +147,38 @@ def table() -> str:
         rows.append(("vision pipeline per 640x480 frame (goal: < 33 ms at 30 fps)",
                      f"{pf['mean']:.1f} ms mean, {pf['p95']:.1f} ms p95 on one core: "
                      f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
+    rows += vla_rows(load("vla"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
     lines += scenario_tables()
     lines.append(END)
     return "\n".join(lines)
+
+
+def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
+    """VLA action policy (bench/vla.py): chunk latency on one CPU core, success in the twin."""
+    if not vla:
+        return []
+    rows = []
+    for name in ("tiny", "paper"):
+        r = vla.get(name)
+        if r:
+            med, best = r["median_s_per_chunk"], r["min_s"]
+            unit, k = ("ms", 1000) if med < 1 else ("s", 1)
+            load = r.get("load_average") or vla.get("latency_load") or [float("nan")]
+            rows.append((f"VLA {name} ({r['parameters']['total'] / 1e6:.2f} M params) per action chunk, 1 CPU thread, "
+                         f"{r['ode_steps']} Euler steps" + (" (goal >= 50 chunks/s)" if name == "tiny" else ""),
+                         f"median {k * med:.1f} {unit} ({r['chunks_per_s']:.2f} chunks/s), best {k * best:.1f} {unit}; "
+                         f"load average {load[0]:.1f} on 2 shared cores; no GPU"))
+    for key in sorted(k for k in vla if k.startswith("success")):
+        s = vla[key]
+        t = s.get("training", {})
+        rows.append(("VLA coarse subtasks in the twin, tiny vs scripted",
+                     ", ".join(f"{k}: {100 * s['vla'][k]:.0f} % vs {100 * s['scripted'][k]:.0f} %" for k in s["vla"])
+                     + f" ({s['episodes_per_subtask']} randomised episodes each; trained on {t.get('episodes', '?')}"
+                     f" demos, {t.get('steps', '?')} steps, {t.get('seconds', '?')} s wall on CPU)"))
+    return rows
 
 
 def _f(x, spec):
@@ -227,6 +253,7 @@ def main() -> int:
     ok &= run("piper", ["bench/piper.py"])
     ok &= run("physics", ["bench/physics.py"])
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
+    ok &= run("vla", ["bench/vla.py"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

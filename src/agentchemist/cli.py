@@ -7,6 +7,7 @@
     agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
     agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2 (see bag -h)
     agentchemist scenario run FILE... [--seeds N] [--json OUT]   score scenarios through the graph in the twin
+    agentchemist policy {record,train} ...                       VLA demonstrations and training (policy -h)
 
 `run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
 package's demo runner so that this core package never imports ROS.
@@ -237,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         return _scenario(raw[1:], Console())
     if raw[:1] == ["doctor"]:
         return _doctor(raw[1:], Console())
+    if raw[:1] == ["policy"]:  # the VLA action policy's own command line (agentchemist/vla_cli.py)
+        from agentchemist.vla_cli import main as policy_main
+        return policy_main(raw[1:])
     parser = argparse.ArgumentParser(
         prog="agentchemist", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="AgentChemist ROS: plan chemistry instructions, run them through the node graph in the lab "

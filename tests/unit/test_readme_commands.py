@@ -29,6 +29,8 @@ NOT_HERE = [
                                      "and the pty procedure in tests/unit/test_serial_instruments.py run its code)"),
     (r"^agentchemist doctor\b", "listens to a graph and exits 1 without a robot (tests/graph/test_doctor.py runs it)"),
     (r"^ros2 run |^-p \"cameras:=", "a node in its own process with MuJoCo rendering (continued on the next line)"),
+    (r"^agentchemist policy (record|train)\b", "minutes of twin recording and CPU training (tests/unit/test_policy_vla_"
+                                               "train.py and test_policy_vla_dataset.py run them small)"),
 ]
 # Commands run here, as written (in the test's environment: scripts/env.sh is already in effect).
 RUN_HERE = [r"^\. scripts/env\.sh$", r"^agentchemist plan ", r"^agentchemist calibrate --twin$", r"^agentchemist --help$"]

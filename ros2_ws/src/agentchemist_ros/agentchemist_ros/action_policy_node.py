@@ -1,7 +1,8 @@
 """action_policy: the ExecuteSubtask action server.
 
 Backend "scripted" (default here): the motion primitives of agentchemist.policy.primitives, executed
-against the measured joint states. A VLA backend plugs in behind the same action. Every subtask ends
+against the measured joint states. Backend "vla" (with checkpoint:=DIR): the audio-visual-language-action
+policy (agentchemist.policy.vla, ROS glue in vla_backend.py) behind the same action. Every subtask ends
 with a completion report: the result's symbol (e.g. grasp_ok) which the vision supervisor applies.
 
 The plan's primitive name and parameters choose the motion (grasp the pipette or the solid bottle;
@@ -21,6 +22,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from agentchemist.policy.vla.serve import VLAServeConfig
 from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker_station, load_poses, needs_beaker_station,
                                             plan_primitive, station_name, stations, step_reached)
 from agentchemist_interfaces.action import ExecuteSubtask
@@ -29,12 +31,13 @@ from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
-from agentchemist_ros.common.params import declare
+from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now
 from agentchemist_ros.common.waiting import first_of, resolved_after
+from agentchemist_ros.vla_backend import VLABackend
 
 
 class SceneUnavailable(Exception):
@@ -69,6 +72,8 @@ class ActionPolicyNode(GuardedNode):
         self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE,
                                                callback_group=ReentrantCallbackGroup())
         self.waits = peer_waits(self)
+        vla_config = declare_config(self, VLAServeConfig)
+        self.vla = VLABackend(self, vla_config) if self.backend == "vla" else None
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
                                    callback_group=ReentrantCallbackGroup())
 
@@ -96,6 +101,8 @@ class ActionPolicyNode(GuardedNode):
             if not isinstance(parameters, dict):
                 raise PrimitiveError(f"parameters must be a JSON object, got {parameters!r}")
             side = parameters.get("side") or payload.get("side") or None
+            if self.vla is not None:  # the policy decides the motion; it refuses subtasks it was not trained on
+                return await self._execute_vla(goal_handle, result, g, primitive, parameters, payload)
             beaker_at = None
             if needs_beaker_station(primitive, parameters):
                 beaker_at, parameters = await self.locate_beaker(parameters)
@@ -127,6 +134,19 @@ class ActionPolicyNode(GuardedNode):
         result.success = True
         result.symbol = payload.get("symbol", "")
         result.message = f"{primitive} done"
+        goal_handle.succeed()
+        return result
+
+    async def _execute_vla(self, goal_handle, result, g, primitive, parameters, payload):
+        ok, message, _report = await self.vla.execute(goal_handle, primitive, parameters, payload.get("symbol", ""))
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+            result.message = message
+            return result
+        if not ok:
+            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {message}")
+        result.success, result.symbol, result.message = True, payload.get("symbol", ""), message
+        self.get_logger().info(message)
         goal_handle.succeed()
         return result
 

@@ -1,0 +1,215 @@
+"""Serving the VLA policy: the action_policy node's `vla` backend, without ROS.
+
+`VLARunner` loads a checkpoint (config.json + model.safetensors) and checks a subtask against what the
+policy was trained on; `VLAEpisode` runs one subtask at the control rate: each tick it takes the latest
+observations (refusing missing or stale ones), samples an action chunk every ``query_every`` ticks, blends
+every chunk that covers the tick with ACT's temporal ensembling (weights exp(-m * i), the oldest chunk
+i = 0), and turns the blend into a 14-joint command clamped to the bench's position limits
+(agentchemist.bench.robot) and to the URDF's velocity limits from the previous command. A non-finite chunk,
+or one beyond a limit by more than a margin (garbage model output), aborts the subtask; the caller then
+holds the arms where they are. The subtask is done when the command has settled and the measured joints
+have reached it; it aborts when that does not happen within ``max_duration_s``.
+"""
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from agentchemist.params import param
+from agentchemist.paths import config_dir
+from agentchemist.policy.primitives import ALIASES, _grasp_object
+from agentchemist.policy.vla.configuration_vla import VLAConfigError
+from agentchemist.policy.vla.modeling_vla import VLAInputError, VLAPolicy
+from agentchemist.policy.vla.processor_vla import ObservationError, VLAProcessor, instruction_text
+
+LOWER = np.array([*(lo for lo, _ in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[0]] * 2)
+UPPER = np.array([*(hi for _, hi in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[1]] * 2)
+GRIPPERS = np.array([False] * 6 + [True] + [False] * 6 + [True])
+#: Fallback joint speed limits (the checked-in URDF's: 3 rad/s arm joints, 0.05 m/s gripper opening).
+DEFAULT_VMAX = ([3.0] * 6 + [0.05]) * 2
+
+
+class PolicyRefused(ValueError):
+    """The subtask cannot start (unknown subtask, no usable checkpoint, missing observations)."""
+
+
+class PolicyAbort(RuntimeError):
+    """The subtask stops: garbage model output, stale observations, no completion in time."""
+
+
+@dataclass(frozen=True)
+class VLAServeConfig:
+    checkpoint: str = param("", description="VLA checkpoint directory (config.json + model.safetensors); "
+                                            "'' = none (the vla backend refuses every goal)")
+    ode_steps: int = param(0, low=0, high=100, description="Euler steps of the flow-matching sampler "
+                                                           "(0 = the checkpoint's ode_steps)")
+    query_every: int = param(1, low=1, high=100, description="Control ticks between policy queries")
+    ensemble_decay: float = param(0.1, low=0.0, high=10.0,
+                                  description="Temporal ensembling weight exp(-m * i), i = chunk age (ACT's m)")
+    max_duration_s: float = param(30.0, unit="s", low=0.5, high=600.0,
+                                  description="Abort a subtask the policy has not completed in this long")
+    settle_s: float = param(0.5, unit="s", low=0.0, high=10.0,
+                            description="Done when the command moved less than settle_rad for this long")
+    settle_rad: float = param(0.02, unit="rad", low=0.0, high=0.5,
+                              description="Settled: every command of the last settle_s within this of the latest")
+    settle_m: float = param(0.001, unit="m", low=0.0, high=0.07,
+                            description="The same as settle_rad for the gripper openings")
+    reached_rad: float = param(0.05, unit="rad", low=0.0, high=0.5,
+                               description="Measured joints this close to the settled command: done")
+    observation_max_age_s: float = param(2.0, unit="s", low=0.0, high=60.0,
+                                         description="Older observations are missing (the subtask aborts)")
+    deterministic: bool = param(True, description="Start the sampler from zero noise (the flow's mode) instead "
+                                "of random noise: the same observation gives the same chunk")
+    output_margin: float = param(0.5, low=0.0, high=3.0, description="A model output beyond a joint limit by "
+                                 "more than this (rad, or m for a gripper) is garbage: the subtask aborts")
+
+
+def urdf_velocity_limits(path=None) -> np.ndarray:
+    """Velocity limits of the 14 joints in JOINT_NAMES order, from the URDF (rad/s, m/s for grippers)."""
+    path = path or config_dir().parent / "urdf" / "agentchemist_aloha.urdf"
+    try:
+        root = ET.parse(path).getroot()
+        limits = {j.get("name"): float(j.find("limit").get("velocity")) for j in root.iter("joint")
+                  if j.find("limit") is not None and j.find("limit").get("velocity")}
+        return np.array([limits[n] for n in JOINT_NAMES])
+    except (OSError, ET.ParseError, KeyError, TypeError, ValueError):
+        return np.array(DEFAULT_VMAX, dtype=float)
+
+
+@dataclass
+class Observation:
+    """The latest of each input, with its stamp (s, the caller's clock). None: never received."""
+    front: np.ndarray | None = None
+    wrists: list = field(default_factory=lambda: [None, None])
+    audio: np.ndarray | None = None        #: mono samples, the last audio window or more
+    audio_rate: int = 0
+    state: np.ndarray | None = None        #: 14 joints, JOINT_NAMES order
+    stamps: dict = field(default_factory=dict)
+
+
+class VLARunner:
+    def __init__(self, cfg: VLAServeConfig, vmax: np.ndarray | None = None):
+        if not cfg.checkpoint:
+            raise PolicyRefused("no VLA checkpoint given (checkpoint:=DIR)")
+        try:
+            self.model = VLAPolicy.from_pretrained(cfg.checkpoint)
+        except VLAConfigError as exc:
+            raise PolicyRefused(f"VLA checkpoint refused: {exc}") from None
+        self.cfg = cfg
+        self.config = self.model.config
+        self.processor = VLAProcessor(self.config)
+        self.dt = 1.0 / self.config.control_rate_hz
+        self.vmax = urdf_velocity_limits() if vmax is None else np.asarray(vmax, float)
+        self.tasks = tuple(getattr(self.config, "tasks", ()) or ())
+
+    def instruction(self, primitive: str, parameters: dict | None) -> str:
+        """The plan's primitive as the instruction the policy was trained on: the scripted backend's names
+        (the plan's "grasp" of a pipette is grasp_pipette, "move_to" without an object is
+        position_over_beaker), with the parameters that still say something (not the object or arm)."""
+        p = dict(parameters or {})
+        name = primitive
+        if primitive == "grasp" and p.get("object"):
+            name = _grasp_object(str(p["object"])) or primitive
+        elif not (primitive in ("place", "move_to") and p.get("object")):
+            name = ALIASES.get(primitive, primitive)
+        rest = {k: v for k, v in p.items() if k not in ("object", "side")} if name != primitive else p
+        text = instruction_text(name, rest)
+        if self.tasks and text not in self.tasks:
+            raise PolicyRefused(f"subtask '{text}' is not one the VLA policy was trained on "
+                                f"(known: {', '.join(self.tasks)})")
+        return text
+
+    def episode(self, instruction: str, now: float) -> "VLAEpisode":
+        return VLAEpisode(self, instruction, now)
+
+
+class VLAEpisode:
+    def __init__(self, runner: VLARunner, instruction: str, now: float):
+        self.r, self.text, self.start = runner, instruction, now
+        self.tick = 0
+        self.chunks: list[tuple[int, np.ndarray]] = []
+        self.command: np.ndarray | None = None
+        self.recent: list[tuple[float, np.ndarray]] = []
+        self.queries = 0
+        self.max_clamp = 0.0
+        self.done = False
+
+    def _inputs(self, obs: Observation, now: float) -> dict:
+        c = self.r.config
+        missing = [k for k, v in (("front camera", obs.front), ("joint states", obs.state),
+                                  ("left wrist camera", obs.wrists[0]), ("right wrist camera", obs.wrists[1]),
+                                  ("contact audio", obs.audio)) if v is None]
+        stale = [k for k, t in obs.stamps.items() if now - t > self.r.cfg.observation_max_age_s]
+        if missing or stale:
+            raise PolicyAbort("missing observations: " + ", ".join(missing + [f"{k} (stale)" for k in stale]))
+        audio = np.asarray(obs.audio, np.float32)
+        if obs.audio_rate and obs.audio_rate != c.audio_sample_rate:
+            from scipy.signal import resample_poly
+            g = math.gcd(int(obs.audio_rate), int(c.audio_sample_rate))
+            audio = resample_poly(audio, c.audio_sample_rate // g, int(obs.audio_rate) // g).astype(np.float32)
+        try:
+            return self.r.processor.observation(obs.front, obs.wrists, audio, obs.state, self.text)
+        except ObservationError as exc:
+            raise PolicyAbort(f"bad observation: {exc}") from None
+
+    def _check_chunk(self, chunk: np.ndarray) -> None:
+        if not np.isfinite(chunk).all():
+            raise PolicyAbort("the VLA model's output is not finite (NaN/inf): the arms hold")
+        m = self.r.cfg.output_margin
+        beyond = (chunk < LOWER - m) | (chunk > UPPER + m)
+        if beyond.any():
+            k, j = np.argwhere(beyond)[0]
+            raise PolicyAbort(f"the VLA model's output is out of limits: {JOINT_NAMES[j]} = {chunk[k, j]:.3f} "
+                              f"(limits {LOWER[j]:.3f}..{UPPER[j]:.3f}): the arms hold")
+
+    def step(self, obs: Observation, now: float) -> np.ndarray:
+        """The 14-joint command for this tick (limits applied); PolicyAbort to stop."""
+        if now - self.start > self.r.cfg.max_duration_s:
+            raise PolicyAbort(f"the VLA policy did not complete '{self.text}' within {self.r.cfg.max_duration_s:.0f} s")
+        state = None if obs.state is None else np.asarray(obs.state, float)
+        if self.tick % self.r.cfg.query_every == 0 or not self.chunks:
+            batch = self._inputs(obs, now)
+            try:
+                with torch.inference_mode():
+                    noise = torch.zeros(1, self.r.config.chunk_size, self.r.config.n_joints) \
+                        if self.r.cfg.deterministic else None
+                    chunk = self.r.model.sample_actions(batch, steps=self.r.cfg.ode_steps or None,
+                                                        noise=noise)[0].numpy()
+            except VLAInputError as exc:
+                raise PolicyAbort(f"bad observation: {exc}") from None
+            self._check_chunk(chunk)
+            self.chunks.append((self.tick, chunk.astype(float)))
+            self.queries += 1
+        n = self.r.config.chunk_size
+        self.chunks = [(s, ch) for s, ch in self.chunks if self.tick - s < n]
+        preds = np.stack([ch[self.tick - s] for s, ch in self.chunks])  # oldest first
+        w = np.exp(-self.r.cfg.ensemble_decay * np.arange(len(preds)))
+        target = (w[:, None] * preds).sum(0) / w.sum()
+        prev = self.command if self.command is not None else state
+        clamped = np.clip(target, LOWER, UPPER)
+        if prev is not None:
+            step = self.r.vmax * self.r.dt
+            clamped = prev + np.clip(clamped - prev, -step, step)
+        self.max_clamp = max(self.max_clamp, float(np.abs(clamped - target).max()))
+        self.command = clamped
+        self.tick += 1
+        self.recent = [(t, c) for t, c in self.recent if now - t <= self.r.cfg.settle_s + 1e-9] + [(now, clamped)]
+        span = now - self.recent[0][0]
+        cfg = self.r.cfg
+        settle = np.where(GRIPPERS, cfg.settle_m, cfg.settle_rad)
+        reached = np.where(GRIPPERS, 2 * cfg.settle_m, cfg.reached_rad)
+        still = all(np.all(np.abs(c - clamped) <= settle) for _, c in self.recent)
+        if (span >= cfg.settle_s - 1e-9 and still and state is not None
+                and np.all(np.abs(state - clamped) <= reached)):
+            self.done = True
+        return clamped
+
+    def report(self, now: float, success: bool) -> dict:
+        return {"success": bool(success), "duration_s": round(now - self.start, 3), "instruction": self.text,
+                "ticks": self.tick, "chunks": self.queries, "ode_steps": self.r.cfg.ode_steps or self.r.config.ode_steps,
+                "control_rate_hz": self.r.config.control_rate_hz, "max_clamp": round(self.max_clamp, 4)}

@@ -1,0 +1,105 @@
+"""Serving core of the VLA backend: refusals, aborts on garbage output, limits, ensembling, completion."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from agentchemist.policy.vla.configuration_vla import tiny_config
+from agentchemist.policy.vla.modeling_vla import VLAPolicy
+from agentchemist.policy.vla.serve import (LOWER, UPPER, Observation, PolicyAbort, PolicyRefused, VLARunner,
+                                           VLAServeConfig, urdf_velocity_limits)
+
+HOME = np.array([0.0, 0.5, -0.5, 0.0, 0.0, 0.0, 0.06] * 2)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    torch.manual_seed(0)
+    d = tmp_path_factory.mktemp("ckpt")
+    model = VLAPolicy(tiny_config(tasks=("grasp pipette",)))
+    model.set_stats({"observation.state": {"mean": HOME.tolist(), "std": [0.5] * 14},
+                     "action": {"mean": HOME.tolist(), "std": [0.01] * 14}})
+    model.save_pretrained(d)
+    return d
+
+
+def obs(t=0.0, state=HOME):
+    img = np.full((120, 160, 3), 100, np.uint8)
+    return Observation(front=img, wrists=[img, img], audio=np.zeros(48000, np.float32), audio_rate=48000,
+                       state=np.array(state, float), stamps={"front": t, "joint states": t})
+
+
+def runner(checkpoint, **kw):
+    return VLARunner(VLAServeConfig(checkpoint=str(checkpoint), **kw))
+
+
+def test_refusals(checkpoint, tmp_path):
+    with pytest.raises(PolicyRefused, match="no VLA checkpoint"):
+        VLARunner(VLAServeConfig())
+    with pytest.raises(PolicyRefused, match="no config.json"):
+        VLARunner(VLAServeConfig(checkpoint=str(tmp_path)))
+    bad = json.loads((checkpoint / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**bad, "n_blocks": 3}))
+    (tmp_path / "model.safetensors").write_bytes((checkpoint / "model.safetensors").read_bytes())
+    with pytest.raises(PolicyRefused, match="does not match"):
+        VLARunner(VLAServeConfig(checkpoint=str(tmp_path)))
+    r = runner(checkpoint)
+    assert r.instruction("grasp_pipette", {}) == "grasp pipette"
+    assert r.instruction("grasp", {"object": "pipette_1", "side": "right"}) == "grasp pipette"
+    with pytest.raises(PolicyRefused, match="not one the VLA policy was trained on"):
+        r.instruction("stir_vigorously", {})
+
+
+def test_missing_and_stale_observations_abort(checkpoint):
+    ep = runner(checkpoint).episode("grasp pipette", 0.0)
+    o = obs()
+    o.front = None
+    with pytest.raises(PolicyAbort, match="missing observations: front camera"):
+        ep.step(o, 0.0)
+    with pytest.raises(PolicyAbort, match="front .stale."):
+        ep.step(obs(t=0.0), 5.0)
+
+
+def test_garbage_model_output_aborts(checkpoint, monkeypatch):
+    r = runner(checkpoint)
+    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None, noise=None: torch.full((1, 10, 14), float("nan")))
+    with pytest.raises(PolicyAbort, match="not finite"):
+        r.episode("grasp pipette", 0.0).step(obs(), 0.0)
+    far = torch.tensor(HOME, dtype=torch.float32).repeat(1, 10, 1)
+    far[0, 3, 1] = 4.0  # joint2 limit is 3.14
+    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None, noise=None: far)
+    with pytest.raises(PolicyAbort, match="left_joint2 = 4.000"):
+        r.episode("grasp pipette", 0.0).step(obs(), 0.0)
+
+
+def test_commands_are_clamped_ensembled_and_settle(checkpoint, monkeypatch):
+    r = runner(checkpoint, settle_s=0.3)
+    vmax = urdf_velocity_limits()
+    assert vmax.shape == (14,) and vmax[0] == 3.0 and vmax[6] == 0.05
+    target = HOME.copy()
+    target[7] = 1.0                      # right joint1: 1 rad away, must be rate-limited to 0.3 rad per tick
+    target[13] = 0.0705                  # right gripper: slightly beyond its 0.07 m limit, within the margin
+    monkeypatch.setattr(r.model, "sample_actions",
+                        lambda b, steps=None, noise=None: torch.tensor(target, dtype=torch.float32).repeat(1, 10, 1))
+    ep = r.episode("grasp pipette", 0.0)
+    state, prev, t = HOME.copy(), HOME.copy(), 0.0
+    commands = []
+    while not ep.done and t < 5.0:
+        cmd = ep.step(obs(t, state), t)
+        assert np.all(cmd >= LOWER - 1e-12) and np.all(cmd <= UPPER + 1e-12)
+        assert np.all(np.abs(cmd - prev) <= vmax * r.dt + 1e-9)
+        commands.append(cmd)
+        prev, state, t = cmd, cmd.copy(), t + r.dt
+    assert ep.done and abs(commands[-1][7] - 1.0) < 1e-9 and commands[-1][13] == 0.07
+    assert abs(commands[0][7] - 0.3) < 1e-9
+    report = ep.report(t, True)
+    assert report["success"] and report["chunks"] == report["ticks"] == len(commands) and report["max_clamp"] > 0
+
+
+def test_runs_out_of_time(checkpoint, monkeypatch):
+    r = runner(checkpoint, max_duration_s=1.0)
+    ep = r.episode("grasp pipette", 0.0)
+    ep.step(obs(0.0), 0.0)
+    with pytest.raises(PolicyAbort, match="did not complete"):
+        ep.step(obs(1.5), 1.5)
