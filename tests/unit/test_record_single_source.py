@@ -65,7 +65,8 @@ def test_confidence_from_self_check_and_noise() -> None:
     failed = f.update(7.0, 1.0, False, 0.0)
     noisy = f.update(7.0, 2.0, True, 0.05)
     assert ok.confidence == pytest.approx(1.0)
-    assert failed.confidence == pytest.approx(PH_FILTER.self_check_fail_factor)
+    # the instrument's own word that the value is bad: excluded, not down-weighted into the channel
+    assert failed.excluded and failed.confidence == 0.0 and failed.value == pytest.approx(7.0)
     assert "self_check_failed" in failed.flags and "anomalous_sensor" in failed.flags
     assert noisy.confidence == pytest.approx(0.5)  # noise == noise_ref halves the confidence
 
@@ -90,7 +91,7 @@ def test_out_of_order_and_invalid_inputs_flagged_and_excluded() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [{"window": 2}, {"min_samples": 1}, {"n_sigmas": 0}, {"shift_confirm": 1}, {"smoothing": "kalman"},
-     {"ema_alpha": 0.0}, {"valid_range": (5.0, 1.0)}, {"self_check_fail_factor": 1.5}, {"min_sigma": 0.0}],
+     {"ema_alpha": 0.0}, {"valid_range": (5.0, 1.0)}, {"min_sigma": 0.0}],
 )
 def test_single_source_config_validation(kwargs: dict) -> None:
     with pytest.raises(RecordConfigError):

@@ -48,7 +48,6 @@ class SingleSourceConfig:
         ema_alpha: weight of the newest reading for "ema", in (0, 1].
         valid_range: (low, high) physically plausible values; None disables the check.
         noise_ref: reported noise at which the noise factor of the confidence halves.
-        self_check_fail_factor: confidence multiplier when the sensor's self-check fails, in [0, 1].
     """
 
     window: int = 7
@@ -61,7 +60,6 @@ class SingleSourceConfig:
     ema_alpha: float = 0.5
     valid_range: tuple[float, float] | None = None
     noise_ref: float = 0.05
-    self_check_fail_factor: float = 0.2
 
     def __post_init__(self) -> None:
         if self.window < 3:
@@ -94,10 +92,6 @@ class SingleSourceConfig:
                 )
         if not (math.isfinite(self.noise_ref) and self.noise_ref > 0):
             raise RecordConfigError(f"SingleSourceConfig.noise_ref must be > 0, got {self.noise_ref}")
-        if not 0.0 <= self.self_check_fail_factor <= 1.0:
-            raise RecordConfigError(
-                f"SingleSourceConfig.self_check_fail_factor must be in [0, 1], got {self.self_check_fail_factor}"
-            )
 
 
 PH_FILTER = SingleSourceConfig(valid_range=(-2.0, 16.0), min_sigma=0.01, noise_ref=0.05)
@@ -187,6 +181,10 @@ class SingleSourceFilter:
         self._last_stamp = float(stamp)
         if cfg.valid_range is not None and not cfg.valid_range[0] <= value <= cfg.valid_range[1]:
             return reject(FLAG_OUT_OF_RANGE, outlier=True)
+        if not self_check_ok:
+            # The instrument itself says the value is bad (an unexpected unit, its range flag, pH 17, a
+            # negative mass): kept raw with the flag, never smoothed into the channel.
+            return reject(FLAG_SELF_CHECK_FAILED)
 
         residual, sigma = self._residual(value)
         if residual is None:
@@ -210,9 +208,7 @@ class SingleSourceFilter:
             self._window.append(float(value))
         self._smooth(float(value), restarted=FLAG_LEVEL_SHIFT in flags)
 
-        confidence = 1.0 if self_check_ok else cfg.self_check_fail_factor
-        if not self_check_ok:
-            flags.extend([FLAG_SELF_CHECK_FAILED, FLAG_ANOMALOUS_SENSOR])
+        confidence = 1.0
         confidence *= 1.0 / (1.0 + (noise / cfg.noise_ref) ** 2) if math.isfinite(noise) else 0.0
         if residual:
             confidence *= 1.0 / (1.0 + (residual / (cfg.n_sigmas * sigma)) ** 2)
