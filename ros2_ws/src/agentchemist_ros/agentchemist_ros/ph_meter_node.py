@@ -27,7 +27,7 @@ from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
 from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
-from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.anomaly import report_instrument
 from agentchemist_ros.common.diagnostics import LinkDiagnostics
 from agentchemist_ros.common.guarded import GuardedNode
 from agentchemist_ros.common.params import declare, declare_config
@@ -99,13 +99,7 @@ class PhMeterNode(GuardedNode):
             self.anomaly(event.kind, event.severity, event.description, event.resolved)
 
     def anomaly(self, kind, severity, description, resolved=False):
-        if severity == "info":
-            self.get_logger().info(description)
-        else:
-            self.get_logger().warn(description)
-        self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id="", source=self.get_name(),
-                                              kind=kind, severity=severity, description=description,
-                                              resolved=resolved))
+        report_instrument(self, self.anomaly_pub, kind, severity, description, resolved)
 
     def on_reload(self, request, response):
         self.logic.reload()

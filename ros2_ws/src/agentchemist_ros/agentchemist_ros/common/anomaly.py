@@ -1,7 +1,7 @@
 """Building Anomaly messages the same way in every node."""
 from agentchemist_interfaces.msg import Anomaly
 
-from .timeconv import to_msg
+from .timeconv import node_now, to_msg
 
 
 def make_anomaly(*, now: float, experiment_id: str, source: str, kind: str, severity: str,
@@ -10,3 +10,11 @@ def make_anomaly(*, now: float, experiment_id: str, source: str, kind: str, seve
     return Anomaly(stamp=to_msg(now), experiment_id=experiment_id, source=source, kind=kind,
                    severity=severity, description=description, fsm_state=fsm_state,
                    subtask_id=subtask_id, response=response, resolved=resolved)
+
+
+def report_instrument(node, pub, kind: str, severity: str, description: str, resolved: bool = False) -> None:
+    """An instrument driver's anomaly (no experiment: the instrument serves every one), logged at its
+    severity and published."""
+    (node.get_logger().info if severity == "info" else node.get_logger().warn)(description)
+    pub.publish(make_anomaly(now=node_now(node), experiment_id="", source=node.get_name(), kind=kind,
+                             severity=severity, description=description, resolved=resolved))
