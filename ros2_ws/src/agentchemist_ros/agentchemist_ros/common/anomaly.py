@@ -15,6 +15,10 @@ def make_anomaly(*, now: float, experiment_id: str, source: str, kind: str, seve
 def report_instrument(node, pub, kind: str, severity: str, description: str, resolved: bool = False) -> None:
     """An instrument driver's anomaly (no experiment: the instrument serves every one), logged at its
     severity and published."""
-    (node.get_logger().info if severity == "info" else node.get_logger().warn)(description)
+    # rclpy fixes a logging call site's severity on its first call: one call site per severity.
+    if severity == "info":
+        node.get_logger().info(description)
+    else:
+        node.get_logger().warn(description)
     pub.publish(make_anomaly(now=node_now(node), experiment_id="", source=node.get_name(), kind=kind,
                              severity=severity, description=description, resolved=resolved))
