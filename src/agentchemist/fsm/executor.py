@@ -77,9 +77,8 @@ class Executor:
         self.dissolution = DissolutionWatch()
         self.frames = frames if frames is not None else FrameProblems()
         self.last_hue: float | None = None
-        self.balance_problem = False
         self.record_watch = RecordWatch(plan.experiment_id, now, config.recorder)
-        self.bad_readings = Episodes()  # refused pH / temperature readings, once per episode
+        self.bad_readings = Episodes()  # refused pH / temperature / balance readings, once per episode
         self.pending_start: bool | None = None  # require_scene of a start that waits for the recorder
 
     # ------------------------------------------------------------------ state
@@ -317,15 +316,8 @@ class Executor:
         try:
             commands = self.sup.on_mass(stamp, grams)
         except ReadingError as exc:
-            if self.balance_problem:  # once per episode, not at the balance's rate
-                return []
-            self.balance_problem = True
-            return self._stamped([Report("bad_reading", "warn", f"balance reading refused: {exc}")])
-        out: list = []
-        if self.balance_problem:
-            self.balance_problem = False
-            out += self._stamped([Report("bad_reading", "info", "balance readings are valid again", resolved=True)])
-        return out + self.carry_out(commands, stamp)
+            return self._stamped(self.bad_readings.failed("balance", stamp, f"balance reading refused: {exc}"))
+        return self._stamped(self.bad_readings.passed("balance", stamp)) + self.carry_out(commands, stamp)
 
     def on_audio_noise(self, resolved: bool, stamp: float) -> list:
         """No drop can be heard: none may be squeezed (the dispenser relies on hearing each one)."""

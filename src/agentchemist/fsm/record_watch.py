@@ -13,8 +13,8 @@ durable. The watch turns those into decisions, with `now` the supervisor's (sim)
   the gap it left (from its last status to its return), which the restarted recorder stores;
 * gone for ``lost_abort_s``: the run aborts with ``recorder_lost``.
 
-The gaps are kept: a run that ends with one is not a success (its record is incomplete, whatever the
-chemistry did), and the final anomaly says where the gaps are.
+The gaps are kept: each is a ``record_gap`` anomaly when the recorder is back, and a run with one is not a
+success (its record is incomplete, whatever the chemistry did).
 """
 from __future__ import annotations
 
@@ -54,8 +54,7 @@ class RecordWatch:
     experiment_id: str
     since: float                               #: when the plan arrived (the acknowledgement wait starts)
     config: RecordWatchConfig = field(default_factory=RecordWatchConfig)
-    acked: bool = False
-    last_seen: float | None = None             #: `now` of the last status for this experiment
+    last_seen: float | None = None             #: `now` of the last status for this experiment (None: not acked)
     stored_through: float = 0.0                #: the recorder's newest durable input (its stamp)
     lost_since: float | None = None            #: the start of the current gap (None: recording)
     gaps: list[Gap] = field(default_factory=list)
@@ -64,10 +63,10 @@ class RecordWatch:
         """A recorder status. Returns 'acked' (the first acknowledgement), 'back' (a gap ended) or ''."""
         if experiment_id != self.experiment_id or not recording:
             return ""
+        first = not self.acked
         self.last_seen = now
         self.stored_through = max(self.stored_through, stored_through)
-        if not self.acked:
-            self.acked = True
+        if first:
             return "acked"
         if self.lost_since is not None and not self._behind(now):
             self.gaps.append(Gap(self.lost_since, now))
@@ -80,11 +79,16 @@ class RecordWatch:
         if not self.acked:
             return "abort_unacked" if now - self.since > self.config.ack_wait_s else ""
         if self.lost_since is None:
-            if self.last_seen is not None and (now - self.last_seen > self.config.stale_s or self._behind(now)):
+            if now - self.last_seen > self.config.stale_s or self._behind(now):
                 self.lost_since = self.last_seen
                 return "lost"
             return ""
         return "abort_lost" if now - self.lost_since > self.config.lost_abort_s else ""
+
+    @property
+    def acked(self) -> bool:
+        """The recorder has acknowledged the plan (a status for this experiment arrived)."""
+        return self.last_seen is not None
 
     def _behind(self, now: float) -> bool:
         return self.stored_through > 0.0 and now - self.stored_through > self.config.lag_s
@@ -93,6 +97,3 @@ class RecordWatch:
         if self.last_seen is not None and now - self.last_seen > self.config.stale_s:
             return f"no recorder status for {now - self.last_seen:.1f} s"
         return f"the recorder's newest stored input is {now - self.stored_through:.1f} s old"
-
-    def gap_text(self) -> str:
-        return ", ".join(str(g) for g in self.gaps)
