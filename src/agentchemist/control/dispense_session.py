@@ -13,6 +13,9 @@ The dispenser node translates messages; a DispenseSession decides the rest:
 - **what a control tick sends out** (`step`): the gripper opening or the arm target, the volume
   estimates, the pour's taps, anomalies, DispenserState changes (on every controller transition; the
   goal's start and end come from `start_state` / `end_state`) and paced action feedback;
+- **its endpoint judge alive**: the vision supervisor's heartbeat (when it runs in its own process,
+  agentchemist.fsm.node_watch); lost, the running goal is held (no drop falls that nobody judges), back,
+  released; gone too long, the goal is cancelled;
 - **the action result** from the controller's stop (`outcome`), and why a goal is refused before anything
   moves (`prepare` raises Refusal).
 
@@ -30,10 +33,13 @@ from agentchemist.control.calibration_procedure import CalibrationProcedure, Cal
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
 from agentchemist.control.dispenser_types import ControllerAnomaly
 from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
+from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist.policy.primitives import PrimitiveError, pour_kinematics
 
 DROPS, SOLID_POUR, CALIBRATION = "drops", "solid_pour", "calibration"
+JUDGE = "vision_supervisor"   #: the node whose verdicts end a titration (agentchemist.fsm.endpoint)
+JUDGE_LOST = f"peer {JUDGE}"  #: the hold while it is lost
 NAN = float("nan")
 _BUSY = {DROPS: "a dispensing goal is running", SOLID_POUR: "a solid pour is running",
          CALIBRATION: "a pipette calibration is running"}
@@ -208,6 +214,7 @@ class DispenseSession:
         self.arm_positions: dict[str, tuple[float, ...]] = {}  #: measured joints 1..6 per arm (rad)
         self._holds: set[str] = set()
         self._holds_experiment = ""
+        self.judge_watch = NodeWatch(peers=frozenset({JUDGE}))
         self._volume = ("", 0.0)            #: (experiment id, cumulative titrant volume published for it)
         self._last_feedback = -1e9
 
@@ -254,6 +261,30 @@ class DispenseSession:
         if self.job is not None and self.job.mode != CALIBRATION:
             (self.job.controller.hold if hold else self.job.controller.release)(reason)
         return sorted(self._holds)
+
+    # ------------------------------------------------------------------ the endpoint judge's heartbeat
+    def on_heartbeat(self, node: str, instance: str, now: float) -> list[ControllerAnomaly]:
+        return self._on_judge(self.judge_watch.on_heartbeat(node, instance, now), now)
+
+    def check_judge(self, now: float) -> list[ControllerAnomaly]:
+        """The control tick: the judge newly lost (hold) or gone too long (the running drops goal is
+        cancelled: nobody would end it)."""
+        return self._on_judge(self.judge_watch.check(now), now)
+
+    def _on_judge(self, events, now: float) -> list[ControllerAnomaly]:
+        out = []
+        for e in events:
+            if e.what in ("lost", "back"):
+                self.set_hold(self._holds_experiment, JUDGE_LOST, e.what == "lost")
+                out.append(ControllerAnomaly(now, "node_lost", e.text + (": dispensing is held until it is back"
+                                             if e.what == "lost" else ""), severity="warn" if e.what == "lost"
+                                             else "info", response="pause" if e.what == "lost" else "",
+                                             resolved=e.what == "back"))
+            elif e.what == "abort" and self.job is not None and self.job.mode == DROPS:
+                self.job.controller.cancel()
+                out.append(ControllerAnomaly(now, "node_lost", e.text + ": the dispensing goal is cancelled",
+                                             severity="halt", response="abort"))
+        return out
 
     def resume(self) -> None:
         if self.job is not None and self.job.mode == DROPS:

@@ -30,6 +30,7 @@ from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pou
 from agentchemist.fsm.episodes import Episodes
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
 from agentchemist.fsm.frame_problems import FrameProblems
+from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.record_watch import RecordWatch
 from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
@@ -42,6 +43,10 @@ from agentchemist.perception.tags import detect_markers
 
 #: symbols after which the scheduler is asked again although the state did not change
 REDISPATCH = ("grasp_ok", "draw_ok", "act", "titrate", "verified")
+#: peers whose loss holds dispensing: what they count, judge, command or measure would be missed
+HOLD_FOR = frozenset({"dispenser_controller", "action_policy", "audio_supervisor", "ph_meter", "balance", "lab_sim"})
+#: peers that hold a running goal: restarted, the goal is gone with the old process
+GOAL_HOLDERS = frozenset({"dispenser_controller", "action_policy"})
 
 
 def unmet_preconditions(frame, required) -> dict[str, str]:
@@ -80,6 +85,8 @@ class Executor:
         self.record_watch = RecordWatch(plan.experiment_id, now, config.recorder)
         self.bad_readings = Episodes()  # refused pH / temperature / balance readings, once per episode
         self.pending_start: bool | None = None  # require_scene of a start that waits for the recorder
+        # The recorder has its own watch (record_watch); the supervisor does not watch itself.
+        self.peers = NodeWatch(config.peers, ignore=frozenset({"recorder", "vision_supervisor"}))
 
     # ------------------------------------------------------------------ state
     @property
@@ -365,7 +372,7 @@ class Executor:
         reason = self.sup.check_timeout(now)  # FsmTimeError when the clock went back: the node says why
         if reason:
             return self.abort(reason, "state_timeout", now)
-        return self.carry_out(self.sup.check_camera(now), now) + self.check_recorder(now)
+        return self.carry_out(self.sup.check_camera(now), now) + self.check_recorder(now) + self.check_peers(now)
 
     # ------------------------------------------------------------------ the record (fsm/record_watch.py)
     def on_recorder_status(self, experiment_id: str, recording: bool, stored_through: float, now: float,
@@ -400,6 +407,31 @@ class Executor:
                 "recorder_lost", "warn", f"{watch.why_lost(now)}: dispensing is held until it is back",
                 response="pause")])
         return []
+
+    # ------------------------------------------------------------------ the peers (fsm/node_watch.py)
+    def on_heartbeat(self, node: str, instance: str, now: float) -> list:
+        return self.on_peers(self.peers.on_heartbeat(node, instance, now), now) if self.running else []
+
+    def check_peers(self, now: float) -> list:
+        return self.on_peers(self.peers.check(now), now) if self.running else []
+
+    def on_peers(self, events, now: float) -> list:
+        """A peer lost holds dispensing (if the run needs it), back releases it; a restarted goal holder or
+        a peer gone too long ends the run."""
+        out: list[Any] = []
+        for e in events:
+            held = e.node in HOLD_FOR
+            if e.what == "lost":
+                out += self.carry_out(self.sup.pause(f"peer {e.node}"), now) if held else []
+                out += self._stamped([Report("node_lost", "warn", e.text + (": dispensing is held until it is back"
+                                             if held else ""), response="pause" if held else "")])
+            elif e.what == "back":
+                out += self.carry_out(self.sup.unpause(f"peer {e.node}"), now)
+                out += self._stamped([Report("node_lost", "info", e.text, resolved=True)])
+            elif e.what == "abort" or (e.what == "restarted" and e.node in GOAL_HOLDERS):
+                why = e.text if e.what == "abort" else e.text + ", including this run's goal"
+                return out + self.abort(why, "node_lost", now)
+        return out
 
     def abort(self, reason: str, kind: str, now: float) -> list:
         """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""

@@ -42,6 +42,7 @@ from agentchemist.fsm.commands import (Abort, Apply, Command, HoldDispensing, Pa
 from agentchemist.fsm.endpoint import ENDPOINT_HOLD, EndpointJudge, Verdict
 from agentchemist.fsm.errors import RejectedSymbolError
 from agentchemist.fsm.machine import ExperimentMachine, Transition
+from agentchemist.fsm.node_watch import NodeWatchConfig
 from agentchemist.fsm.record_watch import RecordWatchConfig
 from agentchemist.fsm.scheduler import SubtaskScheduler
 from agentchemist.fsm.weighing import MassConfig, MassSupervision
@@ -78,6 +79,7 @@ class SupervisionConfig:
     frozen: FrozenConfig = nested(FrozenConfig, prefix="ph_")            #: when the pH meter counts as frozen
     labware: LabwareWatchConfig = nested(LabwareWatchConfig, prefix="labware_")  #: when a bench change counts
     recorder: RecordWatchConfig = nested(RecordWatchConfig, prefix="recorder_")  #: when the recorder is gone
+    peers: NodeWatchConfig = nested(NodeWatchConfig, prefix="peer_")  #: when another agent is gone
 
     def __post_init__(self):
         lo, hi = self.temperature_range_c

@@ -37,6 +37,7 @@ from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
+from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import FSM, READINGS, RELIABLE
@@ -75,6 +76,7 @@ class DispenserControllerNode(GuardedNode):
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        watch_heartbeats(self, self.on_heartbeat)  # its endpoint judge, when that runs in its own process
         self.server = ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.execute,
                                    goal_callback=lambda g: GoalResponse.ACCEPT,
                                    cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=rgroup)
@@ -131,6 +133,12 @@ class DispenserControllerNode(GuardedNode):
         for r in reports:
             self.report(r.kind, r.severity, r.description, resolved=r.resolved)
 
+    def on_heartbeat(self, msg):
+        with self.lock:
+            anomalies = self.session.on_heartbeat(msg.node, msg.instance, node_now(self))
+        for a in anomalies:
+            self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved)
+
     def on_message(self, msg):
         if msg.receiver != self.get_name():
             return
@@ -150,7 +158,11 @@ class DispenserControllerNode(GuardedNode):
     def step(self):
         with self.lock:
             handle, done = self.goal_handle, self.done_future
-            tick = self.session.step(node_now(self), cancel=handle is not None and handle.is_cancel_requested)
+            now = node_now(self)
+            judge = self.session.check_judge(now)
+            tick = self.session.step(now, cancel=handle is not None and handle.is_cancel_requested)
+        for a in judge:
+            self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved)
         if tick is None:
             return
         ids = {"experiment_id": tick.experiment_id, "subtask_id": tick.subtask_id}

@@ -31,13 +31,14 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
                                          QuantityEstimate, RecorderStatus)
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
+from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.scene_service import declared_backend, describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
 from agentchemist_ros.common.goals import dispense_goal, subtask_goal
 from agentchemist_ros.common.params import declare, declare_config
-from agentchemist_ros.common.peer_waits import hold_while, peer_waits
+from agentchemist_ros.common.peer_waits import peer_waits, recorder_waits
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
@@ -76,6 +77,7 @@ class VisionSupervisorNode(GuardedNode):
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
         self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.on_recorder, LATCHED)
+        watch_heartbeats(self, lambda m: self.event(Executor.on_heartbeat, m.node, m.instance, node_now(self)))
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         peer_waits(self)  # its publisher matched before the first request (common/answers.py uses it)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
@@ -145,17 +147,7 @@ class VisionSupervisorNode(GuardedNode):
         if msg is not None:
             self.event(Executor.on_recorder_status, msg.experiment_id, msg.recording, to_sec(msg.stored_through),
                        node_now(self), self.front)
-        self.recorder_waits()
-
-    def recorder_waits(self):
-        """Waiting for the recorder (its acknowledgement, its return) is waiting on a peer: the twin's clock
-        stands still meanwhile (common/peer_waits.py), up to the twin's own limit."""
-        with self.lock:
-            ex = self.ex if self.ex is not None and self.ex.running else None
-            self.ack_wait = hold_while(peer_waits(self), self.ack_wait, ex is not None and ex.pending_start is not None,
-                                       "the recorder's acknowledgement")
-            self.back_wait = hold_while(peer_waits(self), self.back_wait, ex is not None and
-                                        ex.record_watch.lost_since is not None, "the recorder's return")
+        recorder_waits(self)
 
     def on_front(self, msg):
         try:
@@ -180,7 +172,7 @@ class VisionSupervisorNode(GuardedNode):
         except FsmTimeError as exc:  # the clock went back (the twin or a bag restarted, another graph on this
             # ROS domain): no timing can be trusted, so stop the run and say why.
             self.abort(f"the ROS clock went back during the experiment: {exc}", "clock_jump")
-        self.recorder_waits()
+        recorder_waits(self)
 
     def report_failure(self, text):
         super().report_failure(text)  # its own callback failed (it ignores its own anomalies): stop the run

@@ -57,3 +57,15 @@ def hold_while(waits: PeerWaits, token: int | None, waiting: bool, what: str) ->
         waits.end(token)
         return None
     return token
+
+
+def recorder_waits(node) -> None:
+    """The supervisor waiting for the recorder (its acknowledgement of the plan, its return after a loss) is
+    waiting on a peer: the twin's clock stands still meanwhile, up to the twin's own limit. `node` is the
+    vision supervisor (its lock, its executor `ex` and the two wait tokens)."""
+    with node.lock:
+        ex = node.ex if node.ex is not None and node.ex.running else None
+        node.ack_wait = hold_while(peer_waits(node), node.ack_wait, ex is not None and ex.pending_start is not None,
+                                   "the recorder's acknowledgement")
+        node.back_wait = hold_while(peer_waits(node), node.back_wait, ex is not None and
+                                    ex.record_watch.lost_since is not None, "the recorder's return")

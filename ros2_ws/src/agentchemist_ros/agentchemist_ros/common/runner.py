@@ -12,6 +12,8 @@ import os
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
+from agentchemist_ros.common.heartbeats import start_heartbeat
+
 
 def make_executor(threads: int = 4, default: str = "events"):
     if os.environ.get("AGENTCHEMIST_EXECUTOR", default) == "events":
@@ -28,6 +30,7 @@ def spin_node(node_factory, args=None) -> None:
     node = None
     try:
         node = node_factory()
+        start_heartbeat(node)  # in its own process it can die alone: its peers watch for that
         executor = make_executor(default="multi")
         executor.add_node(node)
         executor.spin()

@@ -9,6 +9,7 @@ AUDIO_EVENTS = "/agentchemist/audio_events"
 DISPENSER_STATE = "/agentchemist/dispenser_state"  # DispenserState, latched: from the dispenser only
 PEER_WAITS = "/agentchemist/peer_waits"  # PeerWait, latched per node: requests waiting on a peer
 CLOCK_ACKS = "/agentchemist/clock_acks"  # ClockAck: the sim time each agent has reached
+HEARTBEATS = "/agentchemist/heartbeats"  # Heartbeat: a node in its own process is alive (fsm/node_watch.py)
 RECORDER_STATUS = "/agentchemist/recorder_status"  # RecorderStatus: the recorder acknowledges and keeps up
 PH_READING = "/lab/ph_meter/reading"
 BALANCE_READING = "/lab/balance/reading"
