@@ -117,6 +117,9 @@ def table() -> str:
     if disp:
         for key, value in (disp.get("summary") or {}).items():
             rows.append((f"dispenser: {key}", str(value)))
+    faults = load("fault_campaign")
+    if faults:
+        rows.append(fault_campaign_row(faults))
     bag = load("bag_timing")
     if bag:
         for fmt in ("sqlite3", "mcap"):
@@ -154,6 +157,18 @@ def table() -> str:
     lines += scenario_tables()
     lines.append(END)
     return "\n".join(lines)
+
+
+def fault_campaign_row(faults: dict) -> tuple[str, str]:
+    """Goal: every case held, named, nothing acknowledged lost, honest (table: bench/results/fault_campaign.md)."""
+    summary = faults["summary"]
+    n = sum(r["cases"] for r in summary)
+    total = {k: sum(r[k] for r in summary) for k in ("held", "named", "records_lost", "honest")}
+    seeds = max(r["cases"] for r in summary)
+    return (f"fault campaign: {len(summary)} faults x {seeds} seeds, kill/stall each agent (goal: all held, named, "
+            f"0 records lost, honest)", f"held {total['held']}/{n}, named {total['named']}/{n}, records lost "
+            f"{total['records_lost']}, honest {total['honest']}/{n} ({faults['commit']}; "
+            "bench/results/fault_campaign.md)")
 
 
 def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
@@ -254,6 +269,7 @@ def main() -> int:
     ok &= run("physics", ["bench/physics.py"])
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
+    ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

@@ -79,7 +79,8 @@ def test_a_killed_recorder_holds_dispensing_and_its_gap_is_on_record(tmp_path):
         recorder.wait(timeout=10)
         assert wait_for(lambda: probe.of("recorder_lost"), 60), "no recorder_lost anomaly"
         lost = probe.of("recorder_lost")[0]
-        assert lost.source == "vision_supervisor" and lost.severity == "warn" and lost.response == "pause"
+        assert lost.source == "vision_supervisor" and lost.severity == "warn" and lost.response == "pause", \
+            [(a.source, a.severity, a.response, a.description) for a in probe.anomalies]
         held_at, drops_held = to_sec(lost.stamp), probe.drops()
         # Waiting for the recorder's return is waiting on a peer: the twin's clock stands still meanwhile
         # (a restart that takes seconds of wall time on a loaded machine costs no simulated time).

@@ -15,7 +15,7 @@ The dispenser node translates messages; a DispenseSession decides the rest:
   goal's start and end come from `start_state` / `end_state`) and paced action feedback;
 - **its endpoint judge alive**: the vision supervisor's heartbeat (when it runs in its own process,
   agentchemist.fsm.node_watch); lost, the running goal is held (no drop falls that nobody judges), back,
-  released; gone too long, the goal is cancelled;
+  released; gone too long or restarted (the new process never sent this goal), the goal is cancelled;
 - **the action result** from the controller's stop (`outcome`), and why a goal is refused before anything
   moves (`prepare` raises Refusal).
 
@@ -280,7 +280,8 @@ class DispenseSession:
                                              if e.what == "lost" else ""), severity="warn" if e.what == "lost"
                                              else "info", response="pause" if e.what == "lost" else "",
                                              resolved=e.what == "back"))
-            elif e.what == "abort" and self.job is not None and self.job.mode == DROPS:
+            elif e.what in ("abort", "restarted") and self.job is not None and self.job.mode == DROPS:
+                # gone for good, or a new process that never sent this goal: nobody would end it
                 self.job.controller.cancel()
                 out.append(ControllerAnomaly(now, "node_lost", e.text + ": the dispensing goal is cancelled",
                                              severity="halt", response="abort"))

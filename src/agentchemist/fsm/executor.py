@@ -87,6 +87,7 @@ class Executor:
         self.pending_start: bool | None = None  # require_scene of a start that waits for the recorder
         # The recorder has its own watch (record_watch); the supervisor does not watch itself.
         self.peers = NodeWatch(config.peers, ignore=frozenset({"recorder", "vision_supervisor"}))
+        self.watch_hold_since: float | None = None  # a lost recorder or peer holds dispensing since then
 
     # ------------------------------------------------------------------ state
     @property
@@ -369,7 +370,10 @@ class Executor:
         """The node's timer: state timeouts, a stale camera, the recorder."""
         if not math.isfinite(now):
             return []
-        reason = self.sup.check_timeout(now)  # FsmTimeError when the clock went back: the node says why
+        # While a lost recorder or peer holds dispensing the state cannot progress: its own limit
+        # (lost_abort_s) ends the run, not the state's timeout, which is stopped meanwhile (watch_hold).
+        # check_timeout raises FsmTimeError when the clock went back: the node says why.
+        reason = None if self.watch_hold_since is not None else self.sup.check_timeout(now)
         if reason:
             return self.abort(reason, "state_timeout", now)
         return self.carry_out(self.sup.check_camera(now), now) + self.check_recorder(now) + self.check_peers(now)
@@ -386,7 +390,7 @@ class Executor:
             return self.start(now, frame, require_scene)
         if verdict == "back":
             gap = self.record_watch.gaps[-1]
-            return self.carry_out(self.sup.unpause("recorder"), now) + self._stamped([
+            return self.watch_hold(now, self.sup.unpause("recorder")) + self._stamped([
                 Report("recorder_lost", "info", f"the recorder is back; dispensing goes on (gap {gap})",
                        resolved=True),
                 Report("record_gap", "warn", f"the record has a gap from {gap.start:.1f} s to {gap.end:.1f} s "
@@ -403,7 +407,7 @@ class Executor:
         if verdict == "abort_lost":
             return self.abort(f"the recorder has been gone since {watch.lost_since:.1f} s", "recorder_lost", now)
         if verdict == "lost":
-            return self.carry_out(self.sup.pause("recorder"), now) + self._stamped([Report(
+            return self.watch_hold(now, self.sup.pause("recorder")) + self._stamped([Report(
                 "recorder_lost", "warn", f"{watch.why_lost(now)}: dispensing is held until it is back",
                 response="pause")])
         return []
@@ -422,16 +426,26 @@ class Executor:
         for e in events:
             held = e.node in HOLD_FOR
             if e.what == "lost":
-                out += self.carry_out(self.sup.pause(f"peer {e.node}"), now) if held else []
+                out += self.watch_hold(now, self.sup.pause(f"peer {e.node}")) if held else []
                 out += self._stamped([Report("node_lost", "warn", e.text + (": dispensing is held until it is back"
                                              if held else ""), response="pause" if held else "")])
             elif e.what == "back":
-                out += self.carry_out(self.sup.unpause(f"peer {e.node}"), now)
+                out += self.watch_hold(now, self.sup.unpause(f"peer {e.node}"))
                 out += self._stamped([Report("node_lost", "info", e.text, resolved=True)])
             elif e.what == "abort" or (e.what == "restarted" and e.node in GOAL_HOLDERS):
                 why = e.text if e.what == "abort" else e.text + ", including this run's goal"
                 return out + self.abort(why, "node_lost", now)
         return out
+
+    def watch_hold(self, now: float, commands) -> list:
+        """Carry out a watch's pause or unpause; the state's timeout stops while any watch holds."""
+        held = any(r == "recorder" or r.startswith("peer ") for r in self.sup.pauses)
+        if held and self.watch_hold_since is None:
+            self.watch_hold_since = now
+        elif not held and self.watch_hold_since is not None:
+            self.machine.discount(now - self.watch_hold_since)
+            self.watch_hold_since = None
+        return self.carry_out(commands, now)
 
     def abort(self, reason: str, kind: str, now: float) -> list:
         """End the experiment: an anomaly, the robot stops what it does for it, the state, a snapshot."""

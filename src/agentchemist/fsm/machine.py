@@ -236,6 +236,12 @@ class ExperimentMachine:
         self._history.append(record)
         return record
 
+    def discount(self, seconds: float) -> None:
+        """Leave `seconds` out of the current state's timeout (a wait that has its own limit, such as a
+        lost peer's, while symbols are still taken)."""
+        if self._entered_at is not None and math.isfinite(seconds) and seconds > 0.0:
+            self._entered_at += seconds
+
     def abort(self, reason: str, now: float) -> Transition:
         """Go to the terminal state ``aborted`` from any non-terminal state (paused or not)."""
         if self.terminal:

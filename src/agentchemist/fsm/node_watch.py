@@ -15,6 +15,9 @@ dispenser watches the supervisor, its endpoint judge (agentchemist.control.dispe
   restarted peer held a running goal);
 * gone for ``lost_abort_s``: the run aborts with ``node_lost``.
 
+A watcher that was itself away (its process stopped or starved: its own check did not run for longer
+than the stale limit) does not count that time against its peers (`watcher_away`).
+
 Only peers that have been heard are watched: in the one-process graph (demo, scenario runner, tests)
 no node publishes heartbeats (they share one executor and cannot die apart), so nothing is watched.
 The recorder has a watch of its own with more to say (agentchemist.fsm.record_watch).
@@ -45,6 +48,17 @@ class NodeWatchConfig:
             raise ValueError(f"stale_s must be at least two heartbeat periods ({2 * HEARTBEAT_PERIOD_S} s)")
 
 
+def watcher_away(last_check: float | None, now: float, stale_s: float) -> float:
+    """How long the watcher itself was away (its own timer did not run: its process was stopped or
+    starved) for longer than the stale limit, else 0. Peers' messages queued
+    meanwhile arrive late, so their silence over that time says nothing about them: a stalled supervisor
+    must not take the recorder that kept recording for lost."""
+    if last_check is None:
+        return 0.0
+    gap = now - last_check
+    return gap if gap > stale_s else 0.0
+
+
 @dataclass(frozen=True)
 class PeerEvent:
     """A change in a peer's liveness: what happened ('lost', 'back', 'restarted', 'abort') and the text."""
@@ -65,6 +79,7 @@ class NodeWatch:
     instance: dict[str, str] = field(default_factory=dict)        #: node -> its process's instance
     lost_since: dict[str, float] = field(default_factory=dict)    #: node -> its last heartbeat before the loss
     aborted: set[str] = field(default_factory=set)
+    last_check: float | None = None                               #: `now` of the last `check`
 
     def watches(self, node: str) -> bool:
         return node not in self.ignore and (not self.peers or node in self.peers)
@@ -88,6 +103,11 @@ class NodeWatch:
 
     def check(self, now: float) -> list[PeerEvent]:
         """The timer: peers newly lost, and peers lost for too long ('abort', once each)."""
+        away = watcher_away(self.last_check, now, self.config.stale_s)
+        self.last_check = now
+        if away:  # the watcher itself did not run: what it missed is no peer's silence
+            self.last_seen = {node: seen + away for node, seen in self.last_seen.items()}
+            self.lost_since = {node: since + away for node, since in self.lost_since.items()}
         events = []
         for node, seen in sorted(self.last_seen.items()):
             silent = now - seen

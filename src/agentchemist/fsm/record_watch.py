@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentchemist.fsm.node_watch import watcher_away
 from agentchemist.params import param
 
 
@@ -58,6 +59,7 @@ class RecordWatch:
     stored_through: float = 0.0                #: the recorder's newest durable input (its stamp)
     lost_since: float | None = None            #: the start of the current gap (None: recording)
     gaps: list[Gap] = field(default_factory=list)
+    last_check: float | None = None            #: `now` of the last `check` (the watcher's own liveness)
 
     def on_status(self, experiment_id: str, recording: bool, stored_through: float, now: float) -> str:
         """A recorder status. Returns 'acked' (the first acknowledgement), 'back' (a gap ended) or ''."""
@@ -76,6 +78,12 @@ class RecordWatch:
 
     def check(self, now: float) -> str:
         """The timer: 'abort_unacked', 'lost' (a gap starts), 'abort_lost' or ''."""
+        away = watcher_away(self.last_check, now, self.config.stale_s)
+        self.last_check = now
+        if away and self.last_seen is not None and self.lost_since is None:
+            # the supervisor itself was away: the recorder's statuses of that time are still queued
+            self.last_seen += away
+            self.stored_through += away if self.stored_through > 0.0 else 0.0
         if not self.acked:
             return "abort_unacked" if now - self.since > self.config.ack_wait_s else ""
         if self.lost_since is None:

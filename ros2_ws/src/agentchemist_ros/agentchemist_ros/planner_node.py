@@ -11,6 +11,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 
+from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
 from agentchemist.plan.scene import SceneInfo
@@ -18,6 +19,8 @@ from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
+from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -42,11 +45,35 @@ class PlannerNode(GuardedNode):
         # futures its execute() awaits and the anomalies it reports; execute() drops them when it returns.
         self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}
         self.plan_pub = self.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
+        self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM, callback_group=self.group)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=self.group)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE, callback_group=self.group)
         self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE, callback_group=self.group)
         self.server = ActionServer(self, RunExperiment, topics.RUN_EXPERIMENT, self.execute, callback_group=self.group)
+        # The executor in its own process can die; then no terminal state would ever end the goal.
+        self.executor_watch = NodeWatch(peers=frozenset({"vision_supervisor"}))
+        watch_heartbeats(self, lambda m: self.on_executor(self.executor_watch.on_heartbeat(m.node, m.instance,
+                                                                                           node_now(self))))
+        self.create_timer(0.5, lambda: self.on_executor(self.executor_watch.check(node_now(self))))
+
+    def on_executor(self, events):
+        """The executor gone too long, or restarted (the new one does not run the old plan): the running
+        experiments end aborted with a node_lost anomaly (the record keeps what was stored: its report says
+        interrupted)."""
+        for e in events:
+            if e.what not in ("abort", "restarted"):
+                continue
+            with self.lock:
+                running = [(exp, f) for exp, f in self.ended.items() if not f.done()]
+            for exp, ended in running:
+                self.get_logger().error(f"{exp}: {e.text}: the experiment ends here")
+                anomaly = make_anomaly(now=node_now(self), experiment_id=exp, source=self.get_name(), kind="node_lost",
+                                       severity="halt", response="abort", description=f"{e.text}: the experiment ends here")
+                self.anomaly_pub.publish(anomaly)
+                with self.lock:
+                    self.anomalies.setdefault(exp, []).append(anomaly)
+                ended.set_result(FsmState(experiment_id=exp, state="executor lost", terminal=True, accepting=False))
 
     def on_fsm(self, msg):
         with self.lock:
@@ -132,6 +159,8 @@ class PlannerNode(GuardedNode):
             self.get_logger().info(f"plan {exp} published ({plan.parsed_instruction.experiment_name})")
             state = await ended
             report = None
+            if state.state == "executor lost":  # nobody will write the report: `agentchemist report` can
+                reported.set_result(None)
             timeout = resolved_after(self, self.report_timeout, steady=True)
             index, value = await first_of(reported, timeout)
             timeout.cancel()
@@ -154,7 +183,8 @@ class PlannerNode(GuardedNode):
             goal_handle.succeed()
         else:
             result.outcome = "aborted"
-            result.message = "; ".join(f"{a.kind}: {a.description}" for a in halts) or f"ended in {state.state}"
+            result.message = "; ".join(dict.fromkeys(f"{a.kind}: {a.description}" for a in halts)) or \
+                f"ended in {state.state}"
             goal_handle.abort()
         return result
 

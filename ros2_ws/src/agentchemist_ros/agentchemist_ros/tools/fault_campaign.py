@@ -1,0 +1,248 @@
+"""A fault campaign: kill or stall one agent at a random moment of a titration in the twin, and grade what
+the rest of the graph did about it.
+
+    python -m agentchemist_ros.tools.fault_campaign [--faults kill:recorder,stall:audio_supervisor,...]
+                                                    [--seeds 3] [--json OUT]
+
+The victim runs in its own OS process (as every node does on the robot), on the twin's clock; the rest of
+the graph runs in this process (agentchemist_ros.tools.graph). After a seeded number of drops (5-14) the
+victim gets SIGKILL (kill: it stays dead) or SIGSTOP (stall: SIGCONT once the loss has been handled and
+the twin has gone on for `hold_check_s` of sim time). Each case is graded on four questions:
+
+* held: from the anomaly on, at most the drop already forming falls while the victim is gone (the twin's
+  own drop count, not the graph's);
+* named: an anomaly names the victim (node_lost with its name; recorder_lost for the recorder);
+* records: every fused record the recorder acknowledged (RecorderStatus.records) is in the store;
+* honest: the run is not reported a success when something was lost (a kill, a gap in the record), and
+  the report of an interrupted run says so and states no endpoint finding.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from agentchemist.sim.scenario import load_scenario
+from agentchemist_interfaces.action import RunExperiment
+from agentchemist_interfaces.msg import Anomaly, Heartbeat, RecorderStatus
+from agentchemist_ros.common import topics
+from agentchemist_ros.common.qos import LATCHED, RELIABLE
+from agentchemist_ros.common.timeconv import to_sec
+from agentchemist_ros.tools.graph import Graph, ensure_init
+from agentchemist_ros.tools.scenario_runner import _seeded_scenario
+
+VICTIMS = ("dispenser_controller", "audio_supervisor", "action_policy", "recorder", "vision_supervisor")
+FAULTS = tuple(f"{how}:{victim}" for how in ("kill", "stall") for victim in VICTIMS)
+#: the nodes that take a runs_dir (their own process must write where the graph does)
+WITH_RUNS_DIR = ("recorder", "vision_supervisor", "summarizer")
+
+
+@dataclass
+class CaseResult:
+    fault: str
+    seed: int
+    trigger_drops: int
+    held: bool = False
+    named: bool = False
+    records_kept: bool = False
+    honest: bool = False
+    detection_s: float = float("nan")   #: sim s from the fault to the anomaly that names the victim
+    drops_after_hold: int = -1          #: drops the twin landed after that anomaly while the victim was gone
+    records_acked: int = 0
+    records_stored: int = 0
+    outcome: str = ""
+    message: str = ""
+    wall_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.held and self.named and self.records_kept and self.honest
+
+
+class Probe(Node):
+    def __init__(self):
+        super().__init__("fault_campaign_probe")
+        self.anomalies, self.statuses, self.beats = [], [], set()
+        self.create_subscription(Anomaly, topics.ANOMALIES, self.anomalies.append, RELIABLE)
+        self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.statuses.append, LATCHED)
+        self.create_subscription(Heartbeat, topics.HEARTBEATS, lambda m: self.beats.add(m.node), RELIABLE)
+
+    def naming(self, victim: str) -> list:
+        if victim == "recorder":
+            return [a for a in self.anomalies if a.kind == "recorder_lost" and not a.resolved]
+        return [a for a in self.anomalies if a.kind == "node_lost" and not a.resolved and victim in a.description]
+
+
+def wait_for(condition, timeout_s: float, period_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(period_s)
+    return bool(condition())
+
+
+def start_victim(victim: str, runs: Path) -> subprocess.Popen:
+    args = ["-p", "use_sim_time:=true"]
+    if victim in WITH_RUNS_DIR:
+        args += ["-p", f"runs_dir:={runs}"]
+    return subprocess.Popen([sys.executable, "-m", f"agentchemist_ros.{victim}_node", "--ros-args", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_case(fault: str, seed: int, scenario: Path, work: Path, hold_check_s: float = 10.0) -> CaseResult:
+    how, victim = fault.split(":")
+    rng = random.Random(f"{fault}/{seed}")
+    case = CaseResult(fault, seed, trigger_drops=rng.randint(5, 14))
+    started = time.monotonic()
+    runs = work / f"{how}_{victim}_{seed}"
+    runs.mkdir(parents=True, exist_ok=True)
+    proc = start_victim(victim, runs)
+    ensure_init()
+    # The twin's clock stands while the supervisor waits for a lost recorder's return, up to
+    # peer_wait_limit_s of wall time (60 s by default): 10 s here keeps the campaign affordable.
+    graph = Graph(_seeded_scenario(scenario, seed, runs), runs, without=(victim,),
+                  overrides={"lab_sim": {"peer_wait_limit_s": 10.0}})
+    client_node, probe = Node("fault_campaign_client"), Probe()
+    for node in (client_node, probe):
+        graph.executor.add_node(node)
+    twin = graph.nodes["lab_sim"].twin
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            graph.spin_once(0.05)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    outcome = None
+    try:
+        client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
+        if not (client.wait_for_server(timeout_sec=60) and wait_for(lambda: victim in probe.beats, 60)):
+            case.problems.append(f"{victim} did not come up in its own process")
+            return case
+        goal = client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(scenario).instruction))
+        if not (wait_for(goal.done, 60) and goal.result().accepted):
+            case.problems.append("the experiment was not accepted")
+            return case
+        result = goal.result().get_result_async()
+        if not wait_for(lambda: twin.truth_summary()["drops_landed"] >= case.trigger_drops or result.done(), 300):
+            case.problems.append("dispensing did not reach the trigger")
+        if result.done():
+            case.problems.append(f"the run ended before the fault: {result.result().result.message}")
+            return case
+        fault_t = twin.t
+        proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+        case.named = wait_for(lambda: probe.naming(victim) or result.done(), 180) and bool(probe.naming(victim))
+        if case.named:
+            anomaly = probe.naming(victim)[0]
+            case.detection_s = round(to_sec(anomaly.stamp) - fault_t, 3)
+            at_hold = twin.truth_summary()["drops_landed"]
+            # The twin goes on (sim time) while the victim is gone: nothing may fall but the forming drop.
+            wait_for(lambda: twin.t >= to_sec(anomaly.stamp) + hold_check_s or result.done(), 180)
+            case.drops_after_hold = twin.truth_summary()["drops_landed"] - at_hold
+            case.held = case.drops_after_hold <= 1
+        else:
+            case.problems.append("no anomaly named the victim")
+        if how == "stall":
+            proc.send_signal(signal.SIGCONT)
+        if not wait_for(result.done, 600):
+            case.problems.append("the run did not end")
+            return case
+        outcome = result.result().result
+        case.outcome, case.message = outcome.outcome, outcome.message[:300]
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        graph.shutdown()
+        for node in (client_node, probe):
+            node.destroy_node()
+        rclpy.try_shutdown()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        case.wall_s = round(time.monotonic() - started, 1)
+    grade_record_and_report(case, probe, outcome, runs, lost=(how == "kill"))
+    return case
+
+
+def grade_record_and_report(case: CaseResult, probe: Probe, outcome, runs: Path, lost: bool) -> None:
+    """Every acknowledged record stored; the outcome and the report say what happened."""
+    exp = outcome.experiment_id
+    acked = [s.records for s in probe.statuses if s.experiment_id == exp]
+    case.records_acked = max(acked, default=0)
+    db = runs / exp / "records.db"
+    if db.exists():
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        case.records_stored = con.execute("SELECT COUNT(*) FROM fused_records").fetchone()[0]
+        con.close()
+    case.records_kept = case.records_acked > 0 and case.records_stored >= case.records_acked
+    if not case.records_kept:
+        case.problems.append(f"records: {case.records_acked} acknowledged, {case.records_stored} stored")
+    gap = outcome.outcome == "completed_with_gap"
+    case.honest = not (outcome.success and (lost or gap))
+    if not outcome.success:
+        case.honest &= report_says_interrupted(runs / exp, outcome.outcome)
+    if not case.honest:
+        case.problems.append(f"dishonest: success={outcome.success} outcome={outcome.outcome}")
+
+
+def report_says_interrupted(run_dir: Path, outcome: str) -> bool:
+    """`agentchemist report` of the run (as a user would regenerate it): an aborted run is 'interrupted'
+    with no endpoint finding; a completed run with a gap states the gap."""
+    done = subprocess.run([sys.executable, "-m", "agentchemist.cli", "report", str(run_dir)], capture_output=True,
+                          text=True, timeout=300)
+    md = next(iter(sorted(run_dir.glob("report*.md"))), None)
+    if done.returncode != 0 or md is None:
+        return False
+    text = md.read_text()
+    if outcome == "completed_with_gap":
+        return "gap" in text
+    return "**interrupted**" in text and "No endpoint finding is stated" in text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="fault_campaign", description=__doc__.split("\n\n")[0])
+    p.add_argument("--faults", default=",".join(FAULTS), help="how:victim,... (how: kill | stall)")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--scenario", type=Path, default=None, help="default: tests/data/scenarios/hcl_short.yaml")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
+    args = p.parse_args(argv)
+    scenario = args.scenario or Path.cwd() / "tests" / "data" / "scenarios" / "hcl_short.yaml"
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="fault_campaign_") as tmp:
+        work = args.work or Path(tmp)
+        for fault in args.faults.split(","):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                case = run_case(fault, seed, scenario, work)
+                cases.append(case)
+                print(f"{fault:32s} seed {seed}: held={case.held} named={case.named} records={case.records_kept} "
+                      f"honest={case.honest} ({case.outcome}; {case.wall_s:.0f} s) {'; '.join(case.problems)}",
+                      flush=True)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(c) | {"ok": c.ok} for c in cases], indent=1))
+    return 0 if all(c.ok for c in cases) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
