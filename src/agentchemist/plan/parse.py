@@ -23,6 +23,7 @@ from agentchemist.plan.parse_text import (
     output_format,
     settle_each_drop,
 )
+from agentchemist.plan.wording import fix_key_words
 from agentchemist.plan.units import PhMention, Quantity, QuantityError, find_ph_mentions, find_quantities
 
 __all__ = ["InstructionParse", "ReagentParse", "parse_instruction"]
@@ -246,7 +247,8 @@ def _suggest(lib: ReagentLibrary, phrase: str) -> str:
 
 _PH_INITIAL = re.compile(r"\b(?:initial(?:ly)?|starting|start|begins?|beginning|currently|original|at first)\b")
 _PH_TARGET = re.compile(
-    r"\b(?:until|till|reach(?:es|ed)?|target|terminat\w*|stop\w*|end(?:s|ing)?|final|up to|to|endpoint|"
+    r"\b(?:until|till|reach(?:es|ed)?|target|terminat\w*|stop\w*|halt\w*|end(?:s|ing)?|final|up to|to|endpoint|"
+    r"exceed\w*|passes|beyond|past|reads?|once|as\s+soon\s+as|"
     r"end point|rises to|falls to|drops to|goal|aim)\b"
 )
 
@@ -293,8 +295,9 @@ def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) 
 
 def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
     """Parse one instruction (already checked for size, encoding and injection by the guard)."""
-    text = _normalise(text)
+    text, fixes = fix_key_words(_normalise(text))
     parse = InstructionParse(text=text)
+    parse.warnings.extend(fixes)
     low = text.lower()
     try:
         quantities = find_quantities(text)

@@ -37,11 +37,31 @@ _CUES: list[tuple[str, tuple[str, ...]]] = [
         rf"\b(?:to|into|onto|in)\b{_G}{_R}",
         ("titrant", "analyte"),
     ),
+    # determinations and standardisations: "determine the concentration of X with Y" (X is measured),
+    # "standardise X against Y" (X, in the burette, is measured against the standard Y in the beaker)
+    (
+        rf"\b(?:determin\w*|find\w*|measur\w*|assay\w*|quantif\w*|analy[sz]\w*)\b{_G}{_R}{_G}"
+        rf"\b(?:with|using|by|against)\b{_G}{_R}",
+        ("analyte", "titrant"),
+    ),
+    (rf"\bstandardi[sz]\w*\b{_G}{_R}{_G}\b(?:with|against|using|by|on)\b{_G}{_R}", ("titrant", "analyte")),
+    (
+        rf"{_R}{_G}\b(?:is|are|was|were|being|be)\s+(?:slowly\s+)?(?:added|dripped|dispensed|delivered)\b{_G}"
+        rf"\b(?:to|into)\b{_G}{_R}",
+        ("titrant", "analyte"),
+    ),
+    (rf"{_R}{_G}\b(?:vs|versus|against)\b{_G}{_R}", ("analyte", "titrant")),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?titrant\b", ("titrant",)),
     (rf"\btitrant\b\s*(?:is|:|=|will\s+be)?{_G}{_R}", ("titrant",)),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?(?:analyte|sample)\b", ("analyte",)),
     (rf"\b(?:analyte|sample)\b\s*(?:is|:|=)?{_G}{_R}", ("analyte",)),
     (rf"\btitrat\w*\s+(?:it\s+|this\s+|them\s+)?(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
+    # where each solution is: the burette / pipette / bottle holds the titrant, the beaker the analyte
+    (rf"\b(?:burettes?|burets?|pipettes?|droppers?|bottles?)\b\s*(?:holds|contains|has|:|is\s+filled\s+with)\s*{_G}{_R}",
+     ("titrant",)),
+    (rf"{_R}{_G}\bin\s+the\s+(?:burette|buret|pipette|dropper|bottle)\b", ("titrant",)),
+    (rf"\b(?:beakers?|flasks?)\b\s*(?:holds|contains|has|:)\s*{_G}{_R}", ("analyte",)),
+    (rf"{_R}{_G}\bin(?:to)?\s+the\s+(?:beaker|flask)\b", ("analyte",)),
     (rf"\btitrat\w*\s+(?:of\s+)?{_G}{_R}", ("analyte",)),
 ]
 
@@ -83,12 +103,30 @@ def _skeleton(text: str, spans: list[tuple[int, int, int]]) -> str:
     return "".join(out)
 
 
+_GENERIC = {
+    "acid": ("strong_acid", "weak_acid"),
+    "base": ("strong_base", "weak_base"),
+    "alkali": ("strong_base", "weak_base"),
+}
+
+
+def _generic_names(skeleton: str, candidates: list) -> str:
+    """'the acid' / 'the base' stand for the one candidate of that kind ("titrate the acid with the base
+    in the bottle"); with two acids (or two bases) the words stay words and name nothing."""
+    for word, kinds in _GENERIC.items():
+        of_kind = [i for i, r in enumerate(candidates) if r.reagent.kind in kinds]
+        if len(of_kind) == 1:
+            skeleton = re.sub(rf"\bthe\s+{word}\b(?!\s+(?:is|was)\s+\ue000)", f"\ue000{of_kind[0]}\ue001", skeleton,
+                              flags=re.I)
+    return skeleton
+
+
 def _titration_roles(parse: InstructionParse) -> None:
     mentions = parse.mentions
     candidates = [r for r in parse.reagents if r.reagent.kind in _ACID_BASE_KINDS]
     index = {r.reagent.name: i for i, r in enumerate(candidates)}
     spans = [(s, e, index[rg.name]) for rg, s, e in mentions if rg.name in index]
-    skeleton = _skeleton(parse.text, spans)
+    skeleton = _generic_names(_skeleton(parse.text, spans), candidates)
     for pattern, roles in _CUES:
         m = re.search(pattern, skeleton, re.I)
         if not m:
