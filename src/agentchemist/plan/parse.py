@@ -23,7 +23,7 @@ from agentchemist.plan.parse_text import (
     output_format,
     settle_each_drop,
 )
-from agentchemist.plan.wording import fix_key_words
+from agentchemist.plan.wording import determination_intent, fix_key_words, standardised_name_span
 from agentchemist.plan.units import PhMention, Quantity, QuantityError, find_ph_mentions, find_quantities
 
 __all__ = ["InstructionParse", "ReagentParse", "parse_instruction"]
@@ -121,6 +121,7 @@ class ReagentParse:
     volume_ml: float | None = None
     mass_g: float | None = None
     role: str | None = None
+    unknown: bool = False  # the concentration the run measures; concentration_m is then an estimate
 
 
 @dataclass
@@ -142,6 +143,9 @@ class InstructionParse:
     colour_to: str | None = None
     container_capacity_ml: float | None = None
     settle_each_drop: bool | None = None
+    # A determination or standardisation: the one concentration not given is the result, not a question.
+    determination: bool = False
+    standardisation: bool = False
     data_recording: list[str] = field(default_factory=list)
     output_format: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -293,6 +297,20 @@ def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) 
         prev_end = m.end
 
 
+def _bind_nameless(text: str, quantities: list[Quantity], parse: InstructionParse) -> None:
+    """'titrate 20 mL of 0.1 M with NaOH', '... of a 0.1 M solution': a concentration followed by no
+    reagent name belongs to the one reagent named before it that has no concentration yet."""
+    for q in [q for q in quantities if q.kind == "concentration"]:
+        phrase = _unknown_phrase(text, q)
+        if phrase is not None and phrase.lower() != "solution":
+            continue
+        before = [r for r in parse.reagents if r.first_mention < q.start and r.concentration_m is None]
+        if len(before) == 1:
+            before[0].concentration_m, before[0].normality = q.value, q.normality
+            parse.warnings.append(f"read {q.text.strip()!r} as the concentration of the {before[0].reagent.display_name}")
+            quantities.remove(q)
+
+
 def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
     """Parse one instruction (already checked for size, encoding and injection by the guard)."""
     text, fixes = fix_key_words(_normalise(text))
@@ -341,6 +359,7 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
         quantities.remove(q)
     parse.reagents = sorted(by_name.values(), key=lambda r: r.first_mention)
 
+    _bind_nameless(text, quantities, parse)
     parse.unbound = list(quantities)
     for q in quantities:
         if q.kind in ("concentration", "mass"):
@@ -378,6 +397,12 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
             parse.warnings.append("'neutral' read as target pH 7.0")
         elif re.search(r"equivalence|stoichiometric point|end\s?point|neutrali[sz]", low):
             parse.to_equivalence = True
+    parse.determination = determination_intent(text)
+    parse.standardisation = standardised_name_span(text) is not None
+    if parse.target_ph is None and not parse.to_equivalence and (parse.determination or parse.standardisation):
+        # a determination ends where it measures: the equivalence point
+        parse.to_equivalence = True
+        parse.warnings.append("a determination: titrating to the equivalence point")
     parse.instruments = find_instruments(text)
     parse.settle_each_drop = settle_each_drop(text)
     parse.data_recording = data_recording(text)

@@ -55,7 +55,8 @@ _CUES: list[tuple[str, tuple[str, ...]]] = [
     (rf"\btitrant\b\s*(?:is|:|=|will\s+be)?{_G}{_R}", ("titrant",)),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?(?:analyte|sample)\b", ("analyte",)),
     (rf"\b(?:analyte|sample)\b\s*(?:is|:|=)?{_G}{_R}", ("analyte",)),
-    (rf"\btitrat\w*\s+(?:it\s+|this\s+|them\s+)?(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
+    # "titrate it with Y", "titrate 20 mL with Y": no reagent between the verb and "with"
+    (rf"\btitrat\w*\b(?:(?!\ue000|[.;!?](?:\s|$)).){{0,30}}?\b(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
     # where each solution is: the burette / pipette / bottle holds the titrant, the beaker the analyte
     (rf"\b(?:burettes?|burets?|pipettes?|droppers?|bottles?)\b\s*(?:holds|contains|has|:|is\s+filled\s+with)\s*{_G}{_R}",
      ("titrant",)),
@@ -70,7 +71,10 @@ def detect_family(parse: InstructionParse) -> str | None:
     """The experiment family, or None (then a refusal or question is already recorded on ``parse``)."""
     text = parse.text
     kinds = {r.reagent.kind for r in parse.reagents}
-    titration = bool(_TITRATION_WORDS.search(text)) or parse.target_ph is not None
+    titration = (
+        bool(_TITRATION_WORDS.search(text)) or parse.target_ph is not None or parse.determination
+        or parse.standardisation
+    )
     weighing = bool(_WEIGH_WORDS.search(text)) and any(
         r.mass_g is not None or (r.concentration_m and r.volume_ml and r.reagent.phase == "solid")
         for r in parse.reagents
