@@ -130,7 +130,8 @@ def titration_setup(run: RunData, options: Mapping | None = None) -> TitrationSe
     if analyte_entry is not None and analyte_entry.get("name"):
         reagent = _canonical(analyte_entry.get("name"), notes)
         setup.analyte = reagent.name if reagent else None
-        setup.analyte_m = _num(analyte_entry.get("concentration_m"))
+        # a determination's analyte concentration is the result; the plan's number is only its estimate
+        setup.analyte_m = None if analyte_entry.get("unknown") else _num(analyte_entry.get("concentration_m"))
         setup.analyte_volume_ml = _num(analyte_entry.get("volume_ml"))
     if titrant_entry is not None and titrant_entry.get("name"):
         reagent = _canonical(titrant_entry.get("name"), notes)
