@@ -28,7 +28,7 @@ _KEY_WORDS = (
     "determine", "determines", "determined", "determining", "pipettes", "burettes", "indicators", "endpoint", "burette", "pipette", "indicator",
 )
 # Real words one edit away from a key word, which must stay as they are.
-_KEEP = {"titre", "titer", "titres", "titers", "neutral", "unit", "units", "undil", "pipet", "pipets", "buret"}
+_KEEP = {"titre", "titer", "titres", "titers", "neutral", "unit", "units", "pipet", "pipets", "buret"}
 _WORD = re.compile(r"[A-Za-z]{5,}")
 
 
@@ -110,7 +110,8 @@ _NOT_EXPERIMENT = re.compile(
     re.I,
 )
 _EXPERIMENT = re.compile(
-    r"\b(?:titrat\w*|neutrali[sz]\w*|standardi[sz]\w*|weigh\w*|dissolv\w*|make\s+up|prepare|"
+    r"\b(?:titrat\w*|neutrali[sz]\w*|standardi[sz]\w*|weigh\w*|dissolv\w*|"
+    r"(?:make\s+up|prepare)\s+(?:an?\s+|some\s+)?(?:[\w-]+\s+){0,3}solution|"
     r"determin\w*\s+(?:the\s+)?(?:concentration|molarity|calcium|hardness))\b",
     re.I,
 )
