@@ -88,6 +88,8 @@ def test_determination_plans_the_unknown_as_the_result():
     assert any("unknown" in w and "estimate" in w for w in out.plan.warnings)
     # the whole draw the pipette allows: the run, not the estimate, finds the endpoint
     assert out.plan.module_instantiation.dispenser.max_volume_ml >= 50.0
+    # and it stops past the estimated equivalence (pH 7 for HCl/NaOH), so the jump is on record
+    assert out.plan.module_instantiation.dispenser.target_ph == pytest.approx(8.5)
     # a plain missing concentration (no determination) is still asked about
     assert PLANNER.plan("Titrate 25 mL of HCl with 0.1 M NaOH to pH 7.").kind == "question"
 

@@ -8,6 +8,7 @@ caller), or ``{"question": ...}`` when something essential is missing or unknown
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 import numpy as np
@@ -242,6 +243,30 @@ class RulesBackend:
             "warnings": warnings,
         }
 
+    def _past_equivalence(
+        self, a: dict, va: float, t: dict, titrant: ReagentParse, eq_ph: float, warnings: list[str]
+    ) -> float:
+        """Where a determination stops: its equivalence pH comes from an estimate, and the analysis needs
+        the jump and the points after it, so the run goes 1.5 pH units past the estimated equivalence
+        (toward the titrant's side) when the titrant reaches that within one draw; else to the estimate."""
+        up = titrant.reagent.kind in ("strong_base", "weak_base")
+        target = round(eq_ph + (1.5 if up else -1.5), 2)
+        limit = min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml)
+        try:
+            need = titrant_for_ph(a, va, t, target, self.library, activity=self.registry.ph_reads_activity).volume_ml
+        except InfeasibleTargetError:
+            need = math.inf
+        if need > limit / 1.5:  # room for an analyte up to 1.5x the estimate
+            return round(eq_ph, 2)
+        try:
+            ratio = limit / equivalence_point(a, va, t, self.library).volume_ml
+        except InfeasibleTargetError:
+            ratio = math.nan
+        warnings.append(f"a determination: the run stops at pH {target:g}, past the estimated equivalence pH "
+                        f"{eq_ph:.2f}, so that the jump is recorded; one {limit:g} mL draw reaches the equivalence "
+                        f"of up to about {ratio:.1f}x the estimated concentration")
+        return target
+
     def _meter_range(self, a: dict, va: float, t: dict) -> list[str]:
         """A word when the pH the run starts at lies outside the pH meter's range (hardware registry)."""
         lo, hi = self.registry.ph_range
@@ -469,6 +494,8 @@ class RulesBackend:
             target_conditions["to_equivalence"] = True
             need = eq.volume_ml
             ctx.update(stop_on="ph", target_ph=round(eq.ph, 2))
+            if unknown is not None:
+                ctx["target_ph"] = self._past_equivalence(a, va, t, titrant, eq.ph, warnings)
             warnings.append(
                 f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
                 f"(about {eq.volume_ml:.2f} mL of titrant)"
