@@ -13,6 +13,7 @@ infeasible targets) are never sent to the model.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from agentchemist.plan.backends import BackendError, PlannerBackend, PlanValidationError, propose_validated
@@ -53,8 +54,11 @@ def ungrounded_numbers(plan: Plan, text: str) -> list[str]:
         for kind, value, defaults in checks:
             if value is not None and not _among(value, [*stated.get(kind, []), *defaults]):
                 bad.append(f"{r.name} {kind} {value:g} is not in the instruction")
-    for what, value in (("target pH", pi.target_conditions.target_ph), ("initial pH", pi.initial_conditions.initial_ph)):
-        if value is not None and not _among(value, ph) and not (what == "target pH" and pi.target_conditions.to_equivalence):
+    if re.search(r"\bneutral\b", text, re.I):
+        ph.append(7.0)  # "until neutral" is pH 7, as the rules read it
+    for what, value in (("target pH", pi.target_conditions.target_ph),
+                        ("initial pH", pi.initial_conditions.initial_ph)):
+        if value is not None and not _among(value, ph):
             bad.append(f"{what} {value:g} is not in the instruction")
     return bad
 
@@ -83,7 +87,8 @@ class RulesThenModel:
             proposal = propose_validated(self.model, text, scene, protocol_hint, max_repairs=self.max_repairs,
                                          defaults={"warnings": []})
         except (PlanValidationError, BackendError) as exc:
-            return {**raw, "reasons": [*raw.get("reasons", []), f"the {self.model_name} backend gave no valid plan: {exc}"]}
+            why = f"the {self.model_name} backend gave no valid plan: {exc}"
+            return {**raw, "reasons": [*raw.get("reasons", []), why]}
         if proposal.kind != "plan" or proposal.plan is None:
             return raw
         bad = ungrounded_numbers(proposal.plan, text)
