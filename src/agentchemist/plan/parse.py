@@ -364,7 +364,13 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
     for q in quantities:
         if q.kind in ("concentration", "mass"):
             phrase = _unknown_phrase(text, q)
-            if phrase and phrase.lower() not in ("solution",):
+            if phrase and re.fullmatch(r"(?:acid|base|alkali|titrant|analyte|sample)s?", phrase, re.I):
+                # named by its role only ("the 0.1 M base in the bottle"): ask what it is, not about a word
+                parse.questions.append(
+                    f"Which {phrase.lower()} is the {q.text.strip()} solution (e.g. '{q.text.strip()} sodium "
+                    f"hydroxide')? The reagent must be named to check the chemistry."
+                )
+            elif phrase and phrase.lower() not in ("solution",):
                 parse.questions.append(
                     f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent is "
                     f"the {q.text.strip()} for?"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from agentchemist.plan.parse import InstructionParse
+from agentchemist.plan.wording import standardised_name_span
 
 __all__ = ["assign_roles", "detect_family"]
 
@@ -131,6 +132,13 @@ def _titration_roles(parse: InstructionParse) -> None:
     index = {r.reagent.name: i for i, r in enumerate(candidates)}
     spans = [(s, e, index[rg.name]) for rg, s, e in mentions if rg.name in index]
     skeleton = _generic_names(_skeleton(parse.text, spans), candidates)
+    start = standardised_name_span(parse.text)
+    if start is not None:
+        # "standardise the NaOH ...": the solution being standardised is the titrant (its concentration
+        # is the result); the standard it is measured against is the analyte
+        named = [rg.name for rg, s, _ in mentions if start <= s <= start + 2 and rg.name in index]
+        if named:
+            candidates[index[named[0]]].role = "titrant"
     for pattern, roles in _CUES:
         m = re.search(pattern, skeleton, re.I)
         if not m:
