@@ -49,6 +49,8 @@ class TitrationSetup:
     analyte_volume_ml: float | None = None
     titrant: str = "naoh"
     titrant_m: float | None = None
+    # a standardisation: the titrant's concentration is the result and titrant_m only the plan's estimate
+    titrant_unknown: bool = False
     temperature_c: float = 25.0
     notes: list[str] = field(default_factory=list)
 
@@ -138,6 +140,7 @@ def titration_setup(run: RunData, options: Mapping | None = None) -> TitrationSe
         if reagent is not None:
             setup.titrant = reagent.name
         setup.titrant_m = _num(titrant_entry.get("concentration_m"))
+        setup.titrant_unknown = bool(titrant_entry.get("unknown"))
     if setup.analyte_volume_ml is None:
         try:
             setup.analyte_volume_ml = _num(parsed["initial_conditions"]["analyte_volume_ml"])
@@ -237,7 +240,9 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
         else:
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
     conc = analysis.concentration
-    if conc is not None:
+    if conc is not None and setup.titrant_unknown:
+        _standardisation(setup, conc, out, ctx)  # the analyte is the standard; the titrant is the result
+    elif conc is not None:
         text = (f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L "
                 f"({conc['method'].replace('_', ' ')})")
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
@@ -260,6 +265,25 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
                                             ("analyte volume", setup.analyte_volume_ml)) if value is None]
         if missing:
             ctx.not_concluded.append("no comparison with theory: the run does not state the " + ", ".join(missing))
+
+
+def _standardisation(setup: TitrationSetup, conc: Mapping, out: dict, ctx: ResultsContext) -> None:
+    """A standardisation measures the titrant against a standard of known concentration: the analysis
+    computed the analyte from the titrant's *estimate*, so the titrant's concentration is the estimate
+    scaled by (known standard / computed analyte); the relative uncertainty carries over."""
+    if not (setup.titrant_m and setup.analyte_m and conc.get("analyte_m")):
+        ctx.not_concluded.append("a standardisation, but the standard's concentration or the titrant's estimate "
+                                 "is not in the run: the titrant's concentration cannot be stated")
+        return
+    c = setup.titrant_m * setup.analyte_m / conc["analyte_m"]
+    u = c * conc["uncertainty_m"] / conc["analyte_m"]
+    out["titrant_concentration"] = {"titrant_m": c, "uncertainty_m": u, "estimate_m": setup.titrant_m,
+                                    "standard_m": setup.analyte_m, "supported": bool(conc["supported"])}
+    standard = _canonical(setup.analyte, [])
+    name = standard.display_name if standard is not None else setup.analyte
+    text = f"titrant concentration {c:.5f} ± {u:.2g} mol/L (standardised against {setup.analyte_m:g} M {name})"
+    (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
+        text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
 
 
 def _complexometric(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
