@@ -34,3 +34,17 @@ def test_plain_titration_reports_the_analyte_as_before():
     ctx = compute_results(synthetic_titration_run(target_ph=11.0, seed=3))
     assert "titrant_concentration" not in ctx.results
     assert any(c.startswith("analyte concentration 0.1") for c in ctx.concluded)
+
+
+def test_determination_compares_theory_at_the_measured_concentration():
+    run = synthetic_titration_run(analyte_m=0.08, target_ph=11.0, seed=4)
+    exp = run.experiment
+    for r in [*exp["plan"]["parsed_instruction"]["entities"]["reagents"], *exp.get("reagents", [])]:
+        if r.get("role") == "analyte":
+            r.update(concentration_m=0.1, unknown=True)  # the plan's estimate, not the truth
+    ctx = compute_results(run)
+    assert ctx.setup.analyte_unknown and ctx.setup.analyte_m is None
+    assert any(c.startswith("analyte concentration 0.08") for c in ctx.concluded)
+    # the theory curve at the measured concentration fits the run (at the 0.1 M estimate it would not)
+    assert ctx.curve is not None and ctx.curve.rms_ph < 0.05
+    assert any("measured 0.0800" in c or "measured 0.0799" in c for c in ctx.concluded)

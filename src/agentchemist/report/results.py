@@ -49,6 +49,8 @@ class TitrationSetup:
     analyte_volume_ml: float | None = None
     titrant: str = "naoh"
     titrant_m: float | None = None
+    # a determination: the analyte's concentration is the result (analyte_m stays None, not the estimate)
+    analyte_unknown: bool = False
     # a standardisation: the titrant's concentration is the result and titrant_m only the plan's estimate
     titrant_unknown: bool = False
     temperature_c: float = 25.0
@@ -133,7 +135,8 @@ def titration_setup(run: RunData, options: Mapping | None = None) -> TitrationSe
         reagent = _canonical(analyte_entry.get("name"), notes)
         setup.analyte = reagent.name if reagent else None
         # a determination's analyte concentration is the result; the plan's number is only its estimate
-        setup.analyte_m = None if analyte_entry.get("unknown") else _num(analyte_entry.get("concentration_m"))
+        setup.analyte_unknown = bool(analyte_entry.get("unknown"))
+        setup.analyte_m = None if setup.analyte_unknown else _num(analyte_entry.get("concentration_m"))
         setup.analyte_volume_ml = _num(analyte_entry.get("volume_ml"))
     if titrant_entry is not None and titrant_entry.get("name"):
         reagent = _canonical(titrant_entry.get("name"), notes)
@@ -248,7 +251,11 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
             text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
     try:
-        deviations, curve = compare_with_references(analysis, analyte_m=setup.analyte_m,
+        reference_m = setup.analyte_m
+        if reference_m is None and setup.analyte_unknown and conc is not None and conc["supported"]:
+            reference_m = conc["analyte_m"]  # a determination: theory at the concentration the run measured
+            ctx.concluded.append(f"the theory curve is drawn at the measured {reference_m:.5f} mol/L (a determination)")
+        deviations, curve = compare_with_references(analysis, analyte_m=reference_m,
                                                     temperature_c=setup.temperature_c,
                                                     activity=bool(opts.get("activity", DEFAULT_ACTIVITY)))
     except (ValueError, ArithmeticError) as exc:
