@@ -346,7 +346,11 @@ class TransformersBackend(_ChatBackend):
 class BackendConfig:
     """Which backend plans and where its model is (the planner node declares these as its parameters)."""
 
-    backend: str = param("rules", choices=("rules", "openai", "transformers"), description="Planner backend")
+    backend: str = param(
+        "rules",
+        choices=("rules", "openai", "transformers", "rules+openai", "rules+transformers"),
+        description="Planner backend (rules+X: the rules, and the model X where they would ask a question)",
+    )
     llm_url: str = param("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint (backend openai)")
     llm_model: str = param("", description="Model name or local path for the LLM backends")
     llm_timeout_s: float = param(60.0, unit="s", low=1.0, high=600.0, description="LLM request timeout")
@@ -354,8 +358,15 @@ class BackendConfig:
     def create(self) -> str | PlannerBackend:
         """The backend for one planning call: "rules" by name; an LLM backend is built each time, so a
         missing endpoint or model is that call's error (a planner with no LLM still starts)."""
-        if self.backend == "openai":
-            return OpenAICompatibleBackend(self.llm_url, self.llm_model, timeout_s=self.llm_timeout_s)
-        if self.backend == "transformers":
-            return TransformersBackend(self.llm_model)
-        return "rules"
+        model: PlannerBackend | None = None
+        if self.backend.endswith("openai"):
+            model = OpenAICompatibleBackend(self.llm_url, self.llm_model, timeout_s=self.llm_timeout_s)
+        elif self.backend.endswith("transformers"):
+            model = TransformersBackend(self.llm_model)
+        if model is None:
+            return "rules"
+        if self.backend.startswith("rules+"):
+            from agentchemist.plan.routing import RulesThenModel  # routing imports this module
+
+            return RulesThenModel(model)
+        return model

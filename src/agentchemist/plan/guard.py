@@ -17,7 +17,7 @@ MAX_INSTRUCTION_BYTES = 10 * 1024
 
 _INJECTION = [
     (
-        r"\b(?:ignore|disregard|forget|override|overrule|bypass|circumvent|disable)\b[^.]{0,40}?"
+        r"\b(?:ignore|disregard|forget|override|overrule|bypass|circumvent|disable|skip|turn\s+off|switch\s+off)\b[^.]{0,40}?"
         r"\b(?:limits?|rules?|instructions?|safety|constraints?|checks?|registry|guard\w*|restrictions?|protocols?|"
         r"verification|prompt)\b",
         "asks to ignore or bypass the safety limits",

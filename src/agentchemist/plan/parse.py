@@ -23,6 +23,7 @@ from agentchemist.plan.parse_text import (
     output_format,
     settle_each_drop,
 )
+from agentchemist.plan.wording import determination_intent, fix_key_words, standardised_name_span
 from agentchemist.plan.units import PhMention, Quantity, QuantityError, find_ph_mentions, find_quantities
 
 __all__ = ["InstructionParse", "ReagentParse", "parse_instruction"]
@@ -120,6 +121,7 @@ class ReagentParse:
     volume_ml: float | None = None
     mass_g: float | None = None
     role: str | None = None
+    unknown: bool = False  # the concentration the run measures; concentration_m is then an estimate
 
 
 @dataclass
@@ -141,6 +143,9 @@ class InstructionParse:
     colour_to: str | None = None
     container_capacity_ml: float | None = None
     settle_each_drop: bool | None = None
+    # A determination or standardisation: the one concentration not given is the result, not a question.
+    determination: bool = False
+    standardisation: bool = False
     data_recording: list[str] = field(default_factory=list)
     output_format: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -246,7 +251,8 @@ def _suggest(lib: ReagentLibrary, phrase: str) -> str:
 
 _PH_INITIAL = re.compile(r"\b(?:initial(?:ly)?|starting|start|begins?|beginning|currently|original|at first)\b")
 _PH_TARGET = re.compile(
-    r"\b(?:until|till|reach(?:es|ed)?|target|terminat\w*|stop\w*|end(?:s|ing)?|final|up to|to|endpoint|"
+    r"\b(?:until|till|reach(?:es|ed)?|target|terminat\w*|stop\w*|halt\w*|end(?:s|ing)?|final|up to|to|endpoint|"
+    r"exceed\w*|passes|beyond|past|reads?|once|as\s+soon\s+as|"
     r"end point|rises to|falls to|drops to|goal|aim)\b"
 )
 
@@ -291,10 +297,25 @@ def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) 
         prev_end = m.end
 
 
+def _bind_nameless(text: str, quantities: list[Quantity], parse: InstructionParse) -> None:
+    """'titrate 20 mL of 0.1 M with NaOH', '... of a 0.1 M solution': a concentration followed by no
+    reagent name belongs to the one reagent named before it that has no concentration yet."""
+    for q in [q for q in quantities if q.kind == "concentration"]:
+        phrase = _unknown_phrase(text, q)
+        if phrase is not None and phrase.lower() != "solution":
+            continue
+        before = [r for r in parse.reagents if r.first_mention < q.start and r.concentration_m is None]
+        if len(before) == 1:
+            before[0].concentration_m, before[0].normality = q.value, q.normality
+            parse.warnings.append(f"read {q.text.strip()!r} as the concentration of the {before[0].reagent.display_name}")
+            quantities.remove(q)
+
+
 def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
     """Parse one instruction (already checked for size, encoding and injection by the guard)."""
-    text = _normalise(text)
+    text, fixes = fix_key_words(_normalise(text))
     parse = InstructionParse(text=text)
+    parse.warnings.extend(fixes)
     low = text.lower()
     try:
         quantities = find_quantities(text)
@@ -338,11 +359,18 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
         quantities.remove(q)
     parse.reagents = sorted(by_name.values(), key=lambda r: r.first_mention)
 
+    _bind_nameless(text, quantities, parse)
     parse.unbound = list(quantities)
     for q in quantities:
         if q.kind in ("concentration", "mass"):
             phrase = _unknown_phrase(text, q)
-            if phrase and phrase.lower() not in ("solution",):
+            if phrase and re.fullmatch(r"(?:acid|base|alkali|titrant|analyte|sample)s?", phrase, re.I):
+                # named by its role only ("the 0.1 M base in the bottle"): ask what it is, not about a word
+                parse.questions.append(
+                    f"Which {phrase.lower()} is the {q.text.strip()} solution (e.g. '{q.text.strip()} sodium "
+                    f"hydroxide')? The reagent must be named to check the chemistry."
+                )
+            elif phrase and phrase.lower() not in ("solution",):
                 parse.questions.append(
                     f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent is "
                     f"the {q.text.strip()} for?"
@@ -375,6 +403,12 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
             parse.warnings.append("'neutral' read as target pH 7.0")
         elif re.search(r"equivalence|stoichiometric point|end\s?point|neutrali[sz]", low):
             parse.to_equivalence = True
+    parse.determination = determination_intent(text)
+    parse.standardisation = standardised_name_span(text) is not None
+    if parse.target_ph is None and not parse.to_equivalence and (parse.determination or parse.standardisation):
+        # a determination ends where it measures: the equivalence point
+        parse.to_equivalence = True
+        parse.warnings.append("a determination: titrating to the equivalence point")
     parse.instruments = find_instruments(text)
     parse.settle_each_drop = settle_each_drop(text)
     parse.data_recording = data_recording(text)

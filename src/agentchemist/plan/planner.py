@@ -25,6 +25,7 @@ from agentchemist.plan.guard import InstructionRejected, check_instruction
 from agentchemist.plan.alternatives import available
 from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
+from agentchemist.plan.routing import RulesThenModel
 from agentchemist.plan.rules import RulesBackend, experiment_id_for
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo, check_environment, missing_equipment_message
 from agentchemist.plan.schema import EnvironmentCheck, Plan
@@ -59,6 +60,8 @@ class Planner:
     def _backend(self, backend: str | PlannerBackend) -> PlannerBackend:
         if backend == "rules":
             return self._rules
+        if isinstance(backend, RulesThenModel) and backend.rules is None:
+            return backend.with_rules(self._rules)  # the model answers where these rules are unsure
         if isinstance(backend, str):
             raise ValueError(f"unknown backend {backend!r}: pass 'rules' or a PlannerBackend instance")
         if not isinstance(backend, PlannerBackend):
@@ -92,7 +95,7 @@ class Planner:
                 instruction,
                 scene,
                 hint,
-                max_repairs=0 if chosen is self._rules else max_repairs,
+                max_repairs=0 if chosen is self._rules or isinstance(chosen, RulesThenModel) else max_repairs,
                 defaults=defaults,
             )
         except PlanValidationError as exc:

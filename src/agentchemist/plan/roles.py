@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from agentchemist.plan.parse import InstructionParse
+from agentchemist.plan.wording import standardised_name_span
 
 __all__ = ["assign_roles", "detect_family"]
 
@@ -37,11 +38,32 @@ _CUES: list[tuple[str, tuple[str, ...]]] = [
         rf"\b(?:to|into|onto|in)\b{_G}{_R}",
         ("titrant", "analyte"),
     ),
+    # determinations and standardisations: "determine the concentration of X with Y" (X is measured),
+    # "standardise X against Y" (X, in the burette, is measured against the standard Y in the beaker)
+    (
+        rf"\b(?:determin\w*|find\w*|measur\w*|assay\w*|quantif\w*|analy[sz]\w*)\b{_G}{_R}{_G}"
+        rf"\b(?:with|using|by|against)\b{_G}{_R}",
+        ("analyte", "titrant"),
+    ),
+    (rf"\bstandardi[sz]\w*\b{_G}{_R}{_G}\b(?:with|against|using|by|on)\b{_G}{_R}", ("titrant", "analyte")),
+    (
+        rf"{_R}{_G}\b(?:is|are|was|were|being|be)\s+(?:slowly\s+)?(?:added|dripped|dispensed|delivered)\b{_G}"
+        rf"\b(?:to|into)\b{_G}{_R}",
+        ("titrant", "analyte"),
+    ),
+    (rf"{_R}{_G}\b(?:vs|versus|against)\b{_G}{_R}", ("analyte", "titrant")),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?titrant\b", ("titrant",)),
     (rf"\btitrant\b\s*(?:is|:|=|will\s+be)?{_G}{_R}", ("titrant",)),
     (rf"{_R}{_G}\bas\s+(?:the\s+)?(?:analyte|sample)\b", ("analyte",)),
     (rf"\b(?:analyte|sample)\b\s*(?:is|:|=)?{_G}{_R}", ("analyte",)),
-    (rf"\btitrat\w*\s+(?:it\s+|this\s+|them\s+)?(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
+    # "titrate it with Y", "titrate 20 mL with Y": no reagent between the verb and "with"
+    (rf"\btitrat\w*\b(?:(?!\ue000|[.;!?](?:\s|$)).){{0,30}}?\b(?:with|using|by|against)\b{_G}{_R}", ("titrant",)),
+    # where each solution is: the burette / pipette / bottle holds the titrant, the beaker the analyte
+    (rf"\b(?:burettes?|burets?|pipettes?|droppers?|bottles?)\b\s*(?:holds|contains|has|:|is\s+filled\s+with)\s*{_G}{_R}",
+     ("titrant",)),
+    (rf"{_R}{_G}\bin\s+the\s+(?:burette|buret|pipette|dropper|bottle)\b", ("titrant",)),
+    (rf"\b(?:beakers?|flasks?)\b\s*(?:holds|contains|has|:)\s*{_G}{_R}", ("analyte",)),
+    (rf"{_R}{_G}\bin(?:to)?\s+the\s+(?:beaker|flask)\b", ("analyte",)),
     (rf"\btitrat\w*\s+(?:of\s+)?{_G}{_R}", ("analyte",)),
 ]
 
@@ -50,7 +72,10 @@ def detect_family(parse: InstructionParse) -> str | None:
     """The experiment family, or None (then a refusal or question is already recorded on ``parse``)."""
     text = parse.text
     kinds = {r.reagent.kind for r in parse.reagents}
-    titration = bool(_TITRATION_WORDS.search(text)) or parse.target_ph is not None
+    titration = (
+        bool(_TITRATION_WORDS.search(text)) or parse.target_ph is not None or parse.determination
+        or parse.standardisation
+    )
     weighing = bool(_WEIGH_WORDS.search(text)) and any(
         r.mass_g is not None or (r.concentration_m and r.volume_ml and r.reagent.phase == "solid")
         for r in parse.reagents
@@ -83,12 +108,37 @@ def _skeleton(text: str, spans: list[tuple[int, int, int]]) -> str:
     return "".join(out)
 
 
+_GENERIC = {
+    "acid": ("strong_acid", "weak_acid"),
+    "base": ("strong_base", "weak_base"),
+    "alkali": ("strong_base", "weak_base"),
+}
+
+
+def _generic_names(skeleton: str, candidates: list) -> str:
+    """'the acid' / 'the base' stand for the one candidate of that kind ("titrate the acid with the base
+    in the bottle"); with two acids (or two bases) the words stay words and name nothing."""
+    for word, kinds in _GENERIC.items():
+        of_kind = [i for i, r in enumerate(candidates) if r.reagent.kind in kinds]
+        if len(of_kind) == 1:
+            skeleton = re.sub(rf"\bthe\s+{word}\b(?!\s+(?:is|was)\s+\ue000)", f"\ue000{of_kind[0]}\ue001", skeleton,
+                              flags=re.I)
+    return skeleton
+
+
 def _titration_roles(parse: InstructionParse) -> None:
     mentions = parse.mentions
     candidates = [r for r in parse.reagents if r.reagent.kind in _ACID_BASE_KINDS]
     index = {r.reagent.name: i for i, r in enumerate(candidates)}
     spans = [(s, e, index[rg.name]) for rg, s, e in mentions if rg.name in index]
-    skeleton = _skeleton(parse.text, spans)
+    skeleton = _generic_names(_skeleton(parse.text, spans), candidates)
+    start = standardised_name_span(parse.text)
+    if start is not None:
+        # "standardise the NaOH ...": the solution being standardised is the titrant (its concentration
+        # is the result); the standard it is measured against is the analyte
+        named = [rg.name for rg, s, _ in mentions if start <= s <= start + 2 and rg.name in index]
+        if named:
+            candidates[index[named[0]]].role = "titrant"
     for pattern, roles in _CUES:
         m = re.search(pattern, skeleton, re.I)
         if not m:

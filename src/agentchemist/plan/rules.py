@@ -8,6 +8,7 @@ caller), or ``{"question": ...}`` when something essential is missing or unknown
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 import numpy as np
@@ -29,6 +30,7 @@ from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.roles import assign_roles, detect_family
 from agentchemist.plan.parse_text import vessel_location
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo
+from agentchemist.plan.wording import experiment_request
 
 __all__ = ["RulesBackend", "experiment_id_for"]
 
@@ -112,7 +114,36 @@ def _equivalents(r: Reagent) -> int:
     return 0
 
 
+def _the_unknown(
+    parse: InstructionParse, analyte: ReagentParse, titrant: ReagentParse, warnings: list[str]
+) -> ReagentParse | None:
+    """In a determination or standardisation the one concentration not given is what the run measures:
+    give it a planning estimate (equivalence near one analyte volume of titrant, by equivalents) so the
+    feasibility and volume checks have a number, and mark it unknown. None when nothing is unknown."""
+    if not (parse.determination or parse.standardisation):
+        return None
+    missing = [r for r in (analyte, titrant) if r.concentration_m is None]
+    if len(missing) != 1:
+        return None  # both missing: the titrant's concentration is still asked for
+    unknown = missing[0]
+    known = titrant if unknown is analyte else analyte
+    if parse.family == "complexometric_titration":
+        ratio = 1.0  # EDTA binds calcium 1:1
+    else:
+        ratio = max(_equivalents(known.reagent), 1) / max(_equivalents(unknown.reagent), 1)
+    unknown.concentration_m = round(known.concentration_m * ratio, 6)
+    unknown.unknown = True
+    what = "the result of this determination" if unknown is analyte else "what this standardisation measures"
+    warnings.append(
+        f"the {unknown.reagent.display_name} concentration is unknown ({what}): planned with an estimate of "
+        f"{unknown.concentration_m:g} M; the analysis reports the measured value"
+    )
+    return unknown
+
+
 def _conc_text(r: ReagentParse) -> str:
+    if r.unknown:
+        return f"{r.reagent.display_name} of unknown concentration"
     return f"{r.concentration_m:g} M {r.reagent.display_name}" if r.concentration_m else r.reagent.display_name
 
 
@@ -149,6 +180,15 @@ class RulesBackend:
         if family is None:
             if parse.questions:
                 raise _ask(*parse.questions)
+            kind = experiment_request(parse.text)
+            if kind == "titration":
+                raise _ask(
+                    "Which solution should be titrated (its volume and concentration), with which titrant (and its "
+                    "concentration), and what should end the titration (a target pH or the equivalence point)?"
+                )
+            if kind == "weighing":
+                raise _ask("Which solid should be weighed, how much (e.g. '2.50 g of sodium chloride'), and in "
+                           "how much water should it be dissolved?")
             raise _refuse(
                 "this is not an experiment the protocol library covers (acid-base titration, complexometric "
                 "Ca/EDTA titration, weighing and dissolution)"
@@ -202,6 +242,30 @@ class RulesBackend:
             "module_instantiation": filled["module_instantiation"],
             "warnings": warnings,
         }
+
+    def _past_equivalence(
+        self, a: dict, va: float, t: dict, titrant: ReagentParse, eq_ph: float, warnings: list[str]
+    ) -> float:
+        """Where a determination stops: its equivalence pH comes from an estimate, and the analysis needs
+        the jump and the points after it, so the run goes 1.5 pH units past the estimated equivalence
+        (toward the titrant's side) when the titrant reaches that within one draw; else to the estimate."""
+        up = titrant.reagent.kind in ("strong_base", "weak_base")
+        target = round(eq_ph + (1.5 if up else -1.5), 2)
+        limit = min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml)
+        try:
+            need = titrant_for_ph(a, va, t, target, self.library, activity=self.registry.ph_reads_activity).volume_ml
+        except InfeasibleTargetError:
+            need = math.inf
+        if need > limit / 1.5:  # room for an analyte up to 1.5x the estimate
+            return round(eq_ph, 2)
+        try:
+            ratio = limit / equivalence_point(a, va, t, self.library).volume_ml
+        except InfeasibleTargetError:
+            ratio = math.nan
+        warnings.append(f"a determination: the run stops at pH {target:g}, past the estimated equivalence pH "
+                        f"{eq_ph:.2f}, so that the jump is recorded; one {limit:g} mL draw reaches the equivalence "
+                        f"of up to about {ratio:.1f}x the estimated concentration")
+        return target
 
     def _meter_range(self, a: dict, va: float, t: dict) -> list[str]:
         """A word when the pH the run starts at lies outside the pH meter's range (hardware registry)."""
@@ -365,6 +429,7 @@ class RulesBackend:
         assert analyte is not None and titrant is not None  # assign_roles asked otherwise
         for r in (titrant, analyte):
             self._molar(r, warnings)
+        unknown = _the_unknown(parse, analyte, titrant, warnings)
         missing = [
             f"What is the concentration of the {r.reagent.display_name}?"
             for r in (titrant, analyte)
@@ -429,6 +494,8 @@ class RulesBackend:
             target_conditions["to_equivalence"] = True
             need = eq.volume_ml
             ctx.update(stop_on="ph", target_ph=round(eq.ph, 2))
+            if unknown is not None:
+                ctx["target_ph"] = self._past_equivalence(a, va, t, titrant, eq.ph, warnings)
             warnings.append(
                 f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
                 f"(about {eq.volume_ml:.2f} mL of titrant)"
@@ -442,6 +509,8 @@ class RulesBackend:
             raise _ask(
                 "What should end the titration: a target pH (e.g. 'until the pH reaches 8.2') or the equivalence point?"
             )
+        if unknown is not None and need is not None:
+            need = max(need, min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml) / 1.1)
         beaker_id, beaker_kind = self._beaker(
             parse, scene, analyte.reagent.name, warnings, va + need if need is not None else None
         )
@@ -449,7 +518,9 @@ class RulesBackend:
         limit = min(self.registry.pipette_capacity_ml, self.registry.max_titrant_ml)
         if titrant.volume_ml is not None and ctx.get("stop_on") != "volume":
             limit = min(limit, titrant.volume_ml)
-        draw = round(min(limit, need * 1.1 + 1.0), 1) if need is not None else round(limit, 1)
+        # An unknown concentration: the estimate only places the equivalence roughly, so the whole draw
+        # the pipette and the beaker allow is taken and the run stops on its own endpoint.
+        draw = round(min(limit, need * 1.1 + 1.0), 1) if need is not None and unknown is None else round(limit, 1)
         cap = round(max(min(room - va, draw), 0.1), 1)
         pipette = self._scene_id(scene, "pipette", "pipette")
         container = "titrant_bottle"
@@ -499,6 +570,7 @@ class RulesBackend:
                 "concentration_m": titrant.concentration_m,
                 "volume_ml": titrant.volume_ml,
                 "mass_g": None,
+                "unknown": unknown is titrant,
             },
             {
                 "name": analyte.reagent.name,
@@ -506,6 +578,7 @@ class RulesBackend:
                 "concentration_m": analyte.concentration_m,
                 "volume_ml": va,
                 "mass_g": None,
+                "unknown": unknown is analyte,
             },
         ]
         indicator = parse.by_role("indicator")

@@ -71,6 +71,18 @@ class ReagentEntity(_Strict):
     concentration_m: Optional[float] = Field(default=None, gt=0, le=20.0)
     volume_ml: Optional[float] = Field(default=None, gt=0, le=10_000.0)
     mass_g: Optional[float] = Field(default=None, gt=0, le=10_000.0)
+    # The concentration the experiment measures (a determination, a standardisation): then
+    # ``concentration_m`` is only the planning estimate that sizes the draw and the feasibility checks;
+    # the analysis reports the measured value. Only the analyte or the titrant can be the unknown.
+    unknown: bool = False
+
+    @model_validator(mode="after")
+    def _unknown_is_estimated(self) -> "ReagentEntity":
+        if self.unknown and self.role not in ("analyte", "titrant"):
+            raise ValueError(f"only the analyte or the titrant can be the unknown, not the {self.role}")
+        if self.unknown and self.concentration_m is None:
+            raise ValueError("an unknown concentration needs a planning estimate in concentration_m")
+        return self
 
 
 class Entities(_Strict):
@@ -79,6 +91,14 @@ class Entities(_Strict):
     instruments: list[str] = Field(default_factory=list)
     reagents: list[ReagentEntity] = Field(default_factory=list)
     objects: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_unknown(self) -> "Entities":
+        # Two unknowns in one titration cannot both be measured: the equivalence volume gives one ratio.
+        unknown = [r.name for r in self.reagents if r.unknown]
+        if len(unknown) > 1:
+            raise ValueError(f"at most one reagent concentration can be the unknown, not {unknown}")
+        return self
 
 
 class InitialConditions(_Strict):

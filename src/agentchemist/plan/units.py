@@ -19,18 +19,24 @@ Kind = Literal["concentration", "volume", "mass", "temperature"]
 _NUMBER = r"(?P<num>[-\u2212]?(?:\d+(?:[.,]\d+)?|\.\d+)(?:\s*(?:[eE]|[x\u00d7*]\s*10\^?)\s*(?P<exp>[-\u2212+]?\d+))?)"
 
 # (pattern, kind, factor to the plan unit, is_normality); order matters: longer units first.
+# "per litre" in every way chemists write it: mol/L, mol L-1, mol·L⁻¹ (NFKC makes it mol·L−1), mol dm-3,
+# moles per litre.
+_PER_LITRE = (r"(?:\s*(?:/|\u00b7|\.|\s)\s*|\s+per\s+)(?:l|dm3|dm\^3|dm|litres?|liters?)"
+              r"(?:\s*(?:-|\u2212|\u207b)\s*[13\u00b9\u00b3])?")
 _UNITS: list[tuple[str, Kind, float, bool]] = [
-    (r"mmol\s*(?:/|\s|\u00b7)\s*(?:l|dm3|dm\^3|litre|liter)(?:-1|\u207b\u00b9)?", "concentration", 1e-3, False),
-    (r"mol\s*(?:/|\s|\u00b7)\s*(?:l|dm3|dm\^3|litre|liter)(?:-1|\u207b\u00b9)?", "concentration", 1.0, False),
+    (r"mmol(?:es)?" + _PER_LITRE, "concentration", 1e-3, False),
+    (r"mol(?:es|s)?" + _PER_LITRE, "concentration", 1.0, False),
     (r"(?-i:mM)", "concentration", 1e-3, False),
     (r"(?-i:[u\u00b5\u03bc]M)", "concentration", 1e-6, False),
     (r"millimolar", "concentration", 1e-3, False),
     (r"molar", "concentration", 1.0, False),
     (r"(?-i:M)", "concentration", 1.0, False),
+    # A lower-case "m" after a number is molar here: no instruction for this bench measures a length.
+    (r"(?-i:m)", "concentration", 1.0, False),
     (r"normal", "concentration", 1.0, True),
     (r"(?-i:N)", "concentration", 1.0, True),
     (r"(?:[u\u00b5\u03bc]l|micro-?lit(?:re|er)s?)", "volume", 1e-3, False),
-    (r"(?:ml|cm3|cm\^3|cc|milli-?lit(?:re|er)s?)", "volume", 1.0, False),
+    (r"(?:mls|ml|cm3|cm\^3|cc|milli-?lit(?:re|er)s?)", "volume", 1.0, False),
     (r"(?:dm3|dm\^3|lit(?:re|er)s?|l)", "volume", 1000.0, False),
     (r"(?:mg|milligrams?)", "mass", 1e-3, False),
     (r"(?:kg|kilograms?)", "mass", 1000.0, False),
@@ -47,7 +53,8 @@ _UNIT_RES = [(re.compile(f"(?:{u})$", re.IGNORECASE), kind, factor, normal) for 
 
 _PH = re.compile(
     r"\bp\s?H\b(?:\s*(?:value|reading|level))?\s*(?:of|=|:|is|at|to|reaches(?: a value of)?|reached|equals|"
-    r"becomes|hits|gets to|value of|around|approximately|about|~|near|rises to|falls to|drops to)?\s*(?:of\s+|=\s*|about\s+|approximately\s+)?"
+    r"becomes|hits|gets to|value of|around|approximately|about|~|near|rises to|falls to|drops to|exceeds|"
+    r"passes|reads|goes above|goes below|is above|is below|rises above|falls below|drops below)?\s*(?:of\s+|=\s*|about\s+|approximately\s+)?"
     r"(?P<num>[-\u2212]?\d+(?:[.,]\d+)?)(?![\w])",
     re.IGNORECASE,
 )
@@ -122,7 +129,30 @@ def find_quantities(text: str) -> list[Quantity]:
         if limit is not None and value * factor > limit[0]:
             raise QuantityError(f"quantity {m.group(0).strip()!r} is {limit[1]}")
         found.append(Quantity(kind, value * factor, unit, m.start(), m.end(), m.group(0), normal))
-    return found
+    found.extend(q for q in _word_concentrations(text) if not any(f.start < q.end and q.start < f.end for f in found))
+    return sorted(found, key=lambda q: q.start)
+
+
+# Concentrations written without a number: "M/10 HCl", "N/20 NaOH" (the old fraction notation) and
+# "decimolar" / "centimolar" / "semimolar" (or "-normal").
+_FRACTION = re.compile(r"(?<![\w/])(?P<unit>[MN])\s*/\s*(?P<den>\d+(?:\.\d+)?)(?![\w/])")
+_PREFIXED = re.compile(r"\b(?P<prefix>deci|centi|semi|half-?)(?P<unit>molar|normal)\b", re.I)
+_PREFIX_VALUE = {"deci": 0.1, "centi": 0.01, "semi": 0.5, "half": 0.5, "half-": 0.5}
+
+
+def _word_concentrations(text: str) -> list[Quantity]:
+    out = []
+    for m in _FRACTION.finditer(text):
+        den = float(m.group("den"))
+        if den <= 0:
+            raise QuantityError(f"quantity {m.group(0)!r} divides by zero")
+        out.append(Quantity("concentration", 1.0 / den, m.group("unit"), m.start(), m.end(), m.group(0),
+                            m.group("unit") == "N"))
+    for m in _PREFIXED.finditer(text):
+        value = _PREFIX_VALUE[m.group("prefix").lower()]
+        out.append(Quantity("concentration", value, m.group("unit"), m.start(), m.end(), m.group(0),
+                            m.group("unit").lower() == "normal"))
+    return out
 
 
 def find_ph_mentions(text: str) -> list[PhMention]:

@@ -85,6 +85,8 @@ def from_plan(plan: dict) -> PhPlausibility | None:
             return None
         reagents = parsed["entities"]["reagents"]
         titrant = next(r for r in reagents if r.get("role") == "titrant")
+        if titrant.get("unknown"):
+            return None  # a standardisation: the titrant's concentration is what the run measures
         c = float(titrant["concentration_m"])
         volume = parsed["initial_conditions"].get("analyte_volume_ml") or next(
             (r.get("volume_ml") for r in reagents if r.get("role") == "analyte" and r.get("volume_ml")), None)

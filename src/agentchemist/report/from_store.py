@@ -33,6 +33,8 @@ def _reagents_and_conditions(plan: dict) -> tuple[list[dict], dict]:
     for r in (parsed.get("entities", {}) or {}).get("reagents", []) or []:
         reagents.append({k: r.get(k) for k in ("name", "role", "concentration_m", "volume_ml", "mass_g")
                          if r.get(k) is not None})
+        if r.get("unknown"):
+            reagents[-1]["unknown"] = True  # the concentration is the run's result, the number an estimate
     conditions = {}
     for key in ("initial_conditions", "target_conditions"):
         value = parsed.get(key) or {}

@@ -49,6 +49,10 @@ class TitrationSetup:
     analyte_volume_ml: float | None = None
     titrant: str = "naoh"
     titrant_m: float | None = None
+    # a determination: the analyte's concentration is the result (analyte_m stays None, not the estimate)
+    analyte_unknown: bool = False
+    # a standardisation: the titrant's concentration is the result and titrant_m only the plan's estimate
+    titrant_unknown: bool = False
     temperature_c: float = 25.0
     notes: list[str] = field(default_factory=list)
 
@@ -130,13 +134,16 @@ def titration_setup(run: RunData, options: Mapping | None = None) -> TitrationSe
     if analyte_entry is not None and analyte_entry.get("name"):
         reagent = _canonical(analyte_entry.get("name"), notes)
         setup.analyte = reagent.name if reagent else None
-        setup.analyte_m = _num(analyte_entry.get("concentration_m"))
+        # a determination's analyte concentration is the result; the plan's number is only its estimate
+        setup.analyte_unknown = bool(analyte_entry.get("unknown"))
+        setup.analyte_m = None if setup.analyte_unknown else _num(analyte_entry.get("concentration_m"))
         setup.analyte_volume_ml = _num(analyte_entry.get("volume_ml"))
     if titrant_entry is not None and titrant_entry.get("name"):
         reagent = _canonical(titrant_entry.get("name"), notes)
         if reagent is not None:
             setup.titrant = reagent.name
         setup.titrant_m = _num(titrant_entry.get("concentration_m"))
+        setup.titrant_unknown = bool(titrant_entry.get("unknown"))
     if setup.analyte_volume_ml is None:
         try:
             setup.analyte_volume_ml = _num(parsed["initial_conditions"]["analyte_volume_ml"])
@@ -236,13 +243,19 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
         else:
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
     conc = analysis.concentration
-    if conc is not None:
+    if conc is not None and setup.titrant_unknown:
+        _standardisation(setup, conc, out, ctx)  # the analyte is the standard; the titrant is the result
+    elif conc is not None:
         text = (f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L "
                 f"({conc['method'].replace('_', ' ')})")
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
             text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
     try:
-        deviations, curve = compare_with_references(analysis, analyte_m=setup.analyte_m,
+        reference_m = setup.analyte_m
+        if reference_m is None and setup.analyte_unknown and conc is not None and conc["supported"]:
+            reference_m = conc["analyte_m"]  # a determination: theory at the concentration the run measured
+            ctx.concluded.append(f"the theory curve is drawn at the measured {reference_m:.5f} mol/L (a determination)")
+        deviations, curve = compare_with_references(analysis, analyte_m=reference_m,
                                                     temperature_c=setup.temperature_c,
                                                     activity=bool(opts.get("activity", DEFAULT_ACTIVITY)))
     except (ValueError, ArithmeticError) as exc:
@@ -259,6 +272,25 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
                                             ("analyte volume", setup.analyte_volume_ml)) if value is None]
         if missing:
             ctx.not_concluded.append("no comparison with theory: the run does not state the " + ", ".join(missing))
+
+
+def _standardisation(setup: TitrationSetup, conc: Mapping, out: dict, ctx: ResultsContext) -> None:
+    """A standardisation measures the titrant against a standard of known concentration: the analysis
+    computed the analyte from the titrant's *estimate*, so the titrant's concentration is the estimate
+    scaled by (known standard / computed analyte); the relative uncertainty carries over."""
+    if not (setup.titrant_m and setup.analyte_m and conc.get("analyte_m")):
+        ctx.not_concluded.append("a standardisation, but the standard's concentration or the titrant's estimate "
+                                 "is not in the run: the titrant's concentration cannot be stated")
+        return
+    c = setup.titrant_m * setup.analyte_m / conc["analyte_m"]
+    u = c * conc["uncertainty_m"] / conc["analyte_m"]
+    out["titrant_concentration"] = {"titrant_m": c, "uncertainty_m": u, "estimate_m": setup.titrant_m,
+                                    "standard_m": setup.analyte_m, "supported": bool(conc["supported"])}
+    standard = _canonical(setup.analyte, [])
+    name = standard.display_name if standard is not None else setup.analyte
+    text = f"titrant concentration {c:.5f} ± {u:.2g} mol/L (standardised against {setup.analyte_m:g} M {name})"
+    (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
+        text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
 
 
 def _complexometric(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
