@@ -238,7 +238,7 @@ def fit_pka_budget(fit, name: str, *, ph_calibration_sd: float, temperature_c: f
         row = fit.sensitivity[fit.parameter_names.index(name)]
         model_ph = fit.fitted_ph + fit.residuals  # the fitted curve at the points: steps without the noise
         shift = float(row @ settle_lag_bias(model_ph, inputs.settle_lag_bound_ph, inputs.settle_lag_carry))
-        correction = -shift / 2.0
+        correction = -shift / 2.0 + 0.0  # + 0.0: never a negative zero
         if shift:
             comps.append(_lag_component(shift, f"readings up to {inputs.settle_lag_bound_ph:g} pH behind"))
     return combine_budget(f"pKa{name[3:]}", "", value + correction, comps, inputs, correction)
@@ -264,7 +264,7 @@ def half_equivalence_budget(index: int, value: float, base: list[UncertaintyComp
                                   f"{inputs.temperature_sd_c:g} K")]
     if shift:
         comps.append(_lag_component(shift, f"readings up to {abs(shift):.3f} pH behind"))
-    return combine_budget(f"pKa{index}", "", value - shift / 2.0, comps, inputs, -shift / 2.0)
+    return combine_budget(f"pKa{index}", "", value - shift / 2.0, comps, inputs, -shift / 2.0 + 0.0)
 
 
 def equivalence_budget(index: int, volume_ml: float, location_ml: float, drop_ml: float,
