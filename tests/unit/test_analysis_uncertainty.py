@@ -174,3 +174,19 @@ def test_analysis_states_budgets_and_corrects_only_settle_gated_readings():
     assert lagged.budget.correction > 0  # a rising titration's readings lag below: the pKa is raised
     assert lagged.value == pytest.approx(fit.value + lagged.budget.correction)
     assert "settling lag" in {c.source for c in lagged.budget.components}
+
+
+def test_a_run_stopped_before_any_jump_states_no_fitted_pka():
+    """Phosphoric acid stopped at pH 3 (before the first equivalence point): a wrong pKa set fits as well as
+    the right one, so no fitted pKa is stated and the reason says why (issue 21: the data cannot support it)."""
+    rng = np.random.default_rng(2)
+    v = np.arange(0.0, 4.4, 0.046875)
+    ph = titration_curve({"phosphoric_acid": 0.05}, 10.0, {"naoh": 0.1}, v, activity=True)
+    ph = ph + 0.005 * rng.standard_normal(v.size)
+    result = analyze_titration(v, ph, titrant_m=0.1, analyte_volume_ml=10.0, analyte="phosphoric_acid", activity=True)
+    assert not result.supported_equivalence_points
+    fitted = [p for p in result.pka if p.method == "curve_fit"]
+    assert fitted and not any(p.supported for p in fitted)
+    assert any("anchors the concentration" in p.reason for p in fitted)
+    assert result.best_pka(1) is None and result.best_pka(2) is None
+    assert result.concentration is None or not result.concentration["supported"]

@@ -245,9 +245,10 @@ def _half_equivalence(
 
 
 def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titrant: Reagent, noise_sd: float,
-                   cfg: AnalysisConfig, temperature_c: float, inputs: UncertaintyInputs) -> list[PkaEstimate]:
+                   cfg: AnalysisConfig, temperature_c: float, inputs: UncertaintyInputs,
+                   eqs: list[EquivalencePoint]) -> list[PkaEstimate]:
     out = []
-    rms_limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+    rms_limit = _rms_limit(noise_sd, cfg, inputs)
     steps = np.diff(v)
     median_step = float(np.median(steps[steps > 0]))
     per_step = fit.equivalence_volumes_ml[0] if fit.equivalence_volumes_ml else NAN
@@ -267,6 +268,13 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
             if before < cfg.half_eq_points_each_side or after < cfg.half_eq_points_each_side:
                 problems.append(f"the data do not reach both sides of the fitted half-equivalence volume "
                                 f"{v_half:.3f} mL ({before} point(s) before, {after} after): the pKa is extrapolated")
+            # A run that ends before any located jump past this buffer region leaves the concentration to the
+            # model: a wrong pKa set can then fit as well as the right one (a triprotic acid stopped at pH 3
+            # fits pKa1 1.8 and pKa2 2.6 with rms 0.005), so the local standard error says nothing.
+            elif not any(e.supported and e.volume_ml >= v_half for e in eqs):
+                problems.append(f"no located equivalence point beyond the fitted half-equivalence volume {v_half:.3f} "
+                                "mL: the titration ended before the jump that anchors the concentration, so the pKa "
+                                "rests on the model alone")
         if not fit.converged:
             problems.append(f"fit did not converge ({fit.message})")
         if not fit.rms_ph <= rms_limit:
@@ -286,8 +294,15 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
     return out
 
 
-def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: bool) -> str | None:
-    limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+def _rms_limit(noise_sd: float, cfg: AnalysisConfig, inputs: UncertaintyInputs) -> float:
+    """The residual rms above which the model does not describe the data: a multiple of the noise, never
+    below a floor, and for settle-gated readings never below their lag bound (the model has no lag)."""
+    return max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph, inputs.settle_lag_bound_ph)
+
+
+def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: bool,
+                 inputs: UncertaintyInputs) -> str | None:
+    limit = _rms_limit(noise_sd, cfg, inputs)
     if fit.rms_ph <= limit:
         return None
     hint = "" if activity else " (a glass electrode reads activities: try the fit with activity=True)"
@@ -407,8 +422,8 @@ def analyze_titration(
                                       f"fully dissociated in water and has no measurable pKa{ph_half}", 1))
     if fit_result is not None:
         result.pka.extend(_fit_estimates(fit_result, v, analyte_r, titrant_r, curve.noise_sd, cfg, temperature_c,
-                                         inputs))
-        misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity)
+                                         inputs, eqs))
+        misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity, inputs)
         if misfit:
             warnings.append(misfit)
     result.pka.sort(key=lambda e: (e.index, e.method != "half_equivalence"))
