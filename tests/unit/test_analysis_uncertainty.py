@@ -135,7 +135,8 @@ def test_half_equivalence_budget_corrects_towards_the_bulk_ph():
 def _acetic(seed: int):
     rng = np.random.default_rng(seed)
     v = np.arange(0.0, 40.0, 0.1)
-    ph = titration_curve({"acetic_acid": 0.1}, 25.0, {"naoh": 0.1}, v, activity=True) + 0.005 * rng.standard_normal(v.size)
+    ph = titration_curve({"acetic_acid": 0.1}, 25.0, {"naoh": 0.1}, v, activity=True)
+    ph = ph + 0.005 * rng.standard_normal(v.size)
     return v, ph
 
 

@@ -279,11 +279,14 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
             problems.append(f"fit did not converge ({fit.message})")
         if not fit.rms_ph <= rms_limit:
             problems.append(f"residual rms {fit.rms_ph:.3g} pH exceeds {rms_limit:.3g} (model does not describe the data)")
-        if not u <= cfg.fit_max_pka_uncertainty:
-            problems.append(f"standard error {u:.3g} exceeds {cfg.fit_max_pka_uncertainty:g}: the data barely "
-                            "constrain this pKa")
         budget = fit_pka_budget(fit, name, ph_calibration_sd=cfg.ph_calibration_sd, temperature_c=temperature_c,
                                 inputs=inputs)
+        # What the data constrain: the fit's standard error with the residuals' correlation (the budget's fit
+        # component), not the Jacobian's alone, which counts correlated points as independent.
+        u_data = next((c.standard_uncertainty for c in budget.components if c.source.startswith("fit")), u)
+        if not u_data <= cfg.fit_max_pka_uncertainty:
+            problems.append(f"standard error {u_data:.3g} (residuals' correlation included) exceeds "
+                            f"{cfg.fit_max_pka_uncertainty:g}: the data barely constrain this pKa")
         top = budget.largest()
         reason = "; ".join(problems) if problems else (
             f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH; standard uncertainty "

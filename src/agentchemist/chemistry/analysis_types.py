@@ -159,7 +159,8 @@ class AnalysisConfig:
     max_gap_factor: float = 3.0            # largest gap in the jump region, in median volume steps
     half_eq_points_each_side: int = 2      # measured points on each side of a half-equivalence point
     half_eq_max_bias_ph: float = 0.02      # largest [H+]/[OH-] bias of pH(V_half) accepted as pKa
-    fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error above which it is unsupported
+    fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error (with the residuals' correlation) above
+                                           # which it is unsupported
     fit_max_rms_factor: float = 5.0        # fit residual rms above this times the noise: model misfit
     fit_min_rms_ph: float = 0.02           # ... but never demand a better rms than this
     # Standard uncertainty of the pH scale itself (a two-point buffer calibration: buffers are certified to

@@ -227,7 +227,8 @@ def fit_pka_budget(fit, name: str, *, ph_calibration_sd: float, temperature_c: f
                                  f"{inputs.ph_slope_rel_sd:.2%} slope about pH 7"),
             UncertaintyComponent("temperature", _temperature_components(0.0, temperature_c, inputs,
                                                                         s["ph_slope"][name]),
-                                 f"{inputs.temperature_sd_c:g} K: Nernst slope and dpKa/dT <= {inputs.dpka_dt_per_k:g}/K"),
+                                 f"{inputs.temperature_sd_c:g} K: Nernst slope and dpKa/dT <= "
+                                 f"{inputs.dpka_dt_per_k:g}/K"),
             UncertaintyComponent("titrant concentration", abs(s["titrant_m"][name]) * inputs.titrant_rel_sd,
                                  f"{inputs.titrant_rel_sd:.2%} relative"),
             UncertaintyComponent("drop volume calibration", abs(s["volume_scale"][name]) * inputs.drop_volume_rel_sd,

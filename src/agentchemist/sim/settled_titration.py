@@ -110,5 +110,6 @@ def settled_titration(scenario: Scenario, *, seed: int, target_ph: float, max_vo
         probe.set_bulk(beaker.ph())
         drops += 1
         landed += volume
-    return SettledTitration(np.array(volumes), np.array(phs), np.array(truths), np.array(bulk), true_m, unsettled, perturbation)
+    return SettledTitration(np.array(volumes), np.array(phs), np.array(truths), np.array(bulk), true_m, unsettled,
+                            perturbation)
 
