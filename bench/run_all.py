@@ -166,8 +166,10 @@ def coverage_rows(cov: dict | None) -> list[tuple[str, str]]:
         parts = []
         for name, s in block["summary"].items():
             if s["n"]:
+                was = s.get("before_budget")
+                was = f"; fit-only u before: {was['coverage_pct']:.0f} %" if was else ""
                 parts.append(f"{name} {s['coverage_pct']:.0f} % (n {s['n']}, median |err|/u "
-                             f"{s['median_abs_error_over_u']:.2f})")
+                             f"{s['median_abs_error_over_u']:.2f}{was})")
             else:
                 parts.append(f"{name} never stated ({s['not_stated']} runs)")
         rows.append((f"95 % intervals containing the twin's truth, {scenario}, {cov['seeds']} seeds "

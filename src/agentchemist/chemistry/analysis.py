@@ -336,8 +336,9 @@ def analyze_titration(
     and ``analyte_volume_ml`` enable concentrations and the curve fit; ``quality_flags`` are volume
     ranges (mL) whose data were flagged; ``activity`` fits with Davies activities (for real meters
     whose pH is -log a(H+)); ``uncertainty`` the standard uncertainties of what is taken as known (electrode
-    slope, titrant, drop volume, temperature ...) for the budgets. Raises :class:`AnalysisInputError` (a ValueError) on invalid input and
-    ``UnknownReagentError`` (a ValueError) on an unknown reagent name.
+    slope, titrant, drop volume, temperature ...) for the budgets (settle-gated readings:
+    ``UncertaintyInputs.for_settled_readings()``). Raises :class:`AnalysisInputError` (a ValueError) on
+    invalid input and ``UnknownReagentError`` (a ValueError) on an unknown reagent name.
     """
     cfg = config or AnalysisConfig()
     inputs = uncertainty or UncertaintyInputs()

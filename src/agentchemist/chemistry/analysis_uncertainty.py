@@ -74,7 +74,8 @@ class UncertaintyInputs:
     at 0.005 pH noise) on an electrode plus mixing response of about 3 s: (0.01 + 2 x 0.006) x 3, a lag of
     up to 0.05 pH (the twin's 5th percentile is -0.05 to -0.06); at the earliest acceptance, 1.2 s after a
     drop, a 1 s mixing + 2 s electrode cascade still shows 0.8 of a step (0.75 taken: the twin's readings
-    settle 2 to 3 steps behind on the flat parts).
+    settle 2 to 3 steps behind on the flat parts). Volumes not counted in drops (a burette, synthetic
+    data): set ``drop_volume_rel_sd`` and ``drop_scatter_rel_sd`` to the volume's own uncertainty.
     """
 
     ph_slope_rel_sd: float = 0.005
