@@ -199,6 +199,11 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
     config = opts.get("config")
     if isinstance(config, Mapping):
         config = AnalysisConfig(**config)
+    # The rows are the recorder's ph_settled readings: settle-gated, so they lag (analysis_uncertainty).
+    try:
+        inputs = UncertaintyInputs.for_settled_readings(**dict(opts.get("uncertainty") or {}))
+    except (TypeError, ValueError) as exc:
+        raise ReportInputError(f"analysis option 'uncertainty': {exc}") from None
     flags = flagged_volume_ranges(rows)
     try:
         analysis = analyze_titration(
@@ -207,8 +212,7 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
             analyte_volume_ml=setup.analyte_volume_ml, analyte=setup.analyte, titrant=setup.titrant,
             quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", DEFAULT_ACTIVITY)),
             fit=bool(opts.get("fit", True)), config=config,
-            # The rows are the recorder's ph_settled readings: settle-gated, so they lag (analysis_uncertainty).
-            uncertainty=UncertaintyInputs.for_settled_readings(**dict(opts.get("uncertainty") or {})),
+            uncertainty=inputs,
         )
     except (ValueError, ArithmeticError) as exc:  # bad data, or a solver that could not converge
         ctx.not_concluded.append(f"the titration data could not be analysed: {exc}")
