@@ -153,6 +153,7 @@ def table() -> str:
                      f"{pf['mean']:.1f} ms mean, {pf['p95']:.1f} ms p95 on one core: "
                      f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
     rows += vla_rows(load("vla"))
+    rows += coverage_rows(load("coverage"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
     lines += [f"| {a} | {b} |" for a, b in rows]
@@ -171,6 +172,26 @@ def fault_campaign_row(faults: dict) -> tuple[str, str]:
             f"0 records lost, honest)", f"held {total['held']}/{n}, named {total['named']}/{n}, records lost "
             f"{total['records_lost']}, honest {total['honest']}/{n} ({faults['commit']}; "
             "bench/results/fault_campaign.md)")
+
+
+def coverage_rows(cov: dict | None) -> list[tuple[str, str]]:
+    """Coverage of the stated 95 % intervals on twin titrations (bench/coverage.py): goal >= 90 % each."""
+    if not cov:
+        return []
+    rows = []
+    for scenario, block in (cov.get("settings", {}).get("perturbed") or {}).items():
+        parts = []
+        for name, s in block["summary"].items():
+            if s["n"]:
+                was = s.get("before_budget")
+                was = f"; fit-only u before: {was['coverage_pct']:.0f} %" if was else ""
+                parts.append(f"{name} {s['coverage_pct']:.0f} % (n {s['n']}, median |err|/u "
+                             f"{s['median_abs_error_over_u']:.2f}{was})")
+            else:
+                parts.append(f"{name} never stated ({s['not_stated']} runs)")
+        rows.append((f"95 % intervals containing the twin's truth, {scenario}, {cov['seeds']} seeds "
+                     "(goal: >= 90 % each)", "; ".join(parts)))
+    return rows
 
 
 def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
@@ -272,6 +293,7 @@ def main() -> int:
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
     ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)
+    ok &= run("coverage", ["bench/coverage.py", "--seeds", "20", "--unperturbed"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)
     record_rates()
     planner_accuracy()

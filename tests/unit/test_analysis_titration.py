@@ -71,9 +71,12 @@ def test_acetic_acid_equivalence_and_pka(seed):
     assert abs(half.value - 4.76) < 0.02
     assert abs(fit.value - 4.76) < 0.02
     assert half.half_equivalence_volume_ml == pytest.approx(eq.volume_ml / 2)
-    # The fit's standard error is tiny; the stated uncertainty includes the pH scale's calibration (0.02).
+    # The fit's standard error is tiny; the stated uncertainty is the budget's combined one, which includes
+    # the electrode's calibration offset (0.02) and slope (0.5 % of 4.76 - 7).
     assert 0.02 <= fit.uncertainty < 0.03 and 0.02 <= half.uncertainty < 0.05
-    assert "pH scale's calibration" in fit.reason
+    assert "electrode offset" in fit.reason and fit.uncertainty == pytest.approx(fit.budget.combined)
+    assert {c.source for c in fit.budget.components} >= {"fit (residuals' correlation)", "electrode offset",
+                                                         "electrode slope", "temperature"}
     assert result.best_pka(1) is not None
 
 

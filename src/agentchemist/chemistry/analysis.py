@@ -12,7 +12,10 @@ Pipeline of :func:`analyze_titration` (volumes in mL, pH dimensionless):
    that makes pH(V_half) differ from pKa (large for strong first protons such as maleic acid's);
 5. nonlinear least-squares fit of the whole curve with the equilibrium model (:mod:`.analysis_fit`):
    pKa values and analyte concentration with standard errors;
-6. analyte concentration from the equivalence volume (titrant concentration known).
+6. analyte concentration from the equivalence volume (titrant concentration known);
+7. an uncertainty budget for every pKa, equivalence volume and concentration (:mod:`.analysis_uncertainty`):
+   ``uncertainty`` of a pKa is its combined standard uncertainty, ``budget`` lists the components and
+   the 95 % interval (k = 2).
 
 Nothing is invented: a claim the data do not support is returned with ``supported=False`` and the
 reason, its value NaN when there is no basis for a number, and ``warnings`` lists what could not be
@@ -49,11 +52,14 @@ from .analysis_smoothing import MIN_WINDOW, POLYORDER, SmoothedCurve, odd_at_lea
 from . import analysis_types
 from .analysis_types import (AnalysisConfig, AnalysisInputError, CurveFit, EquivalencePoint, PkaEstimate,
                              TitrationAnalysis)
+from .analysis_uncertainty import (UncertaintyComponent, UncertaintyInputs, concentration_budget, equivalence_budget,
+                                   fit_pka_budget, half_equivalence_budget)
 from .equilibrium import ConvergenceError, kw_at
 from .reagents import Reagent, default_library
 
 __all__ = [
     *analysis_types.__all__,
+    "UncertaintyInputs",
     "WeighingError",
     "analyze_titration",
     "ca_concentration_from_endpoint",
@@ -164,6 +170,7 @@ def _half_equivalence(
     analyte_volume_ml: float | None,
     temperature_c: float,
     fit: CurveFit | None,
+    inputs: UncertaintyInputs,
 ) -> list[PkaEstimate]:
     steps = np.diff(v)
     median_step = float(np.median(steps[steps > 0]))
@@ -184,7 +191,10 @@ def _half_equivalence(
             continue
         value = float(np.interp(v_half, curve.grid_ml, curve.ph_smooth))
         slope = abs(float(np.interp(v_half, curve.grid_ml, curve.d1)))
-        uncertainty = math.hypot(curve.noise_sd * smoothing_gain, slope * u_v)
+        base = [UncertaintyComponent("reading noise", curve.noise_sd * smoothing_gain,
+                                     f"noise {curve.noise_sd:.2g} pH through the smoothing window"),
+                UncertaintyComponent("half-equivalence volume", slope * u_v,
+                                     f"{u_v:.2g} mL at {slope:.3g} pH/mL")]
         problems: list[str] = []
         for used in (previous, eq):
             if used is not None and not used.supported:
@@ -218,21 +228,27 @@ def _half_equivalence(
                     "activity coefficients, shift the half-equivalence pH; use the curve fit)"
                 )
             else:
-                uncertainty = math.hypot(uncertainty, bias)
-        uncertainty = math.hypot(uncertainty, cfg.ph_calibration_sd)  # the pH scale's own calibration
+                base.append(UncertaintyComponent("[H+]/[OH-] bias", abs(bias), bias_note))
+        budget = half_equivalence_budget(index, value, base, ph_step_per_drop=slope * median_step,
+                                         ph_calibration_sd=cfg.ph_calibration_sd, temperature_c=temperature_c,
+                                         inputs=inputs, direction=1 if titrant.strong_protons < 0 else -1)
+        ph_read, (value, uncertainty) = value, (budget.value, budget.combined)
         if problems:
-            out.append(PkaEstimate(value, "half_equivalence", uncertainty, False, "; ".join(problems), index, v_half))
+            out.append(PkaEstimate(value, "half_equivalence", uncertainty, False, "; ".join(problems), index, v_half,
+                                   budget))
         else:
-            reason = (f"pH {value:.3f} at V = {v_half:.3f} mL; {before} points before and {after} after within "
-                      f"{reach:.3g} mL; {bias_note}")
-            out.append(PkaEstimate(value, "half_equivalence", uncertainty, True, reason, index, v_half))
+            lag = f"; settling lag correction {budget.correction:+.3f}" if budget.correction else ""
+            reason = (f"pH {ph_read:.3f} at V = {v_half:.3f} mL; {before} points before and {after} after within "
+                      f"{reach:.3g} mL; {bias_note}{lag}")
+            out.append(PkaEstimate(value, "half_equivalence", uncertainty, True, reason, index, v_half, budget))
     return out
 
 
 def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titrant: Reagent, noise_sd: float,
-                   cfg: AnalysisConfig) -> list[PkaEstimate]:
+                   cfg: AnalysisConfig, temperature_c: float, inputs: UncertaintyInputs,
+                   eqs: list[EquivalencePoint]) -> list[PkaEstimate]:
     out = []
-    rms_limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+    rms_limit = _rms_limit(noise_sd, cfg, inputs)
     steps = np.diff(v)
     median_step = float(np.median(steps[steps > 0]))
     per_step = fit.equivalence_volumes_ml[0] if fit.equivalence_volumes_ml else NAN
@@ -252,24 +268,44 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
             if before < cfg.half_eq_points_each_side or after < cfg.half_eq_points_each_side:
                 problems.append(f"the data do not reach both sides of the fitted half-equivalence volume "
                                 f"{v_half:.3f} mL ({before} point(s) before, {after} after): the pKa is extrapolated")
+            # A run that ends before any located jump past this buffer region leaves the concentration to the
+            # model: a wrong pKa set can then fit as well as the right one (a triprotic acid stopped at pH 3
+            # fits pKa1 1.8 and pKa2 2.6 with rms 0.005), so the local standard error says nothing.
+            elif not any(e.supported and e.volume_ml >= v_half for e in eqs):
+                problems.append(f"no located equivalence point beyond the fitted half-equivalence volume {v_half:.3f} "
+                                "mL: the titration ended before the jump that anchors the concentration, so the pKa "
+                                "rests on the model alone")
         if not fit.converged:
             problems.append(f"fit did not converge ({fit.message})")
         if not fit.rms_ph <= rms_limit:
             problems.append(f"residual rms {fit.rms_ph:.3g} pH exceeds {rms_limit:.3g} (model does not describe the data)")
-        if not u <= cfg.fit_max_pka_uncertainty:
-            problems.append(f"standard error {u:.3g} exceeds {cfg.fit_max_pka_uncertainty:g}: the data barely "
-                            "constrain this pKa")
-        combined = math.hypot(u, cfg.ph_calibration_sd)
+        budget = fit_pka_budget(fit, name, ph_calibration_sd=cfg.ph_calibration_sd, temperature_c=temperature_c,
+                                inputs=inputs)
+        # What the data constrain: the fit's standard error with the residuals' correlation (the budget's fit
+        # component), not the Jacobian's alone, which counts correlated points as independent.
+        u_data = next((c.standard_uncertainty for c in budget.components if c.source.startswith("fit")), u)
+        if not u_data <= cfg.fit_max_pka_uncertainty:
+            problems.append(f"standard error {u_data:.3g} (residuals' correlation included) exceeds "
+                            f"{cfg.fit_max_pka_uncertainty:g}: the data barely constrain this pKa")
+        top = budget.largest()
         reason = "; ".join(problems) if problems else (
-            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH; uncertainty {combined:.2g} = fit "
-            f"standard error {u:.2g} (Jacobian) combined with the pH scale's calibration {cfg.ph_calibration_sd:g}"
+            f"least-squares fit of {fit.n_points} points, rms {fit.rms_ph:.3g} pH; standard uncertainty "
+            f"{budget.combined:.2g} from {len(budget.components)} sources (largest: {top.source if top else '-'}), "
+            f"95 % interval +-{budget.expanded:.2g}"
         )
-        out.append(PkaEstimate(value, "curve_fit", combined, not problems, reason, index, v_half))
+        out.append(PkaEstimate(budget.value, "curve_fit", budget.combined, not problems, reason, index, v_half, budget))
     return out
 
 
-def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: bool) -> str | None:
-    limit = max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph)
+def _rms_limit(noise_sd: float, cfg: AnalysisConfig, inputs: UncertaintyInputs) -> float:
+    """The residual rms above which the model does not describe the data: a multiple of the noise, never
+    below a floor, and for settle-gated readings never below their lag bound (the model has no lag)."""
+    return max(cfg.fit_max_rms_factor * noise_sd, cfg.fit_min_rms_ph, inputs.settle_lag_bound_ph)
+
+
+def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: bool,
+                 inputs: UncertaintyInputs) -> str | None:
+    limit = _rms_limit(noise_sd, cfg, inputs)
     if fit.rms_ph <= limit:
         return None
     hint = "" if activity else " (a glass electrode reads activities: try the fit with activity=True)"
@@ -292,16 +328,20 @@ def analyze_titration(
     activity: bool = False,
     fit: bool = True,
     config: AnalysisConfig | None = None,
+    uncertainty: UncertaintyInputs | None = None,
 ) -> TitrationAnalysis:
     """Analyse a titration curve (cumulative titrant volume in mL, pH); see the module docstring.
 
     ``analyte``/``titrant`` are reagent names or aliases of the reagent library; ``titrant_m`` (mol/L)
     and ``analyte_volume_ml`` enable concentrations and the curve fit; ``quality_flags`` are volume
     ranges (mL) whose data were flagged; ``activity`` fits with Davies activities (for real meters
-    whose pH is -log a(H+)). Raises :class:`AnalysisInputError` (a ValueError) on invalid input and
-    ``UnknownReagentError`` (a ValueError) on an unknown reagent name.
+    whose pH is -log a(H+)); ``uncertainty`` the standard uncertainties of what is taken as known (electrode
+    slope, titrant, drop volume, temperature ...) for the budgets (settle-gated readings:
+    ``UncertaintyInputs.for_settled_readings()``). Raises :class:`AnalysisInputError` (a ValueError) on
+    invalid input and ``UnknownReagentError`` (a ValueError) on an unknown reagent name.
     """
     cfg = config or AnalysisConfig()
+    inputs = uncertainty or UncertaintyInputs()
     v, p = _clean(volume_ml, ph)
     flags = _check_flags(quality_flags)
     c_t = _optional_positive("titrant_m", titrant_m)
@@ -368,15 +408,13 @@ def analyze_titration(
     if fit_result is not None and fit_result.converged and c_t is not None and v_a is not None:
         _refine_with_local_fit(v, p, eqs, fit_result, analyte_r, titrant_r, c_t, v_a, flags, temperature_c, activity,
                                curve, cfg, warnings, result.ph_adaptive)
-        for d, eq in zip(per_eq, eqs):
-            c = concentration_from_equivalence(eq.volume_ml, c_t, v_a, step=eq.index, titrant_capacity=capacity)
-            d.update(analyte_m=c, uncertainty_m=c * eq.uncertainty_ml / eq.volume_ml)
+    _attach_budgets(v, eqs, per_eq, c_t, v_a, capacity, inputs)
 
     # The concentration stated: from the supported equivalence point with the smallest relative uncertainty.
     best_c = min(per_eq, key=lambda d: (not d["supported"], d["uncertainty_m"] / d["analyte_m"])) if per_eq else None
     analyte_m_for_bias = best_c["analyte_m"] if best_c else None
     result.pka = _half_equivalence(v, curve, eqs, analyte_r, titrant_r, flags, cfg, analyte_m_for_bias, v_a,
-                                   temperature_c, fit_result)
+                                   temperature_c, fit_result, inputs)
     if analyte_r is not None and not analyte_r.pka:
         ph_half = ""
         if eqs and v[0] <= eqs[0].volume_ml / 2 <= v[-1]:
@@ -387,8 +425,9 @@ def analyze_titration(
                                       f"{analyte_r.display_name} is a {analyte_r.kind.replace('_', ' ')}: it is "
                                       f"fully dissociated in water and has no measurable pKa{ph_half}", 1))
     if fit_result is not None:
-        result.pka.extend(_fit_estimates(fit_result, v, analyte_r, titrant_r, curve.noise_sd, cfg))
-        misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity)
+        result.pka.extend(_fit_estimates(fit_result, v, analyte_r, titrant_r, curve.noise_sd, cfg, temperature_c,
+                                         inputs, eqs))
+        misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity, inputs)
         if misfit:
             warnings.append(misfit)
     result.pka.sort(key=lambda e: (e.index, e.method != "half_equivalence"))
@@ -409,6 +448,7 @@ def analyze_titration(
             "analyte_volume_ml": v_a,
             "per_equivalence_point": per_eq,
             "curve_fit": None,
+            "budget": best_c.get("budget"),
         }
         if fit_result is not None and "analyte_m" in fit_result.parameters:
             result.concentration["curve_fit"] = {
@@ -433,6 +473,21 @@ def analyze_titration(
             "curve_fit": None,
         }
     return result
+
+
+def _attach_budgets(v: np.ndarray, eqs: list[EquivalencePoint], per_eq: list[dict], c_t: float | None,
+                    v_a: float | None, capacity: int, inputs: UncertaintyInputs) -> None:
+    """Budget every equivalence volume and the concentration from it (drop volume: the median step)."""
+    steps = np.diff(v)
+    drop_ml = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
+    for eq in eqs:
+        eq.budget = equivalence_budget(eq.index, eq.volume_ml, eq.uncertainty_ml, drop_ml, inputs)
+    if c_t is None or v_a is None:
+        return
+    for d, eq in zip(per_eq, eqs):
+        c = concentration_from_equivalence(eq.volume_ml, c_t, v_a, step=eq.index, titrant_capacity=capacity)
+        budget = concentration_budget(c, eq.budget, inputs)
+        d.update(analyte_m=c, uncertainty_m=budget.combined, budget=budget.as_dict())
 
 
 # Measured points a displayed derivative is smoothed over: the window follows the data density (a run

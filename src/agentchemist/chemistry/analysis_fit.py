@@ -9,7 +9,11 @@ concentration, the analyte volume, temperature.
 pKa values are parametrised as pKa1 and non-negative increments pKa(k) - pKa(k-1), which keeps them
 ascending as the reagent model requires; the covariance is mapped back with the same linear
 transform. Standard errors come from the Jacobian at the optimum: cov = s^2 (J^T J)^-1 with s^2 the
-residual variance. They assume independent pH errors and exact volumes; the report says so.
+residual variance; they assume independent pH errors and exact volumes. What else the parameters depend
+on is linearised at the optimum too: ``CurveFit.sensitivity`` maps a perturbation of the pH data to the
+parameters ((J^T J)^-1 J^T), and ``CurveFit.source_sensitivities`` gives d(parameter)/d(source) for a pH
+offset, a pH slope error, a volume scale error and a titrant concentration error, from which
+:mod:`.analysis_uncertainty` builds the uncertainty budget.
 """
 
 from __future__ import annotations
@@ -162,6 +166,9 @@ def fit_titration_curve(
     steps, capacity = titratable_steps(analyte, titrant)
     veq = [k * c_fit * analyte_volume_ml / (titrant_m * capacity) for k in range(1, steps + 1)]
     ph_fit = model(result.x, grid_ml) if grid_ml is not None and grid_ml.size else None
+    # (J^T J)^-1 J^T: a change dp of the pH data moves theta by this times dp (Gauss-Newton at the optimum).
+    sensitivity = transform @ np.linalg.pinv(jac.T @ jac) @ jac.T
+    sources = _source_sensitivities(model, result.x, v, p, sensitivity, names)
     return CurveFit(
         model=_describe(analyte, titrant, activity),
         parameters=fitted,
@@ -173,7 +180,37 @@ def fit_titration_curve(
         message=message,
         equivalence_volumes_ml=veq,
         ph_fit=ph_fit,
+        residuals=np.asarray(residual, float),
+        fitted_volume_ml=np.asarray(v, float),
+        fitted_ph=np.asarray(p, float),
+        sensitivity=sensitivity,
+        parameter_names=names,
+        source_sensitivities=sources,
     )
+
+
+def _source_sensitivities(model: _Model, x: np.ndarray, v: np.ndarray, p: np.ndarray, sensitivity: np.ndarray,
+                          names: list[str]) -> dict[str, dict[str, float]]:
+    """d(parameter)/d(source) at the optimum, for each source of error the fit takes as exact.
+
+    ``ph_offset`` (per pH unit read high), ``ph_slope`` (per unit relative slope error about pH 7),
+    ``volume_scale`` (per unit relative error of every volume: the drop volume the dispenser counts with),
+    ``titrant_m`` (per unit relative error of the titrant concentration).
+    """
+    h = 1e-4
+    base = model(x, v)
+    data_shift = {"ph_offset": np.ones_like(p), "ph_slope": p - 7.0}
+    # A volume scale or titrant error changes the model the data should be compared with: the fit moves
+    # theta so as to follow the change of the model, i.e. the data perturbation is minus the model change.
+    data_shift["volume_scale"] = -(model(x, v * (1.0 + h)) - base) / h
+    saved = model.titrant_m
+    try:
+        model.titrant_m = saved * (1.0 + h)
+        data_shift["titrant_m"] = -(model(x, v) - base) / h
+    finally:
+        model.titrant_m = saved
+    return {source: {name: float(d) for name, d in zip(names, sensitivity @ shift)}
+            for source, shift in data_shift.items()}
 
 
 def _describe(analyte: Reagent, titrant: Reagent, activity: bool) -> str:

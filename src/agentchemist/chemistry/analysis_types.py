@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .analysis_uncertainty import UncertaintyBudget
+
 __all__ = [
     "AnalysisConfig",
     "AnalysisInputError",
@@ -49,6 +51,8 @@ class EquivalencePoint:
     window_points: int = 0
     points_before: int = 0
     points_after: int = 0
+    # what ``uncertainty_ml`` leaves out (drop volume calibration and scatter): analysis_uncertainty
+    budget: "UncertaintyBudget | None" = None
     # (volumes mL, pH) of the model fitted across the jump, densely sampled, when it was used
     model_curve: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -64,6 +68,8 @@ class PkaEstimate:
     reason: str
     index: int = 1
     half_equivalence_volume_ml: float = float("nan")
+    # components behind ``uncertainty`` (its combined standard uncertainty) and the 95 % interval
+    budget: "UncertaintyBudget | None" = None
 
 
 @dataclass
@@ -86,6 +92,14 @@ class CurveFit:
     message: str
     equivalence_volumes_ml: list[float] = field(default_factory=list)
     ph_fit: np.ndarray | None = None
+    # For the uncertainty budget (analysis_uncertainty): residuals (model - data, by volume) of the points
+    # fitted, their volumes, the data-to-parameter sensitivity matrix and d(parameter)/d(source).
+    residuals: np.ndarray | None = None
+    fitted_volume_ml: np.ndarray | None = None
+    fitted_ph: np.ndarray | None = None
+    sensitivity: np.ndarray | None = None
+    parameter_names: list[str] = field(default_factory=list)
+    source_sensitivities: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,7 +159,8 @@ class AnalysisConfig:
     max_gap_factor: float = 3.0            # largest gap in the jump region, in median volume steps
     half_eq_points_each_side: int = 2      # measured points on each side of a half-equivalence point
     half_eq_max_bias_ph: float = 0.02      # largest [H+]/[OH-] bias of pH(V_half) accepted as pKa
-    fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error above which it is unsupported
+    fit_max_pka_uncertainty: float = 0.05  # fitted pKa standard error (with the residuals' correlation) above
+                                           # which it is unsupported
     fit_max_rms_factor: float = 5.0        # fit residual rms above this times the noise: model misfit
     fit_min_rms_ph: float = 0.02           # ... but never demand a better rms than this
     # Standard uncertainty of the pH scale itself (a two-point buffer calibration: buffers are certified to

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .summary import SECTION_TITLES
+from .uncertainty import BUDGET_HEADERS, budget_rows, interval_text
 
 __all__ = ["Bullets", "Image", "KeyValues", "Para", "Section", "Table", "build_document", "fmt", "fmt_t"]
 
@@ -169,8 +170,9 @@ def _answer(results: dict) -> list[tuple[str, str]]:
             continue
         v = theory.get((f"equivalence volume {e['index']}", e["method"]))
         p = theory.get((f"equivalence pH {e['index']}", e["method"]))
+        u = (e.get("budget") or {}).get("combined_standard_uncertainty", e["uncertainty_ml"])
         rows.append((f"Equivalence point {e['index']}",
-                     f"{fmt(e['volume_ml'], 3)} ± {fmt_sig(e['uncertainty_ml'], 2)} mL"
+                     f"{fmt(e['volume_ml'], 3)} ± {fmt_sig(u, 2)} mL"
                      + (f" (theory {fmt(v['reference'], 3)} mL)" if v else "")
                      + f", pH {fmt(e['ph'], 2)}" + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
     conc = results.get("concentration")
@@ -184,7 +186,7 @@ def _answer(results: dict) -> list[tuple[str, str]]:
                 best[p["index"]] = p
     for index, p in sorted(best.items()):
         rows.append((f"pKa{index}", f"{fmt(p['value'], 3)} ± {fmt_sig(p['uncertainty'], 2)} "
-                     f"({p['method'].replace('_', ' ')})"))
+                     f"({p['method'].replace('_', ' ')}){interval_text(p.get('budget'))}"))
     if results.get("final_ph") is not None and not results.get("interrupted") and results.get("target_ph") is not None:
         rows.append(("Final pH", f"{fmt(results['final_ph'], 3)} (target {fmt(results['target_ph'], 2)})"))
     if "final_mass_g" in results:
@@ -206,7 +208,8 @@ def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Pa
         sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: status {status}."))
     answer = _answer(summary.get("sections", {}).get("results", {}))
     if answer:
-        sec.blocks.append(Para("Result (± standard uncertainty; the evidence for each number is in section 9):"))
+        sec.blocks.append(Para("Result (± combined standard uncertainty, all sources; the evidence for each number "
+                               "and its uncertainty budget are in section 9):"))
         sec.blocks.append(KeyValues(answer))
     for name, caption in SUMMARY_CHARTS:
         if charts and name in charts:
@@ -454,10 +457,13 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     blocks.append(KeyValues(kv))
     eqs = s.get("equivalence_points")
     if eqs is not None:
-        rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt_sig(e["uncertainty_ml"], 2), fmt(e["ph"], 2),
+        rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt_sig(e["uncertainty_ml"], 2),
+                 fmt_sig((e.get("budget") or {}).get("combined_standard_uncertainty"), 2), fmt(e["ph"], 2),
                  e["method"], _yes(e["supported"]), e["reason"]] for e in eqs]
-        blocks.append(Table(["#", "V_eq (mL)", "± (mL)", "pH", "Method", "Supported", "Evidence"], rows,
-                            "Equivalence points") if rows else Para("No equivalence point was found.", "warn"))
+        blocks.append(Table(["#", "V_eq (mL)", "± on the curve (mL)", "± all sources (mL)", "pH", "Method",
+                             "Supported", "Evidence"], rows,
+                            "Equivalence points (± all sources: the budget below)") if rows
+                      else Para("No equivalence point was found.", "warn"))
     pka = s.get("pka")
     if pka is not None:
         rows = [[f"pKa{p['index']}", fmt(p["value"], 3), fmt_sig(p["uncertainty"], 2), p["method"].replace("_", " "),
@@ -488,6 +494,10 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
                                  ("Converged", _yes(fit["converged"])), ("Solver", fit["message"]),
                                  ("Implied equivalence volumes", implied),
                                  ("Note", fit["uncertainty_note"])]))
+    budgets = budget_rows(s)
+    if budgets:
+        blocks.append(Table(BUDGET_HEADERS, budgets, "Uncertainty budgets: what each stated value depends on "
+                            "(standard uncertainties; 95 % interval = value ± k x combined, k = 2)"))
     devs = s.get("deviations") or []
     if devs:
         digits = {"mL": 3, "mol/L": 5}

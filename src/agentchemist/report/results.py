@@ -23,9 +23,11 @@ from agentchemist.chemistry.analysis import (
     weighing_error,
 )
 from agentchemist.chemistry.analysis_compare import CurveComparison, compare_with_references
+from agentchemist.chemistry.analysis_uncertainty import UncertaintyInputs
 from agentchemist.chemistry.reagents import Reagent, default_library
 
 from .model import DropRow, ReportInputError, RunData, flagged_volume_ranges, series, titration_table
+from .uncertainty import interval_text
 
 __all__ = ["ResultsContext", "TitrationSetup", "compute_results", "titration_setup"]
 
@@ -35,7 +37,7 @@ DEFAULT_ACTIVITY = True
 
 _OPTION_KEYS = {
     "analyte", "analyte_m", "analyte_volume_ml", "titrant", "titrant_m", "expected_equivalents",
-    "temperature_c", "activity", "fit", "config", "family", "sample_volume_ml",
+    "temperature_c", "activity", "fit", "config", "family", "sample_volume_ml", "uncertainty",
 }
 
 
@@ -180,12 +182,14 @@ def _eq_dict(e) -> dict:
     return {"index": e.index, "volume_ml": e.volume_ml, "ph": e.ph, "uncertainty_ml": e.uncertainty_ml,
             "method": e.method, "supported": e.supported, "reason": e.reason, "d1_peak_ml": e.d1_peak_ml,
             "jump_region_ml": list(e.jump_region_ml), "window_points": e.window_points,
-            "points_before": e.points_before, "points_after": e.points_after}
+            "points_before": e.points_before, "points_after": e.points_after,
+            "budget": e.budget.as_dict() if e.budget is not None else None}
 
 
 def _pka_dict(p) -> dict:
     return {"index": p.index, "value": p.value, "uncertainty": p.uncertainty, "method": p.method,
-            "supported": p.supported, "reason": p.reason, "half_equivalence_volume_ml": p.half_equivalence_volume_ml}
+            "supported": p.supported, "reason": p.reason, "half_equivalence_volume_ml": p.half_equivalence_volume_ml,
+            "budget": p.budget.as_dict() if p.budget is not None else None}
 
 
 def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
@@ -202,6 +206,11 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
     config = opts.get("config")
     if isinstance(config, Mapping):
         config = AnalysisConfig(**config)
+    # The rows are the recorder's ph_settled readings: settle-gated, so they lag (analysis_uncertainty).
+    try:
+        inputs = UncertaintyInputs.for_settled_readings(**dict(opts.get("uncertainty") or {}))
+    except (TypeError, ValueError) as exc:
+        raise ReportInputError(f"analysis option 'uncertainty': {exc}") from None
     flags = flagged_volume_ranges(rows)
     try:
         analysis = analyze_titration(
@@ -210,6 +219,7 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
             analyte_volume_ml=setup.analyte_volume_ml, analyte=setup.analyte, titrant=setup.titrant,
             quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", DEFAULT_ACTIVITY)),
             fit=bool(opts.get("fit", True)), config=config,
+            uncertainty=inputs,
         )
     except (ValueError, ArithmeticError) as exc:  # bad data, or a solver that could not converge
         ctx.not_concluded.append(f"the titration data could not be analysed: {exc}")
@@ -226,20 +236,24 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
         "model": fit.model, "parameters": fit.parameters, "uncertainties": fit.uncertainties, "rms_ph": fit.rms_ph,
         "n_points": fit.n_points, "excluded_points": fit.excluded_points, "converged": fit.converged,
         "message": fit.message, "equivalence_volumes_ml": fit.equivalence_volumes_ml,
-        "uncertainty_note": "standard errors from the Jacobian assume independent pH errors and exact volumes "
-                            "and titrant concentration",
+        "uncertainty_note": "the standard errors here are the Jacobian's alone (independent pH errors, exact "
+                            "volumes and titrant concentration); the uncertainties stated for pKa, equivalence "
+                            "volumes and the concentration are the budgets below, which add the residuals' "
+                            "correlation, electrode, temperature, titrant, drop volume and settling lag",
     }
     ctx.not_concluded.extend(analysis.warnings)
     for e in analysis.equivalence_points:
         if e.supported:
-            ctx.concluded.append(f"equivalence point {e.index} at {e.volume_ml:.3f} ± {e.uncertainty_ml:.2g} mL "
-                                 f"(pH {e.ph:.2f})")
+            u = e.budget.combined if e.budget is not None else e.uncertainty_ml
+            ctx.concluded.append(f"equivalence point {e.index} at {e.volume_ml:.3f} ± {u:.2g} mL (pH {e.ph:.2f})"
+                                 + (interval_text(e.budget.as_dict()) if e.budget is not None else ""))
         else:
             ctx.not_concluded.append(f"equivalence point {e.index} (near {e.volume_ml:.3f} mL) is not stated: {e.reason}")
     for p in analysis.pka:
         label = f"pKa{p.index} ({p.method.replace('_', ' ')})"
         if p.supported:
-            ctx.concluded.append(f"{label} = {p.value:.3f} ± {p.uncertainty:.2g}")
+            ctx.concluded.append(f"{label} = {p.value:.3f} ± {p.uncertainty:.2g}"
+                                 + (interval_text(p.budget.as_dict()) if p.budget is not None else ""))
         else:
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
     conc = analysis.concentration
@@ -247,7 +261,7 @@ def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ct
         _standardisation(setup, conc, out, ctx)  # the analyte is the standard; the titrant is the result
     elif conc is not None:
         text = (f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L "
-                f"({conc['method'].replace('_', ' ')})")
+                f"({conc['method'].replace('_', ' ')}){interval_text(conc.get('budget'), 5)}")
         (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
             text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
     try:

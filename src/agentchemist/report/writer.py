@@ -204,7 +204,8 @@ def write_report(
     """Write report.md, report.json, report.html and the charts into ``out_dir`` (created if needed).
 
     ``analysis_options`` override what the run states (analyte, analyte_m, analyte_volume_ml, titrant,
-    titrant_m, expected_equivalents, temperature_c, activity, fit, config, family, sample_volume_ml).
+    titrant_m, expected_equivalents, temperature_c, activity, fit, config, family, sample_volume_ml,
+    uncertainty: a dict of UncertaintyInputs fields for the budgets).
     ``narrative_backend`` is an optional callable(summary_dict) -> str; its numbers are checked.
     Raises ReportInputError (ValueError) for unknown options; never for bad or missing data.
     """
