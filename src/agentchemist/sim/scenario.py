@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentchemist.limits import InputLimitError, load_yaml, read_text
+from agentchemist.bench.inventory import InventoryError, inventory_from_dict
 from agentchemist.bench.labware import LABWARE_KINDS
 from agentchemist.bench.tags import FREE_IDS, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
@@ -365,6 +366,10 @@ class Scenario(_Model):
     instruction: str = Field(min_length=1)
     beaker: BeakerSpec
     titrant: dict[str, float] = Field(default_factory=dict)
+    inventory: dict[str, Any] = Field(default_factory=dict, description=(
+        "what the lab BELIEVES the tagged containers hold (config/inventory.yaml's items: labware id or tag "
+        "id -> reagent, concentration, unit, lot, prepared); replaces the default inventory's and the bottle "
+        "labels' entries. `titrant` and `beaker.solution` are what is really in them (a mislabelled bottle)"))
     pipette: PipetteSpec = PipetteSpec()
     probe: ProbeSpec = ProbeSpec()
     balance: BalanceSpec = BalanceSpec()
@@ -387,6 +392,15 @@ class Scenario(_Model):
     @classmethod
     def _conc(cls, v: dict[str, float]) -> dict[str, float]:
         return _check_concentrations(v)
+
+    @field_validator("inventory")
+    @classmethod
+    def _inventory(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            inventory_from_dict({"items": v}, "inventory")
+        except InventoryError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @model_validator(mode="after")
     def _cross_refs(self) -> "Scenario":
