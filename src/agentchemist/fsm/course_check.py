@@ -111,8 +111,10 @@ class CourseCheck:
         corners = [self._ph(r, s) for r in c.ratio_range for s in (first, last)]
         return min(corners), max(corners)
 
-    def on_settled(self, volume_ml: float, ph: float) -> CourseVerdict:
-        """A settled reading at the counted titrant volume -> its verdict (``alarm`` set once)."""
+    def on_settled(self, volume_ml: float, ph: float, final: bool = False) -> CourseVerdict:
+        """A settled reading at the counted titrant volume -> its verdict (``alarm`` set once). ``final``:
+        the endpoint's reading; no later reading can confirm it, so one outside the envelope is enough (a
+        short titration with a 5x titrant reaches its target at the jump, within a drop or two)."""
         if not (math.isfinite(volume_ml) and volume_ml >= 0 and math.isfinite(ph)):
             raise ValueError(f"course check: volume {volume_ml!r} mL and pH {ph!r} must be finite, volume >= 0")
         low, high = self.envelope(volume_ml)
@@ -120,14 +122,14 @@ class CourseCheck:
         outside = not (low - off <= ph <= high + off)
         self.outside_run = self.outside_run + 1 if outside else 0
         alarm = ""
-        if outside and not self.alarmed and self.outside_run >= self.config.confirm_points:
+        if outside and not self.alarmed and (final or self.outside_run >= self.config.confirm_points):
             self.alarmed = True
-            alarm = self._sentence(volume_ml, ph, low, high)
+            alarm = self._sentence(volume_ml, ph, low, high, 1 if final else self.config.confirm_points)
         verdict = CourseVerdict(volume_ml, ph, low, high, outside, alarm)
         self.points.append(verdict)
         return verdict
 
-    def _sentence(self, volume_ml: float, ph: float, low: float, high: float) -> str:
+    def _sentence(self, volume_ml: float, ph: float, low: float, high: float, points: int) -> str:
         lib = self.library
         what = lambda d: " and ".join(f"{c:g} M {lib.get(n).display_name}" for n, c in d.items())  # noqa: E731
         where = "above" if ph > high else "below"
@@ -135,5 +137,6 @@ class CourseCheck:
         return (f"the pH course does not match the plan: pH {ph:.2f} after {volume_ml:.2f} mL of titrant is "
                 f"{where} the {low:.2f}-{high:.2f} (+-{self.config.offset_ph:g}) the plan predicts for "
                 f"{self.analyte_ml:g} mL of {what(self.analyte)} titrated with {what(self.titrant)} "
-                f"(concentration ratio {lo_r:.2f}-{hi_r:.2f}x), {self.config.confirm_points} settled readings "
-                f"in a row: the titrant or the sample is not what the plan says")
+                f"(concentration ratio {lo_r:.2f}-{hi_r:.2f}x)"
+                + (f", {points} settled readings in a row" if points > 1 else " at the endpoint")
+                + ": the titrant or the sample is not what the plan says")

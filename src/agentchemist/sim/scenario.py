@@ -313,7 +313,9 @@ class FaultSpec(_Model):
 class ExpectedSpec(_Model):
     """What a correct system does with this scenario (graded by tests and benchmarks)."""
 
-    outcome: Literal["complete", "refuse", "ask"]
+    outcome: Literal["complete", "refuse", "ask", "abort"] = Field(description=(
+        "abort: the plan is accepted and the run must halt (a bench that contradicts the plan, seen only "
+        "while dispensing: expected.anomalies names the halting kind)"))
     reason: str | None = None
     target_ph: float | None = Field(default=None, ge=0, le=14)
     target_mass_g: float | None = Field(default=None, gt=0)
@@ -404,7 +406,10 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _cross_refs(self) -> "Scenario":
-        if self.expected.anomalies and len(self.expected.anomalies) != len(self.faults):
+        if self.expected.outcome == "abort" and not self.faults and len(self.expected.anomalies) != 1:
+            raise ValueError("expected.outcome abort without a twin fault: give the halting anomaly kind "
+                             "as expected.anomalies [kind] (the bench itself is the fault)")
+        if self.expected.anomalies and self.faults and len(self.expected.anomalies) != len(self.faults):
             raise ValueError(f"expected.anomalies lists {len(self.expected.anomalies)} kind(s) for "
                              f"{len(self.faults)} fault(s): give one anomaly kind per fault, in fault order")
         items = [*self.layout.items, *self.layout.clutter]
