@@ -232,8 +232,9 @@ class Executor:
 
     def _course(self, ph, final: bool = False) -> str:
         """A settled reading to the course check; its alarm sentence, or ''. Not judged while another
-        anomaly holds or pauses the dispenser (its own judge owns that reading) or a reading was refused."""
-        if self.course is None or not isinstance(ph, (int, float)) or self.sup.holds \
+        anomaly holds or pauses the dispenser (its own judge owns that reading) or a reading was refused, nor
+        before the first drop is heard (no volume to judge at)."""
+        if self.course is None or not self.drops_heard or not isinstance(ph, (int, float)) or self.sup.holds \
                 or self.sup.pauses - {ENDPOINT_HOLD} or self.bad_readings.open:
             return ""
         return self.course.on_settled(self.drops_heard * self.drop_ml, float(ph), final).alarm
