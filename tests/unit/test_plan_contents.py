@@ -43,6 +43,7 @@ def test_another_base_at_another_concentration_is_named():
     ((bottle("koh", 0.1),), 1),                             # another base
     ((bottle("hcl", 1.0, "acid_bottle"), bottle("naoh", 0.1)), 0),  # another bottle beside the right one
     ((), 0),                                                # no bottle carries a record: not judged here
+    ((bottle("disodium_edta", 0.1),), 1),                   # a chelator is not a base
     (({"id": "titrant_bottle", "kind": "reagent_bottle", "label": "KOH"},), 0),  # a label is not a record
 ])
 def test_what_counts_as_a_mismatch(extra, n):
@@ -81,3 +82,9 @@ def test_from_the_camera_image_to_the_refusal():
     assert outcome.kind == "refusal" and outcome.plan is None
     assert "titrant_bottle holds 0.5 M potassium hydroxide" in outcome.message
     assert "0.1 M sodium hydroxide" in outcome.message
+
+
+def test_edta_in_the_instruction_is_the_edta_salt_in_the_bottle():
+    want = [ReagentEntity(name="edta", role="titrant", concentration_m=0.01)]
+    assert contents_mismatches(scene(bottle("disodium_edta", 0.01)), want, default_library()) == []
+    assert len(contents_mismatches(scene(bottle("disodium_edta", 0.05)), want, default_library())) == 1

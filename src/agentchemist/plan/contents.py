@@ -42,8 +42,19 @@ def describe(name: str, concentration_m: float | None, library: ReagentLibrary) 
     return display if concentration_m is None else f"{concentration_m:g} M {display}"
 
 
+def _same_reagent(a: str, b: str, library: ReagentLibrary) -> bool:
+    """The same reagent; "EDTA" in an instruction is whichever EDTA salt the bottle holds (any chelator of
+    the library binds the metal 1:1, as the complexometric protocol assumes)."""
+    if _name(a, library) == _name(b, library):
+        return True
+    try:
+        return library.get(a).kind == library.get(b).kind == "chelator"
+    except UnknownReagentError:
+        return False
+
+
 def _holds(obj: SceneObject, name: str, concentration_m: float | None, library: ReagentLibrary) -> bool:
-    if _name(obj.reagent or "", library) != _name(name, library):
+    if not _same_reagent(obj.reagent or "", name, library):
         return False
     if concentration_m is None or obj.concentration_m is None:
         return True
