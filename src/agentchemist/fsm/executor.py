@@ -237,7 +237,10 @@ class Executor:
         if self.course is None or not self.drops_heard or not isinstance(ph, (int, float)) or self.sup.holds \
                 or self.sup.pauses - {ENDPOINT_HOLD} or self.bad_readings.open:
             return ""
-        return self.course.on_settled(self.drops_heard * self.drop_ml, float(ph), final).alarm
+        try:
+            return self.course.on_settled(self.drops_heard * self.drop_ml, float(ph), final).alarm
+        except (ValueError, ArithmeticError):  # a reading or curve it cannot judge: no verdict, never a crash
+            return ""
 
     def on_agent_symbol(self, symbol: str, now: float, source: str, subtask_id: str) -> list:
         """A drop heard (audio supervisor) or a pour pulse (dispenser)."""
