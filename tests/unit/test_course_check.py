@@ -106,3 +106,28 @@ def test_the_executor_raises_nothing_on_the_planned_course(ph_plan):
     ex, effects = drive(ph_plan, 0.1, 140)
     alarms = [e for e in effects if isinstance(e, Report) and e.severity in ("warn", "halt")]
     assert not alarms and ex.machine.state == "done" and ex.course.points
+
+
+def test_an_endpoint_the_plan_cannot_reach_so_soon_is_not_a_result(ph_plan):
+    """Three drops (0.15 mL) settle where the plan says; then the target pH holds as if reached: the plan's
+    reagents need about 5 mL for it, so the endpoint reading alone halts (no later reading could confirm)."""
+    ex = Executor(ph_plan, 0.0, SupervisionConfig(recorder=RecordWatchConfig()))
+    ex.on_recorder_status(ph_plan.experiment_id, True, 0.0, 0.0, None)
+    from tests.unit.test_fsm_executor import run_to_dispensing
+    send, _, t = run_to_dispensing(ex)
+    noise = (0.003, -0.002, 0.001, -0.004, 0.002, 0.0, -0.001, 0.002)
+    effects = []
+    for _ in range(3):
+        t += 0.5
+        effects += ex.on_agent_symbol("drop", t, "audio_supervisor", send.task.id)
+        for i in range(12):
+            t += 0.2
+            effects += ex.on_ph(t, round(1.13 + noise[i % 8], 3), 0.005)
+    assert ex.machine.state == "titrating" and len(ex.course.points) == 3 and not ex.course.alarmed
+    target = send.goal.target_ph
+    for i in range(40):
+        t += 0.2
+        effects += ex.on_ph(t, round(target + 0.02 + noise[i % 8], 3), 0.005)
+    halts = [e for e in effects if isinstance(e, Report) and e.severity == "halt"]
+    assert [h.kind for h in halts] == ["reagent_mismatch"] and "at the endpoint" in halts[0].description
+    assert ex.machine.state == "aborted"
