@@ -5,6 +5,7 @@ first. Every node runs in its own process (one `Node` action per node); paramete
 with a `ros__parameters` block per node (config/agentchemist_params.yaml), then per-launch overrides.
 """
 import os
+import tempfile
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
@@ -67,9 +68,29 @@ def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = No
         **kwargs)
 
 
-def agent_nodes(use_sim_time: bool, overrides: dict | None = None) -> list:
-    """The seven agent nodes (everything but the twin); `overrides` maps a node name to parameter values."""
-    return [agentchemist_node(name, use_sim_time, (overrides or {}).get(name)) for name in AGENTS]
+def agent_nodes(use_sim_time: bool, overrides: dict | None = None, skip: tuple[str, ...] = ()) -> list:
+    """The seven agent nodes (everything but the twin); `overrides` maps a node name to parameter values;
+    `skip` names agents the launch file starts itself (twin_vision_supervisor)."""
+    return [agentchemist_node(name, use_sim_time, (overrides or {}).get(name)) for name in AGENTS
+            if name not in skip]
+
+
+def twin_vision_supervisor(use_sim_time: bool) -> OpaqueFunction:
+    """The vision supervisor beside the twin, reading the inventory the twin's lab believes (the default
+    inventory, the scenario's bottle labels, its `inventory:` block: agentchemist.sim.lab_inventory), written
+    at launch time from the `scenario` argument, as the one-process graph does (tools/graph.py)."""
+
+    def expand(context):
+        from agentchemist.sim.lab_inventory import write_twin_inventory
+        from agentchemist.sim.scenario import load_scenario
+
+        scenario = perform_substitutions(context, [LaunchConfiguration("scenario")])
+        stem = os.path.splitext(os.path.basename(scenario))[0]
+        file = os.path.join(tempfile.gettempdir(), f"agentchemist-inventory-{stem}-{os.getpid()}.yaml")
+        write_twin_inventory(load_scenario(scenario), file)
+        return [agentchemist_node("vision_supervisor", use_sim_time, {"inventory_file": str(file)})]
+
+    return OpaqueFunction(function=expand)
 
 
 def robot_state_publisher(mappings: dict, use_sim_time: bool) -> OpaqueFunction:

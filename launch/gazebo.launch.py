@@ -116,6 +116,7 @@ def generate_launch_description():
         spawn_robot,
         *spawn_chain,
         chemistry,
-        *common.agent_nodes(use_sim_time=True),
+        *common.agent_nodes(use_sim_time=True, skip=("vision_supervisor",)),
+        common.twin_vision_supervisor(use_sim_time=True),  # on the inventory the scenario's lab believes
         *common.rviz_nodes(use_sim_time=True),
     ])

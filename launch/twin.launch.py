@@ -72,6 +72,7 @@ def generate_launch_description():
         twin,
         drivers,
         robot_state_publisher,
-        *common.agent_nodes(use_sim_time=True),
+        *common.agent_nodes(use_sim_time=True, skip=("vision_supervisor",)),
+        common.twin_vision_supervisor(use_sim_time=True),  # on the inventory the scenario's lab believes
         *common.rviz_nodes(use_sim_time=True),
     ])

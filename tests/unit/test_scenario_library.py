@@ -21,6 +21,7 @@ from agentchemist.plan.scene import SceneInfo
 from agentchemist.scoring.run_score import reason_matches
 from agentchemist.sim.faults import WINDOW_KINDS
 from agentchemist.sim.lab import BEAKER_HALF_WIDTH_FRACTION, LabTwin
+from agentchemist.sim.lab_inventory import twin_inventory
 from agentchemist.sim.markers import default_marker_id, detect_markers
 from agentchemist.sim.scenario import FAULT_KINDS, Scenario, load_scenario
 from tests.conftest import REPO
@@ -77,8 +78,10 @@ def front_image(path: Path) -> np.ndarray:
 
 @lru_cache(maxsize=None)
 def planned(path: Path) -> PlanOutcome:
-    """The planner's answer with the scene the planner node builds from DescribeScene (vision supervisor)."""
-    scene = SceneInfo.from_dict(describe_scene(front_image(path)).as_scene_dict())
+    """The planner's answer with the scene the planner node builds from DescribeScene (vision supervisor),
+    the containers' contents from the twin's inventory (tools/graph.py writes it for the node)."""
+    desc = describe_scene(front_image(path), inventory=twin_inventory(scenario(path)))
+    scene = SceneInfo.from_dict(desc.as_scene_dict())
     return plan_instruction(scenario(path).instruction, scene)
 
 
@@ -99,7 +102,7 @@ def test_the_library_covers_issue_11():
     assert wanted <= names, sorted(wanted - names)
     for kind in FAULT_KINDS:  # one scenario per twin fault kind, injecting exactly that fault
         assert [f.kind for f in scenario(LIBRARY / f"fault_{kind}.yaml").faults] == [kind]
-    assert {scenario(p).expected.outcome for p in FILES} == {"complete", "refuse", "ask"}
+    assert {scenario(p).expected.outcome for p in FILES} == {"complete", "refuse", "ask", "abort"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -141,7 +144,8 @@ def test_the_planner_gives_the_expected_outcome(path: Path):
     exp = sc.expected
     # what the scenario runner grades: RunExperiment's message is the outcome message plus its reasons
     message = outcome.message + ("" if not outcome.reasons else " (" + "; ".join(outcome.reasons) + ")")
-    want = {"complete": "plan", "refuse": "refusal", "ask": "question"}[exp.outcome]
+    # abort: the plan is accepted; the run halts on what the bench shows while dispensing
+    want = {"complete": "plan", "refuse": "refusal", "ask": "question", "abort": "plan"}[exp.outcome]
     assert outcome.kind == want, f"expected {exp.outcome}, the planner said: {message}"
     if exp.outcome in ("refuse", "ask"):
         assert exp.reason, "a refusal or question scenario says why in expected.reason"
@@ -154,6 +158,8 @@ def test_the_planner_gives_the_expected_outcome(path: Path):
     assert sc.beaker.id in pi.entities.objects, f"the plan does not use the working beaker: {pi.entities.objects}"
     clutter = {it.id for it in sc.layout.clutter} & set(pi.entities.objects)
     assert not clutter, f"the plan uses clutter: {sorted(clutter)}"
+    if exp.outcome == "abort":
+        return  # the bench differs from what the instruction (and the lab's inventory) says
     if sc.weighing is not None:
         assert pi.target_conditions.target_mass_g == pytest.approx(exp.target_mass_g)
         return

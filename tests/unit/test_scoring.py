@@ -149,3 +149,22 @@ def test_ph_deviation_off_the_jump_leaves_out_targets_one_drop_jumps_over():
     assert total["ph_deviation_off_jump"]["n"] == 1
     assert total["ph_deviation_off_jump"]["mean_abs"] == pytest.approx(0.03)
     assert summarise([near, jump])["ours"]["ph_deviation_off_jump"] == pytest.approx(0.03)
+
+
+def test_a_bench_that_contradicts_the_plan_is_scored_as_a_halt_with_its_kind():
+    """fault_mislabelled_titrant: no timed fault; the expected reagent_mismatch halt counts as detecting the
+    bench's own fault (fired at 0 s), an abort is the expected outcome, a completed run is not."""
+    from agentchemist.scoring.run_score import RunRecord, score_run
+    from agentchemist.sim.scenario import load_scenario
+    from tests.conftest import REPO
+
+    sc = load_scenario(REPO / "config" / "scenarios" / "fault_mislabelled_titrant.yaml")
+    halt = {"stamp": 95.0, "source": "vision_supervisor", "kind": "reagent_mismatch", "severity": "halt"}
+    rec = RunRecord(scenario=sc.name, file="x", seed=23, outcome="aborted", success=False,
+                    message="reagent_mismatch: ...", anomalies=[halt])
+    row = score_run(sc, rec)
+    assert (row["expected"], row["got"], row["outcome_ok"]) == ("abort", "abort", True)
+    assert row["detections"][0]["detected"] and row["faults_injected"] == 1 and not row["false_alarms"]
+    done = score_run(sc, RunRecord(scenario=sc.name, file="x", seed=23, outcome="completed", success=True,
+                                   message="experiment completed"))
+    assert not done["outcome_ok"] and not done["detections"][0]["detected"]

@@ -28,7 +28,7 @@ def refused(data: dict, source: str = "bad.yaml") -> str:
 def test_every_shipped_scenario_loads(path: Path):
     sc = load_scenario(path)
     assert sc.name == path.stem
-    assert sc.expected.outcome in ("complete", "refuse", "ask")
+    assert sc.expected.outcome in ("complete", "refuse", "ask", "abort")
 
 
 def test_hcl_naoh_matches_the_paper():
@@ -211,3 +211,11 @@ def test_audio_synth_options_are_checked_at_load():
     assert "audio.synth" in refused(data)
     data["audio"]["synth"] = {"seed": 3}
     assert "seed" in refused(data)
+
+
+def test_inventory_blocks_are_validated_and_abort_needs_its_kind():
+    """`inventory:` (what the lab believes the containers hold) is checked like config/inventory.yaml; an
+    abort scenario without a twin fault names the one halting anomaly kind."""
+    data = read_scenario_yaml(SCENARIOS / "fault_mislabelled_titrant.yaml")
+    assert "unobtainium" in refused({**data, "inventory": {"titrant_bottle": {"reagent": "unobtainium"}}})
+    assert "halting anomaly kind" in refused({**data, "expected": {"outcome": "abort"}})

@@ -26,6 +26,7 @@ from typing import Any
 from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
+from agentchemist.fsm.course_check import CourseCheck
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
 from agentchemist.fsm.episodes import Episodes
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
@@ -33,7 +34,7 @@ from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.fsm.own_moves import OwnMoves
 from agentchemist.fsm.record_watch import RecordWatch
-from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, Supervision, SupervisionConfig
+from agentchemist.fsm.supervision import COLOUR_WATCH_STATES, ENDPOINT_HOLD, Supervision, SupervisionConfig
 from agentchemist.perception.colour import BeakerColourTracker, ColourError, LiquidRegionConfig
 from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
@@ -88,6 +89,10 @@ class Executor:
         # The recorder has its own watch (record_watch); the supervisor does not watch itself.
         self.peers = NodeWatch(config.peers, ignore=frozenset({"recorder", "vision_supervisor"}))
         self.watch_hold_since: float | None = None  # a lost recorder or peer holds dispensing since then
+        # The measured pH course against the plan's curve (reagent_mismatch); volume = heard drops x drop.
+        self.course = CourseCheck.from_plan(plan)
+        self.drops_heard = 0
+        self.drop_ml = float(plan.module_instantiation.dispenser.drop_volume_ml)
 
     # ------------------------------------------------------------------ state
     @property
@@ -204,6 +209,9 @@ class Executor:
         out: list = [self._state(previous, symbol, subtask_id)]
         if symbol == "ph_stable":
             out.append(Tell("recorder", "ph_stable", subtask_id, {"ph": detail.get("ph")}, now))
+            mismatch = self._course(detail.get("ph"))
+            if mismatch:
+                return out + self.abort(mismatch, "reagent_mismatch", now)
         if symbol in ("mass_stable", "target_mass") and detail:
             out.append(Tell("recorder", "mass_settled", subtask_id, {"mass_g": detail.get("mass_g"),
                                                                      "final": symbol == "target_mass"}, now))
@@ -215,6 +223,9 @@ class Executor:
             # The solution settled after the drop: the dispenser may squeeze the next one.
             out.append(Tell("dispenser_controller", "resume", subtask_id, {}, now))
         if symbol == "endpoint":
+            mismatch = self._course(detail.get("ph"), final=True)
+            if mismatch:  # reached, but not where the plan's reagents would reach it: not a result
+                return out + self.abort(mismatch, "reagent_mismatch", now)
             out.append(Snapshot("endpoint"))
             task = self.book.task
             # a held (cancelled) dispenser has no result left to report: its subtask ends here
@@ -227,8 +238,21 @@ class Executor:
             out += self.dispatch(now)
         return out
 
+    def _course(self, ph, final: bool = False) -> str:
+        """A settled reading to the course check; its alarm sentence, or ''. Not judged while another
+        anomaly holds or pauses the dispenser (its own judge owns that reading) or a reading was refused, nor
+        before the first drop is heard (no volume to judge at)."""
+        if self.course is None or not self.drops_heard or not isinstance(ph, (int, float)) or self.sup.holds \
+                or self.sup.pauses - {ENDPOINT_HOLD} or self.bad_readings.open:
+            return ""
+        try:
+            return self.course.on_settled(self.drops_heard * self.drop_ml, float(ph), final).alarm
+        except (ValueError, ArithmeticError):  # a reading or curve it cannot judge: no verdict, never a crash
+            return ""
+
     def on_agent_symbol(self, symbol: str, now: float, source: str, subtask_id: str) -> list:
         """A drop heard (audio supervisor) or a pour pulse (dispenser)."""
+        self.drops_heard += symbol == "drop"  # titrant in the beaker whatever the machine's state
         return self.apply(symbol, now, source, subtask_id) if symbol in ("drop", "tap") else []
 
     def carry_out(self, commands, now: float) -> list:

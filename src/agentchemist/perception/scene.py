@@ -8,6 +8,10 @@ The tag table (tag id -> labware id and kind) is the one printed on the bench: t
 During the run, `LabwareWatch` compares every front frame's tags with the scene at the scene check: an
 item whose tag disappears (missing) or whose tag moved beyond a tolerance (moved), frame after frame,
 is an anomaly; the supervisor holds dispensing from the first such frame until the item is back.
+
+With the lab inventory (:mod:`agentchemist.bench.inventory`), every container whose tag is seen also
+carries what the lab recorded it holds (reagent, concentration, lot): the planner compares that, not the
+instruction's word, with the plan.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agentchemist.bench.inventory import Inventory
 from agentchemist.bench.labware import platform_kinds
 from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.params import param
@@ -37,6 +42,7 @@ class SceneDescription:
     checks: dict[str, bool] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     image_size: tuple[int, int] | None = None  # (width, height) px of the image the positions refer to
+    contents: dict[str, dict] = field(default_factory=dict)  # object id -> the inventory's entry (as_scene)
 
     def find(self, kind: str) -> SceneObjectSeen | None:
         return next((o for o in self.objects if o.kind == kind), None)
@@ -44,12 +50,16 @@ class SceneDescription:
     def as_scene_dict(self) -> dict:
         """The planner's SceneInfo.from_dict shape (kinds as the bench names them)."""
         # Image positions go along: with clutter, which beaker stands on the stirrer is read from them.
-        out = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v}
+        out = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **self._held(o.id)}
                            for o in self.objects],
                "preconditions": dict(self.checks)}
         if self.image_size is not None:
             out["image_size"] = list(self.image_size)
         return out
+
+    def _held(self, object_id: str) -> dict:
+        held = self.contents.get(object_id)
+        return {} if held is None else {"reagent": held["reagent"], "concentration_m": held["concentration_m"]}
 
 
 def aligned(a_uv: tuple[float, float], b_uv: tuple[float, float], tolerance_px: float,
@@ -61,9 +71,11 @@ def aligned(a_uv: tuple[float, float], b_uv: tuple[float, float], tolerance_px: 
     return abs(a_uv[0] - b_uv[0]) <= tolerance_px and (below is None or (a_uv[1] > b_uv[1]) == below)
 
 
-def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12) -> SceneDescription:
+def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12,
+                   inventory: Inventory | None = None) -> SceneDescription:
     """Objects and precondition checks. `horizontal_tolerance` is a fraction of the image width within
-    which two items count as vertically aligned (one standing on or in the other)."""
+    which two items count as vertically aligned (one standing on or in the other). With `inventory`,
+    each seen container's recorded contents go along (`contents`)."""
     if image_rgb.ndim != 3 or image_rgb.shape[2] != 3 or image_rgb.dtype != np.uint8:
         raise ValueError(f"scene check needs an RGB uint8 image, got shape {image_rgb.shape} {image_rgb.dtype}")
     seen = []
@@ -73,6 +85,11 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12)
             continue
         seen.append(SceneObjectSeen(info.labware_id, info.kind, u, v, marker_id))
     desc = SceneDescription(objects=seen, image_size=(int(image_rgb.shape[1]), int(image_rgb.shape[0])))
+    if inventory is not None:
+        for o in seen:
+            entry = inventory.for_tag(o.marker_id, o.id)
+            if entry is not None:
+                desc.contents[o.id] = entry.as_scene()
     tol = horizontal_tolerance * image_rgb.shape[1]
     beaker = desc.find("beaker")
 

@@ -27,6 +27,7 @@ from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.routing import RulesThenModel
 from agentchemist.plan.rules import RulesBackend, experiment_id_for
+from agentchemist.plan.contents import contents_mismatches
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo, check_environment, missing_equipment_message
 from agentchemist.plan.schema import EnvironmentCheck, Plan
 
@@ -156,6 +157,12 @@ class Planner:
                     missing,
                 )
                 return PlanOutcome("refusal", None, message, [f"missing: {m}" for m in missing])
+            # What the bench's containers hold (their tags' inventory records), not the instruction's word.
+            wrong = contents_mismatches(scene, pi.entities.reagents, self.library)
+            if wrong:
+                message = ("The bench does not hold what the instruction asks for: " + "; ".join(wrong)
+                           + ". Nothing was moved.")
+                return PlanOutcome("refusal", None, message, [f"reagent mismatch: {w}" for w in wrong])
             warnings += notes
             env = EnvironmentCheck(satisfied=True, user_feedback="all required instruments and reagents are present")
         plan = plan.model_copy(update={"environment_check": env, "warnings": warnings})

@@ -78,7 +78,10 @@ class SceneObject:
     text read on it (e.g. 'NaOH 0.1 M'; used for contents when ``contains`` is not given). Optional,
     from the camera: ``u``, ``v`` its position in the front image (px; DescribeScene gives the tag's
     centre), ``width``, ``height`` its image box (px), ``on`` the id of what it stands or hangs in/on
-    (when the describer reports it), ``confidence`` of the detection."""
+    (when the describer reports it), ``confidence`` of the detection. From the bench's own record (the
+    lab inventory its tag links to, :mod:`agentchemist.bench.inventory`): ``reagent`` the canonical
+    reagent it holds and ``concentration_m`` (mol/L), compared with the plan by
+    :func:`agentchemist.plan.contents.contents_mismatches`."""
 
     id: str
     kind: str
@@ -91,6 +94,8 @@ class SceneObject:
     height: float | None = None
     on: str | None = None
     confidence: float | None = None
+    reagent: str | None = None
+    concentration_m: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
@@ -115,6 +120,12 @@ class SceneObject:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise SceneError(f"scene object {self.id!r}: {name} must not be negative, got {value!r}")
+        if self.reagent is not None and (not isinstance(self.reagent, str) or not self.reagent.strip()):
+            raise SceneError(f"scene object {self.id!r}: reagent must be a reagent name, got {self.reagent!r}")
+        c = self.concentration_m
+        if c is not None and not (isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+                                  and 0 < c <= 20.0):
+            raise SceneError(f"scene object {self.id!r}: concentration_m must be in (0, 20] mol/L, got {c!r}")
         if self.on is not None and (not isinstance(self.on, str) or not self.on.strip() or self.on == self.id):
             raise SceneError(f"scene object {self.id!r}: on must name another object's id, got {self.on!r}")
 
@@ -130,7 +141,8 @@ class SceneObject:
 
 
 # SceneObject's fields in order: the keys a scene object may have in SceneInfo.from_dict.
-_OBJECT_KEYS = ("id", "kind", "contains", "capacity_ml", "label", "u", "v", "width", "height", "on", "confidence")
+_OBJECT_KEYS = ("id", "kind", "contains", "capacity_ml", "label", "u", "v", "width", "height", "on", "confidence",
+                "reagent", "concentration_m")
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,7 @@ class SceneInfo:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SceneInfo":
         """From ``{"objects": [{"id", "kind", "contains"?, "capacity_ml"?, "label"?, "u"?, "v"?, "width"?,
-        "height"?, "on"?, "confidence"?}], "preconditions": {...}, "image_size"?: [w, h]}``; positions and
+        "height"?, "on"?, "confidence"?, "reagent"?, "concentration_m"?}], "preconditions": {...}, "image_size"?: [w, h]}``; positions and
         sizes in px of the front image (``image_size``, default 320 x 240)."""
         if not isinstance(data, Mapping):
             raise SceneError(f"scene must be a mapping, got {type(data).__name__}")

@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentchemist.limits import InputLimitError, load_yaml, read_text
+from agentchemist.bench.inventory import InventoryError, inventory_from_dict
 from agentchemist.bench.labware import LABWARE_KINDS
 from agentchemist.bench.tags import FREE_IDS, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
@@ -312,7 +313,9 @@ class FaultSpec(_Model):
 class ExpectedSpec(_Model):
     """What a correct system does with this scenario (graded by tests and benchmarks)."""
 
-    outcome: Literal["complete", "refuse", "ask"]
+    outcome: Literal["complete", "refuse", "ask", "abort"] = Field(description=(
+        "abort: the plan is accepted and the run must halt (a bench that contradicts the plan, seen only "
+        "while dispensing: expected.anomalies names the halting kind)"))
     reason: str | None = None
     target_ph: float | None = Field(default=None, ge=0, le=14)
     target_mass_g: float | None = Field(default=None, gt=0)
@@ -365,6 +368,10 @@ class Scenario(_Model):
     instruction: str = Field(min_length=1)
     beaker: BeakerSpec
     titrant: dict[str, float] = Field(default_factory=dict)
+    inventory: dict[str, Any] = Field(default_factory=dict, description=(
+        "what the lab BELIEVES the tagged containers hold (config/inventory.yaml's items: labware id or tag "
+        "id -> reagent, concentration, unit, lot, prepared); replaces the default inventory's and the bottle "
+        "labels' entries. `titrant` and `beaker.solution` are what is really in them (a mislabelled bottle)"))
     pipette: PipetteSpec = PipetteSpec()
     probe: ProbeSpec = ProbeSpec()
     balance: BalanceSpec = BalanceSpec()
@@ -388,9 +395,21 @@ class Scenario(_Model):
     def _conc(cls, v: dict[str, float]) -> dict[str, float]:
         return _check_concentrations(v)
 
+    @field_validator("inventory")
+    @classmethod
+    def _inventory(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            inventory_from_dict({"items": v}, "inventory")
+        except InventoryError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
     @model_validator(mode="after")
     def _cross_refs(self) -> "Scenario":
-        if self.expected.anomalies and len(self.expected.anomalies) != len(self.faults):
+        if self.expected.outcome == "abort" and not self.faults and len(self.expected.anomalies) != 1:
+            raise ValueError("expected.outcome abort without a twin fault: give the halting anomaly kind "
+                             "as expected.anomalies [kind] (the bench itself is the fault)")
+        if self.expected.anomalies and self.faults and len(self.expected.anomalies) != len(self.faults):
             raise ValueError(f"expected.anomalies lists {len(self.expected.anomalies)} kind(s) for "
                              f"{len(self.faults)} fault(s): give one anomaly kind per fault, in fault order")
         items = [*self.layout.items, *self.layout.clutter]

@@ -14,7 +14,7 @@ from rclpy.task import Future
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
-from agentchemist.plan.scene import SceneInfo
+from agentchemist.plan.scene import SceneError, SceneInfo
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
@@ -117,7 +117,12 @@ class PlannerNode(GuardedNode):
             return None
         extra = json.loads(response.checks_json or "{}")
         checks = extra.get("checks", {})
-        scene = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v}
+        if extra.get("inventory_error"):  # the bench's contents cannot be known: nothing may move
+            raise SceneError(f"the lab inventory cannot be read: {extra['inventory_error']}")
+        contents = extra.get("contents") or {}
+        held = {i: {"reagent": c.get("reagent"), "concentration_m": c.get("concentration_m")}
+                for i, c in contents.items() if isinstance(c, dict)}
+        scene = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **held.get(o.id, {})}
                              for o in response.objects],
                  "preconditions": {k: bool(v) for k, v in checks.items()}}
         if len(extra.get("image_size") or ()) == 2:  # positions are in this image's pixels
@@ -131,6 +136,10 @@ class PlannerNode(GuardedNode):
             scene = await self.scene(goal.scene_json)
             outcome = plan_instruction(goal.instruction, scene, backend=self.backend.create(),
                                        experiment_id=new_experiment_id())
+        except SceneError as exc:  # what the bench holds cannot be known: refused, nothing moves
+            result.outcome, result.message = "refused", f"I cannot check the bench: {exc}"
+            goal_handle.abort()
+            return result
         except Exception as exc:  # a planner failure is a refusal with the reason, never a half-plan
             result.outcome, result.message = "failed", f"planning failed: {exc!r}"
             goal_handle.abort()

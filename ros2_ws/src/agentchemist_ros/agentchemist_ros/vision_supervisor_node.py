@@ -32,7 +32,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common.heartbeats import watch_heartbeats
-from agentchemist_ros.common.scene_service import declared_backend, describe_front
+from agentchemist_ros.common.scene_service import declared_backend, declared_inventory, describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -54,7 +54,7 @@ class VisionSupervisorNode(GuardedNode):
         self.sup_config = declare_config(self, SupervisionConfig)  # the core's thresholds, ranges and units
         self.region = LiquidRegionConfig(marker_id=declare(
             self, "beaker_marker_id", 1, "ArUco id of the titration beaker (agentchemist/bench/tags.py)", low=0, high=49))
-        self.vision_backend = declared_backend(self)  # the scene description backend and its parameters
+        self.vision_backend, self.inventory_file = declared_backend(self), declared_inventory(self)
         # DDS discovery of another node's action server can take seconds on a loaded machine (answers.py).
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0, "Wall seconds to wait for an agent's action server "
                                     "or service to show in the ROS graph, and then for its answer, before the run "
@@ -282,7 +282,7 @@ class VisionSupervisorNode(GuardedNode):
              on_silent=lambda why: self.abort(why, "balance_unavailable"))
 
     def describe(self, request, response):
-        return describe_front(self.front, self.vision_backend, node_now(self), request, response)
+        return describe_front(self.front, self.vision_backend, node_now(self), request, response, self.inventory_file)
 
 def main(args=None):
     spin_node(VisionSupervisorNode, args)

@@ -4,6 +4,7 @@ All agents run on the twin's sim time through one shared TimeSource (one /clock 
 process instead of one per node). Long actions are coroutines, so the fast single-threaded
 EventsExecutor serves the whole graph (see common/runner.py).
 """
+import os
 from pathlib import Path
 
 import rclpy
@@ -14,6 +15,8 @@ from rclpy.time_source import TimeSource
 from agentchemist_ros.action_policy_node import ActionPolicyNode
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode
 from agentchemist_ros.balance_node import BalanceNode
+from agentchemist.sim.lab_inventory import write_twin_inventory
+from agentchemist.sim.scenario import load_scenario
 from agentchemist_ros.common.runner import make_executor
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode
 from agentchemist_ros.lab_sim_node import LabSimNode
@@ -61,6 +64,10 @@ class Graph:
             params = dict(overrides.get(name, {}))
             if name in ("vision_supervisor", "recorder", "summarizer"):
                 params.setdefault("runs_dir", runs)
+            if name == "vision_supervisor" and with_twin and "inventory_file" not in params:
+                # What the twin's lab believes its bottles hold (the scenario's labels and inventory block).
+                file = Path(runs) / f".twin-inventory-{Path(scenario).stem}-{os.getpid()}-{id(self)}.yaml"
+                params["inventory_file"] = str(write_twin_inventory(load_scenario(scenario), file))
             self.nodes[name] = cls(parameter_overrides=_params(params))
         self.clock_node = Node("sim_clock", parameter_overrides=[Parameter("use_sim_time", value=True)])
         self.time_source = TimeSource(node=self.clock_node)
