@@ -21,11 +21,12 @@ arguments (s); nothing reads a clock.
 """
 from __future__ import annotations
 
-import difflib
 import math
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from agentchemist.names import did_you_mean, name_key
 
 __all__ = [
     "NAMED_HUES_DEG",
@@ -69,17 +70,12 @@ class HueReadingError(ValueError):
     """A hue measurement the detectors refuse (not finite, out of range, time going backwards)."""
 
 
-def _norm(name: str) -> str:
-    return "_".join(str(name).replace("-", " ").replace("/", " ").replace("_", " ").lower().split())
-
-
 def hue_of(name: str) -> float:
     """Hue in degrees of a colour name ('magenta', 'sapphire blue', 'fuchsin red' ...)."""
-    key = _norm(name)
+    key = name_key(name)
     if key in NAMED_HUES_DEG:
         return NAMED_HUES_DEG[key]
-    close = difflib.get_close_matches(key, list(NAMED_HUES_DEG), n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    hint = did_you_mean(key, NAMED_HUES_DEG)
     raise UnknownColourError(f"unknown colour {name!r}{hint} (known: {', '.join(sorted(NAMED_HUES_DEG))})")
 
 

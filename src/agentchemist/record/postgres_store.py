@@ -77,20 +77,12 @@ class PostgresBackend(SqlBackend):
 
     def disconnect(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:
-                pass
+        _close_quietly(conn)
 
     def close_reader(self) -> None:
         with self._read_lock:
             reader, self._reader = self._reader, None
-            if reader is not None:
-                try:
-                    reader.close()
-                except psycopg.Error:
-                    pass
+            _close_quietly(reader)
 
     def _writer(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
@@ -144,3 +136,12 @@ class PostgresBackend(SqlBackend):
         if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, StoreUnavailableError)):
             return "connection_lost"
         return "write_failed"
+
+
+def _close_quietly(conn: psycopg.Connection[Any] | None) -> None:
+    """Close a connection we are giving up on: one already broken may fail to close, and that is fine."""
+    if conn is not None:
+        try:
+            conn.close()
+        except psycopg.Error:
+            pass

@@ -318,6 +318,30 @@ def _pinking_filter(taps: int, sr: int) -> np.ndarray:
     return h / np.sqrt(np.sum(h**2))
 
 
+@dataclass(frozen=True)
+class _ImpulseRanges:
+    """Ranges an impulsive event's partials are drawn from: count [lo, hi), frequency (Hz), ring time
+    constant (s), relative amplitude, pitch glide, attack (s) and the impact click's relative amplitude."""
+
+    partials: tuple[int, int]
+    freq_hz: tuple[float, float]
+    tau_s: tuple[float, float]
+    amp: tuple[float, float]
+    glide: tuple[float, float]
+    attack_s: float
+    click: tuple[float, float]
+
+
+_IMPULSE_RANGES = {
+    # a drop: a few bubble resonances at 1-6 kHz ringing 5-40 ms, rising in pitch as they ring
+    "droplet": _ImpulseRanges((3, 7), (1000.0, 6000.0), (0.005, 0.040), (0.3, 1.0), (0.05, 0.2), 0.0003, (0.1, 0.4)),
+    # a bump: low thuds, a soft attack
+    "bump": _ImpulseRanges((1, 4), (100.0, 400.0), (0.020, 0.080), (0.4, 1.0), (0.0, 0.0), 0.002, (0.0, 0.1)),
+    # a glass clink: high, clean, long rings
+    "clink": _ImpulseRanges((1, 4), (4000.0, 9000.0), (0.100, 0.300), (0.4, 1.0), (0.0, 0.0), 0.0002, (0.05, 0.2)),
+}
+
+
 def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_level: float,
                  cfg: ContactAudioConfig) -> dict:
     """Random parameters of one event (drawn at schedule time so truth knows the ringing length)."""
@@ -327,30 +351,18 @@ def _draw_params(ev: AudioEventTruth, rng: np.random.Generator, drop_level: floa
         level_db += cfg.distractor_level_db
     p: dict = {"level": drop_level * 10.0 ** (level_db / 20.0)}
     kind = ev.kind
-    if kind == "droplet":
-        n = int(rng.integers(3, 7))
-        p["freqs"] = np.exp(rng.uniform(math.log(1000.0), math.log(6000.0), n))
-        p["taus"] = rng.uniform(0.005, 0.040, n)
-        p["amps"] = rng.uniform(0.3, 1.0, n)
-        p["glide"] = rng.uniform(0.05, 0.2)  # bubble pitch rises as it rings (relative, over 1 tau)
-        p["attack"] = 0.0003
-        p["click"] = rng.uniform(0.1, 0.4)  # broadband impact click relative amplitude
-    elif kind == "bump":
-        n = int(rng.integers(1, 4))
-        p["freqs"] = rng.uniform(100.0, 400.0, n)
-        p["taus"] = rng.uniform(0.020, 0.080, n)
-        p["amps"] = rng.uniform(0.4, 1.0, n)
-        p["glide"] = 0.0
-        p["attack"] = 0.002
-        p["click"] = rng.uniform(0.0, 0.1)
-    elif kind == "clink":
-        n = int(rng.integers(1, 4))
-        p["freqs"] = rng.uniform(4000.0, 9000.0, n)
-        p["taus"] = rng.uniform(0.100, 0.300, n)
-        p["amps"] = rng.uniform(0.4, 1.0, n)
-        p["glide"] = 0.0
-        p["attack"] = 0.0002
-        p["click"] = rng.uniform(0.05, 0.2)
+    if kind in _IMPULSIVE:
+        r = _IMPULSE_RANGES[kind]
+        n = int(rng.integers(*r.partials))
+        if kind == "droplet":  # bubble resonances spread over octaves: log-uniform
+            p["freqs"] = np.exp(rng.uniform(math.log(r.freq_hz[0]), math.log(r.freq_hz[1]), n))
+        else:
+            p["freqs"] = rng.uniform(*r.freq_hz, n)
+        p["taus"] = rng.uniform(*r.tau_s, n)
+        p["amps"] = rng.uniform(*r.amp, n)
+        p["glide"] = rng.uniform(*r.glide) if r.glide[1] > 0 else 0.0
+        p["attack"] = r.attack_s
+        p["click"] = rng.uniform(*r.click)
     elif kind == "motor_whine":
         p["dur"] = ev.duration if ev.duration > 0 else rng.uniform(0.2, 1.0)
         p["f0"] = rng.uniform(1000.0, 3000.0)

@@ -6,7 +6,10 @@ message names what is wrong (the file and key path for a scenario, the argument 
 
 from __future__ import annotations
 
-__all__ = ["ScenarioError", "SimCommandError", "SimError"]
+import math
+from typing import Any
+
+__all__ = ["ScenarioError", "SimCommandError", "SimError", "finite_number"]
 
 
 class SimError(ValueError):
@@ -29,3 +32,16 @@ class SimCommandError(SimError):
     Values that are merely out of range are not errors: they are clamped and reported in the
     :class:`~agentchemist.sim.types.CommandResult`, as a real arm controller does.
     """
+
+
+def finite_number(value: Any, what: str) -> float:
+    """``value`` as a finite float, or SimCommandError naming ``what`` (every command argument of the twin)."""
+    if type(value) is float and value - value == 0.0:  # fast path (the twin's tick): a finite float
+        return value
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SimCommandError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise SimCommandError(f"{what} must be finite, got {value!r}")
+    return v

@@ -13,9 +13,10 @@ by the Ca-indicator complex, not by pH.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
+
+from agentchemist.names import did_you_mean, name_key
 
 __all__ = ["INDICATORS", "Indicator", "PATH_CM", "WATER_RGB", "indicator_for", "solution_rgb"]
 
@@ -58,17 +59,12 @@ INDICATORS: dict[str, Indicator] = {
 _ALIASES = {alias: ind for ind in INDICATORS.values() for alias in (ind.name, *ind.aliases)}
 
 
-def _norm(name: str) -> str:
-    return "_".join(name.replace("-", " ").replace("_", " ").lower().split())
-
-
 def indicator_for(name: str) -> Indicator:
     """The indicator called ``name`` (or an alias); ValueError listing close matches otherwise."""
-    key = _norm(name)
+    key = name_key(name)
     if key in _ALIASES:
         return _ALIASES[key]
-    close = difflib.get_close_matches(key, sorted(_ALIASES), n=3)
-    hint = f"; did you mean {', '.join(repr(_ALIASES[c].name) for c in close)}?" if close else ""
+    hint = did_you_mean(key, _ALIASES, show=lambda c: repr(_ALIASES[c].name))
     raise ValueError(f"unknown indicator {name!r}{hint} (known: {', '.join(sorted(INDICATORS))})")
 
 

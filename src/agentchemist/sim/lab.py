@@ -40,7 +40,7 @@ from agentchemist.bench.tags import default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.sim.audio import AudioEventTruth, AudioSynthError, ContactAudioConfig, ContactAudioSynth
 from agentchemist.sim.beaker import Beaker
-from agentchemist.sim.errors import SimCommandError
+from agentchemist.sim.errors import SimCommandError, finite_number
 from agentchemist.sim.faults import ActiveFault, FaultBook
 from agentchemist.sim.instruments import Balance, PhProbe
 from agentchemist.sim.pipette import Drop, RubberBulbPipette
@@ -60,18 +60,6 @@ POUR_AUDIO_SEGMENT_S = 0.25
 BEAKER_HALF_WIDTH_FRACTION = 0.09  # of the image width: the drop misses a beaker displaced further
 #: Below this tilt (deg) the bottle is upright: it may be let go.
 BOTTLE_UPRIGHT_DEG = 0.5
-
-
-def _finite(value: Any, what: str) -> float:
-    if type(value) is float and value - value == 0.0:  # fast path: a finite float
-        return value
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise SimCommandError(f"{what} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise SimCommandError(f"{what} must be finite, got {value!r}")
-    return v
 
 
 def _next_grid(t: float, dt: float) -> float:
@@ -152,7 +140,7 @@ class LabTwin:
     # ============================================================================================ time
     def step(self, now: float) -> None:
         """Advance every model to ``now`` (s of sim time); earlier times are ignored."""
-        now = _finite(now, "now")
+        now = finite_number(now, "now")
         if now <= self.t:
             return
         stalls = 0
@@ -419,7 +407,7 @@ class LabTwin:
 
     def draw(self, reagent: str, volume_ml: float, now: float) -> CommandResult:
         """Fill the held pipette with ``volume_ml`` of a titrant reagent (clamped to the free capacity)."""
-        vol = _finite(volume_ml, "volume_ml")
+        vol = finite_number(volume_ml, "volume_ml")
         if vol < 0:
             raise SimCommandError(f"volume_ml must be >= 0, got {volume_ml}")
         try:
@@ -485,7 +473,7 @@ class LabTwin:
     def pour(self, side: str, tilt_rate_deg_s: float, now: float) -> CommandResult:
         """Tilt the solid bottle held by ``side`` at a rate (deg/s, + tilts, - returns; +-90 max)."""
         check_side(side)
-        rate = _finite(tilt_rate_deg_s, "tilt_rate_deg_s")
+        rate = finite_number(tilt_rate_deg_s, "tilt_rate_deg_s")
         self.step(now)
         w = self.scenario.weighing
         if w is None or self.bottle is None:
@@ -549,8 +537,8 @@ class LabTwin:
         is clamped to 0..max_tilt_deg. Refused (nothing changes) while the bottle is not held, unless
         the target is upright."""
         check_side(side)
-        target = _finite(tilt_deg, "tilt_deg")
-        rate = abs(_finite(max_rate_deg_s, "max_rate_deg_s"))
+        target = finite_number(tilt_deg, "tilt_deg")
+        rate = abs(finite_number(max_rate_deg_s, "max_rate_deg_s"))
         self.step(now)
         why = self._bottle_check(side)
         if why:
@@ -611,7 +599,7 @@ class LabTwin:
         if not item.present:
             return CommandResult(None, False, False, f"{item_id} is not on the bench")
         if position is not None:
-            item.position = (_finite(position[0], "u"), _finite(position[1], "v"))
+            item.position = (finite_number(position[0], "u"), finite_number(position[1], "v"))
         if on is not None:
             item.on = on
             if position is None:
@@ -673,7 +661,7 @@ class LabTwin:
     def audio(self, side: str, t0: float, n_samples: int) -> np.ndarray:
         """Contact-microphone samples (int16 mono, scenario sample rate) of ``side`` from ``t0``."""
         check_side(side)
-        return self._synth[side].render(_finite(t0, "t0"), n_samples)
+        return self._synth[side].render(finite_number(t0, "t0"), n_samples)
 
     def audio_truth(self, side: str) -> list[AudioEventTruth]:
         return self._synth[check_side(side)].truth()

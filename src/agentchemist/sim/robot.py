@@ -17,7 +17,7 @@ from typing import Sequence
 
 from agentchemist.bench import robot as _bench
 from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES, SIDES
-from agentchemist.sim.errors import SimCommandError
+from agentchemist.sim.errors import SimCommandError, finite_number
 
 __all__ = [
     "ARM_JOINT_LIMITS_RAD",
@@ -38,16 +38,6 @@ def check_side(side: str) -> str:
         raise SimCommandError(str(exc)) from None
 
 
-def _finite(value: float, what: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise SimCommandError(f"{what} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise SimCommandError(f"{what} must be finite, got {value!r}")
-    return v
-
-
 @dataclass
 class Gripper:
     """One parallel gripper: commanded and measured opening (m)."""
@@ -60,7 +50,7 @@ class Gripper:
 
     def set_command(self, opening_m: float) -> tuple[float, bool]:
         """Clamp to the Piper range; returns (applied value, clamped?)."""
-        v = _finite(opening_m, "gripper opening (m)")
+        v = finite_number(opening_m, "gripper opening (m)")
         lo, hi = GRIPPER_RANGE_M
         applied = min(max(v, lo), hi)
         self.command_m = applied
@@ -114,7 +104,7 @@ class Arm:
     def set_command(self, positions_rad: Sequence[float]) -> tuple[list[float], bool, str]:
         """Clamp each joint to the Piper limits; returns (applied, clamped?, reason)."""
         try:
-            values = [_finite(p, f"joint{i + 1} position (rad)") for i, p in enumerate(positions_rad)]
+            values = [finite_number(p, f"joint{i + 1} position (rad)") for i, p in enumerate(positions_rad)]
         except TypeError:
             raise SimCommandError(f"arm command must be a sequence of 6 numbers, got {positions_rad!r}") from None
         if len(values) != len(ARM_JOINT_LIMITS_RAD):

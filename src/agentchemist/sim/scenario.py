@@ -24,10 +24,10 @@ import difflib
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentchemist.limits import InputLimitError, load_yaml, read_text
 from agentchemist.bench.inventory import InventoryError, inventory_from_dict
@@ -95,6 +95,10 @@ def _check_concentrations(value: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+#: reagent -> mol/L, keyed by the canonical reagent name (aliases resolved, each reagent once)
+Concentrations = Annotated[dict[str, float], AfterValidator(_check_concentrations)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -117,15 +121,10 @@ class BeakerSpec(_Model):
     id: str = "beaker_main"
     capacity_ml: float = Field(gt=0, le=5000)
     volume_ml: float = Field(ge=0)
-    solution: dict[str, float] = Field(default_factory=dict)
+    solution: Concentrations = Field(default_factory=dict)
     indicator: IndicatorSpec | None = None
     glass_mass_g: float = Field(default=48.0, gt=0, description="empty beaker mass (g), for the balance")
     density_g_ml: float = Field(default=1.0, gt=0.5, lt=2.0, description="solution density (g/mL)")
-
-    @field_validator("solution")
-    @classmethod
-    def _conc(cls, v: dict[str, float]) -> dict[str, float]:
-        return _check_concentrations(v)
 
     @model_validator(mode="after")
     def _fits(self) -> "BeakerSpec":
@@ -367,7 +366,7 @@ class Scenario(_Model):
     seed: int = Field(ge=0)
     instruction: str = Field(min_length=1)
     beaker: BeakerSpec
-    titrant: dict[str, float] = Field(default_factory=dict)
+    titrant: Concentrations = Field(default_factory=dict)
     inventory: dict[str, Any] = Field(default_factory=dict, description=(
         "what the lab BELIEVES the tagged containers hold (config/inventory.yaml's items: labware id or tag "
         "id -> reagent, concentration, unit, lot, prepared); replaces the default inventory's and the bottle "
@@ -389,11 +388,6 @@ class Scenario(_Model):
                                          "parameter, when set, wins): the twin's kinematics or MuJoCo physics")
     repeat: int = Field(default=1, ge=1, le=500,
                         description="experiments run back to back, each on a fresh sample (long runs)")
-
-    @field_validator("titrant")
-    @classmethod
-    def _conc(cls, v: dict[str, float]) -> dict[str, float]:
-        return _check_concentrations(v)
 
     @field_validator("inventory")
     @classmethod

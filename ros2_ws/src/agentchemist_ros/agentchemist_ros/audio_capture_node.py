@@ -59,6 +59,8 @@ class AudioCaptureNode(GuardedNode):
         self.stream = sd.InputStream(device=index, samplerate=self.rate, channels=1, dtype="int16",
                                      blocksize=int(self.rate * self.chunk_s), callback=self.on_audio)
         self.stream.start()
+        self.close_with_node(self.stream.close)
+        self.close_with_node(self.stream.stop)
         self.create_timer(self.chunk_s / 2.0, self.flush)
 
     def on_audio(self, indata, frames, time_info, status):
@@ -89,11 +91,6 @@ class AudioCaptureNode(GuardedNode):
             out.frombytes(samples.tobytes())
             msg.data = out
             self.pub.publish(msg)
-
-    def destroy_node(self):
-        self.stream.stop()
-        self.stream.close()
-        super().destroy_node()
 
 
 def main(args=None):

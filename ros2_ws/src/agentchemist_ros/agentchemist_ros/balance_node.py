@@ -44,6 +44,7 @@ class BalanceNode(GuardedNode):
                                    poll_period_s=config.poll_period_s, answer_timeout_s=config.answer_timeout_s)
         self.line = SerialLine(self.link, config.port, baud=config.baud,
                                reconnect_period_s=config.reconnect_period_s)
+        self.close_with_node(self.line.close)
         # The port is touched by the timer and by service calls on other threads: one lock.
         self.lock = threading.RLock()
         self.reading_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
@@ -121,10 +122,6 @@ class BalanceNode(GuardedNode):
 
     def anomaly(self, kind, severity, description, resolved=False):
         report_instrument(self, self.anomaly_pub, kind, severity, description, resolved)
-
-    def destroy_node(self):
-        self.line.close()
-        super().destroy_node()
 
 
 def main(args=None):

@@ -49,6 +49,7 @@ class PhMeterNode(GuardedNode):
                                    answer_timeout_s=config.answer_timeout_s)
         self.line = SerialLine(self.link, config.port, baud=config.baud,
                                reconnect_period_s=config.reconnect_period_s)
+        self.close_with_node(self.line.close)
         self.logic = PhMeterLogic(config)
         self.reading_pub = self.create_publisher(ChemicalReading, topics.PH_READING, READINGS)
         self.stable_pub = self.create_publisher(Bool, topics.PH_STABLE, READINGS)
@@ -108,10 +109,6 @@ class PhMeterNode(GuardedNode):
         response.success = not problem
         response.message = problem or f"probe {cal.probe}: slope {cal.slope_pct:.1f} %, offset {cal.offset_mv:+.1f} mV"
         return response
-
-    def destroy_node(self):
-        self.line.close()
-        super().destroy_node()
 
 
 def main(args=None):

@@ -76,6 +76,7 @@ class PiperDriverNode(GuardedNode):
                                can_filters=[{"can_id": i, "can_mask": 0x7FF, "extended": False} for i in FEEDBACK_IDS])
         except (can.CanError, OSError, ValueError, ImportError) as exc:
             raise RuntimeError(f"piper_driver: cannot open CAN bus {bustype}:{channel}: {exc}") from None
+        self.close_with_node(self.bus.shutdown)
         self.driver = PiperDriver(self.bus, config)
         self.arm_names = self.driver.names[:6]
         self.gripper_name = self.driver.names[6]
@@ -97,6 +98,7 @@ class PiperDriverNode(GuardedNode):
         self.publisher = threading.Thread(target=self.publish_forever, name=f"piper-{side}-publish", daemon=True)
         self.loop.start()
         self.publisher.start()
+        self.close_with_node(self.stop_threads)
         self.get_logger().info(f"{side} Piper on {bustype}:{channel} at {rate_hz:.0f} Hz on its own thread "
                                f"{self.loop.rt_note}; holding until commands match the arm")
 
@@ -122,6 +124,13 @@ class PiperDriverNode(GuardedNode):
         response.success, response.message = True, ("resume (0x150 0x02), enable and CAN mode queued; the arm "
                                                      "holds until commands match it")
         return response
+
+    def stop_threads(self):
+        # No disable frame: unpowered joints would let the arm drop. The arm holds its last target.
+        self.loop.stop()
+        self.stopping.set()
+        self.wake.set()
+        self.publisher.join(2.0)
 
     def publish_forever(self):
         while not self.stopping.is_set():
@@ -178,15 +187,6 @@ class PiperDriverNode(GuardedNode):
                 now=node_now(self), experiment_id="", source=self.get_name(), kind=f"piper_{event.kind}",
                 severity=event.severity, description=event.description, response=response,
                 resolved=event.resolved))
-
-    def destroy_node(self):
-        # No disable frame: unpowered joints would let the arm drop. The arm holds its last target.
-        self.loop.stop()
-        self.stopping.set()
-        self.wake.set()
-        self.publisher.join(2.0)
-        self.bus.shutdown()
-        super().destroy_node()
 
 
 def main(args=None):

@@ -35,16 +35,32 @@ def check_mass(reading: Reading, negative_tolerance_g: float, capacity_g: float)
     return reading
 
 
-class MtSics:
-    name = "mt_sics"
+class _BalanceDialect:
+    """What both dialects share: the balance's limits, the mass check and the over/underload reading."""
+
+    name = ""
     stx_etx = False
-    request = b"SI\r\n"
-    tare_command = b"T\r\n"
-    zero_command = b"Z\r\n"
 
     def __init__(self, negative_tolerance_g: float = 0.5, capacity_g: float = 1000.0) -> None:
         self.negative_tolerance_g = negative_tolerance_g
         self.capacity_g = capacity_g
+
+    def _checked(self, reading: Reading) -> Parsed:
+        return Parsed(readings=(check_mass(reading, self.negative_tolerance_g, self.capacity_g),))
+
+    def _out_of_range(self, overload: bool, reply: str = "") -> Parsed:
+        """The balance says overload (reading at the capacity) or underload (at 0), both flagged."""
+        what = "overload" if overload else "underload"
+        bound = self.capacity_g if overload else 0.0
+        return Parsed(readings=(Reading("mass", bound, EXPECTED_UNIT, stable=False, self_check_ok=False,
+                                        problem=f"balance reports {what}"),), reply=reply)
+
+
+class MtSics(_BalanceDialect):
+    name = "mt_sics"
+    request = b"SI\r\n"
+    tare_command = b"T\r\n"
+    zero_command = b"Z\r\n"
 
     def parse(self, text: str) -> Parsed:
         line = text.strip()
@@ -63,12 +79,9 @@ class MtSics:
         if status in ("I", "+", "-") and len(parts) == 2:
             if status == "I":
                 return Parsed(reply=f"{command} I")
-            what = "overload" if status == "+" else "underload"
             if command == "S":
-                bound = self.capacity_g if status == "+" else 0.0
-                return Parsed(readings=(Reading("mass", bound, EXPECTED_UNIT, stable=False, self_check_ok=False,
-                                                problem=f"balance reports {what}"),), reply=f"S {status}")
-            return Parsed(reply=f"T {status}", problem=f"tare refused: {what}")
+                return self._out_of_range(status == "+", reply=f"S {status}")
+            return Parsed(reply=f"T {status}", problem=f"tare refused: {'overload' if status == '+' else 'underload'}")
         if status not in ("S", "D") or len(parts) != 3 or (command == "T" and status != "S"):
             return Parsed(problem=f"malformed line {text!r}: status {status!r}")
         body = parts[2].rstrip()
@@ -78,27 +91,19 @@ class MtSics:
             return Parsed(problem=f"malformed line {text!r}: no '<value> <unit>' after the status")
         if command == "T":
             return Parsed(reply="T S", extra={"tare_g": value, "unit": unit})
-        reading = Reading("mass", value, unit, stable=status == "S")
-        return Parsed(readings=(check_mass(reading, self.negative_tolerance_g, self.capacity_g),))
+        return self._checked(Reading("mass", value, unit, stable=status == "S"))
 
 
-class SartoriusSbi:
+class SartoriusSbi(_BalanceDialect):
     name = "sartorius_sbi"
-    stx_etx = False
     request = b""
     tare_command = b"\x1bT\r\n"
     zero_command = b"\x1bT\r\n"
 
-    def __init__(self, negative_tolerance_g: float = 0.5, capacity_g: float = 1000.0) -> None:
-        self.negative_tolerance_g = negative_tolerance_g
-        self.capacity_g = capacity_g
-
     def parse(self, text: str) -> Parsed:
         line = text.strip()
         if line in ("High", "Low"):
-            bound = self.capacity_g if line == "High" else 0.0
-            return Parsed(readings=(Reading("mass", bound, EXPECTED_UNIT, stable=False, self_check_ok=False,
-                                            problem=f"balance reports {'overload' if line == 'High' else 'underload'}"),))
+            return self._out_of_range(line == "High")
         if not line or line[0] not in "+- 0123456789":
             return Parsed(problem=f"malformed line {text!r}: not an SBI weight line")
         parts = line.rsplit(None, 1)
@@ -113,7 +118,7 @@ class SartoriusSbi:
         reading = Reading("mass", value, unit or EXPECTED_UNIT, stable=bool(unit))
         if unit and unit != EXPECTED_UNIT:
             reading = Reading("mass", value, unit, stable=True)
-        return Parsed(readings=(check_mass(reading, self.negative_tolerance_g, self.capacity_g),))
+        return self._checked(reading)
 
 
 BALANCE_DIALECTS = {d.name: d for d in (MtSics, SartoriusSbi)}

@@ -65,7 +65,8 @@ class RuleBackend:
         floor = float(np.median(pre)) if pre.size else peak - event.snr_db
         feats = extract_features(raw, filt, onset, raw.size, sample_rate, floor, peak, c.band_hz,
                                  c.clip_level / INT16_FULL_SCALE)
-        return decide(class_probabilities(feats, continued="continued" in event.flags, config=self.rules))
+        return decide(class_probabilities(feats, continued="continued" in event.flags,
+                                                  reonset="reonset" in event.flags, config=self.rules))
 
 
 class EmbeddingBackend:

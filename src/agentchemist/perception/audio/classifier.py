@@ -93,12 +93,15 @@ def _below(x: float, edge: float, width: float) -> float:
     return _above(-x, -edge, width)
 
 
-def class_probabilities(f: EventFeatures, *, continued: bool = False,
+def class_probabilities(f: EventFeatures, *, continued: bool = False, reonset: bool = False,
                         config: RuleClassifierConfig = RuleClassifierConfig()) -> dict[str, float]:
     """Probabilities of the DETECTED_KINDS for one event's features (sum to 1).
 
     continued: the event is the continuation of one cut at max_event_s (it has no onset of its own,
-    so it cannot be a droplet or a contact)."""
+    so it cannot be a droplet or a contact). reonset: the event is a second impact that rose sharply
+    out of the decaying ring of the one before (the segmenter's reonset test): the sound before its
+    onset is that ring, so the quiet-before test that rejects fragments of sustained sounds does not
+    apply."""
     c = config
     short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
     sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
@@ -115,7 +118,7 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False,
     ring = (_above(f.decay_s, c.ring_decay_s, c.ring_decay_w) * _above(f.decay_r2, c.ring_r2, c.ring_r2_w)
             * _below(f.decay_s, 2.0, 0.3))
     granular = _above(f.granularity_db, c.granular_db, c.granular_w)
-    quiet_before = _below(f.pre_level_db, c.quiet_before_db, c.quiet_before_w)
+    quiet_before = 1.0 if reonset else _below(f.pre_level_db, c.quiet_before_db, c.quiet_before_w)
     unclipped = _below(f.clip_fraction, c.max_clip, c.max_clip_w)
     onset = 0.0 if continued else 1.0
 

@@ -26,6 +26,16 @@ class DetectorConfig:
         the threshold is not a second event).
     max_event_s: an event still going after this long is closed and continued as a new event (keeps
         latency bounded during pours and long noises).
+    reonset_db: a second impact inside a ringing event (two drops landing tens of ms apart) starts an
+        event of its own when a frame's energy rises this far above the frame just before it (a jump a
+        single ring does not make: it only decays, or beats within a frame) ... (0 = never split)
+    reonset_after_s: ... no sooner than this after the event's onset (its own attack and the first
+        beats of its partials are over by then) ...
+    reonset_decayed_db: ... only once the event has decayed this far below its peak, which it reached
+        within reonset_after_s of its onset (an impulse's ringing tail, not a sustained sound) ...
+    reonset_ripple_db: ... and only if no frame since that peak rose more than this above the lowest
+        before it (a ring decays smoothly; the level of a pour jitters as its grains land). The detector
+        keeps the split only when both parts are heard as droplets; see StreamingDetector._finalise_split.
     floor_tau_s: time constant of the noise-floor tracker (EMA of idle frame energies in dB).
     floor_hold_s: the floor stays frozen this long after an event ends (the decaying tail is not noise).
     floor_adapt_after_s: inside an event longer than this the floor adapts again, so a stationary new
@@ -56,6 +66,10 @@ class DetectorConfig:
     release_hold_s: float = 0.02
     refractory_s: float = 0.03
     max_event_s: float = 1.5
+    reonset_db: float = 8.0
+    reonset_after_s: float = 0.012
+    reonset_decayed_db: float = 6.0
+    reonset_ripple_db: float = 5.0
     floor_tau_s: float = 1.0
     floor_hold_s: float = 0.05
     floor_adapt_after_s: float = 1.0
@@ -103,6 +117,10 @@ class DetectorConfig:
         num("release_hold_s", 0.0, 1.0)
         num("refractory_s", 0.0, 5.0)
         num("max_event_s", 0.05, 60.0)
+        num("reonset_db", 0.0, 60.0)
+        num("reonset_after_s", 0.0, 1.0)
+        num("reonset_decayed_db", 0.0, 60.0)
+        num("reonset_ripple_db", 0.0, 60.0)
         num("floor_tau_s", 0.01, 600.0)
         num("floor_hold_s", 0.0, 10.0)
         num("floor_adapt_after_s", 0.0, 600.0)

@@ -118,6 +118,7 @@ class StreamingDetector:
         self._next_frame = 0
         self._pending: list[np.ndarray] = []  # received, not yet filtered (see DetectorConfig.min_block)
         self._pending_n = 0
+        self._split: Segment | None = None  # the first part of a segment split at a second impact
 
     def ongoing(self, min_duration_s: float) -> OngoingSound | None:
         """The sound still going on, once it has lasted `min_duration_s` (else None): a droplet's energy
@@ -235,16 +236,44 @@ class StreamingDetector:
         starts = self._next_frame + c.hop * np.arange(m)
         self._next_frame += m * c.hop
         out = self._finalise_all(self._seg.feed(starts, energies))
-        open_start = self._seg.active_start
-        keep = min(self._next_frame, open_start if open_start is not None else self._next_frame)
+        # the open event and a held first part of a split one are still to be judged
+        held = [self._seg.active_start, self._split.start if self._split is not None else None]
+        keep = min([self._next_frame] + [h for h in held if h is not None])
         # keep what the onset search (2 frames back) and the pre-roll of a future event may need
         self._tape.trim(keep - self._pre_roll - 2 * c.frame - c.hop)
         return out
 
     def _finalise_all(self, segments: list[Segment | None]) -> list[DetectedEvent]:
-        return [self._finalise(s) for s in segments if s is not None]
+        out: list[DetectedEvent] = []
+        for seg in segments:
+            if seg is None:
+                continue
+            if seg.split:  # judged with the second impact that cut it
+                self._split = seg
+            elif seg.reonset and self._split is not None:
+                out += self._finalise_split(self._split, seg)
+                self._split = None
+            else:
+                out.append(self._finalise(seg))
+        return out
 
-    def _finalise(self, seg: Segment) -> DetectedEvent:
+    def _finalise_split(self, first: Segment, second: Segment) -> list[DetectedEvent]:
+        """Two drops landing tens of ms apart ring as one sound with two impacts: they are two droplets
+        when both parts are heard as droplets (the second judged as an impact in the first one's ring).
+        Otherwise the split stands for nothing (the grains of a pour, a bump in a ring): one event, as if
+        the segment had not been cut."""
+        count = self._count
+        a = self._finalise(first)
+        if a.kind == "droplet":
+            b = self._finalise(second, reonset=True)
+            if b.kind == "droplet":
+                return [a, b]
+        self._count = count
+        whole = Segment(first.start, second.end, max(first.peak_db, second.peak_db), first.floor_db,
+                        first.continued, cut=second.cut, truncated=second.truncated)
+        return [self._finalise(whole)]
+
+    def _finalise(self, seg: Segment, *, reonset: bool = False) -> DetectedEvent:
         c = self.config
         sr = c.sample_rate
         onset = seg.start if seg.continued else self._refine_onset(seg)
@@ -252,7 +281,7 @@ class StreamingDetector:
         floor = seg.floor_db
         feats = extract_features(raw, filt, onset - first, seg.end - first, sr, floor, seg.peak_db,
                                  c.band_hz, c.clip_level / INT16_FULL_SCALE)
-        probs = class_probabilities(feats, continued=seg.continued, config=self.classifier)
+        probs = class_probabilities(feats, continued=seg.continued, reonset=reonset, config=self.classifier)
         kind, margin = decide(probs)
         flags: list[str] = []
         if feats.clip_fraction > 0:
@@ -263,6 +292,8 @@ class StreamingDetector:
             flags.append("continued")
         if seg.cut:
             flags.append("cut")
+        if reonset:
+            flags.append("reonset")
         self._count += 1
         start_s = min(seg.start, onset) / sr
         event = DetectedEvent(event_id=f"{c.id_prefix}-{self._count:06d}", start=start_s, end=seg.end / sr,
@@ -321,6 +352,8 @@ class StreamingDetector:
         win = max(1, int(round(_ONSET_ENV_S * sr)))
         env = ndimage.uniform_filter1d(y * y, win, mode="nearest")
         p = max(seg.start - first, 0) + int(np.argmax(env[max(seg.start - first, 0):]))
-        noise_power = 10.0 ** (max(seg.floor_db, MIN_FLOOR_DB) / 10.0)
+        # a second impact rises out of the ring before it, not out of the room's noise
+        base = seg.base_db if seg.base_db is not None else seg.floor_db
+        noise_power = 10.0 ** (max(base, MIN_FLOOR_DB) / 10.0)
         cusum = np.cumsum(y[: p + 1] ** 2 / noise_power - _CUSUM_DRIFT)
         return first + int(np.argmin(cusum)) + 1 if cusum.size > 1 else first

@@ -6,7 +6,7 @@ so the same frames give the same segments however the stream was cut.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,7 +20,9 @@ class Segment:
     """A closed event in samples: [start, end), peak frame energy and the floor it was measured against.
 
     continued: it continues one cut at max_event_s. cut: it was itself cut at max_event_s.
-    truncated: closed early by a stream gap or flush."""
+    truncated: closed early by a stream gap or flush. reonset: a new impact inside the ringing of the
+    event before it (see DetectorConfig.reonset_db); base_db is then the frame energy just before it.
+    split: closed by such a new impact (the next segment is its reonset)."""
 
     start: int
     end: int
@@ -29,6 +31,9 @@ class Segment:
     continued: bool = False
     cut: bool = False
     truncated: bool = False
+    reonset: bool = False
+    base_db: float | None = None
+    split: bool = False
 
 
 @dataclass
@@ -38,6 +43,13 @@ class _Open:
     last_above_end: int
     below: int = 0
     continued: bool = False
+    reonset: bool = False
+    base_db: float | None = None
+    recent: list[float] = field(default_factory=list)  # the last frame // hop frame energies
+    trough_db: float = math.inf  # the lowest frame energy since the peak ...
+    ripple_db: float = 0.0       # ... and the most any frame since the peak rose above the trough before it
+    peak_at: int = 0             # start of the peak frame
+    origin: int | None = None    # a reonset: where the event it split from began (max_event_s counts from there)
 
 
 class Segmenter:
@@ -53,6 +65,8 @@ class Segmenter:
         self._floor_hold = c.samples(c.floor_hold_s)
         self._max_event = c.samples(c.max_event_s)
         self._adapt_after = c.samples(c.floor_adapt_after_s)
+        self._reonset_after = c.samples(c.reonset_after_s)
+        self._per_frame = c.frame // c.hop
         self.floor_db: float | None = None
         self._warm: list[float] = []
         self._open: _Open | None = None
@@ -88,7 +102,8 @@ class Segmenter:
         if ev is None:
             return None
         self._open = None
-        return Segment(ev.start, max(end, ev.start + 1), ev.peak_db, self._floor(), ev.continued, truncated=True)
+        return Segment(ev.start, max(end, ev.start + 1), ev.peak_db, self._floor(), ev.continued, truncated=True,
+                       reonset=ev.reonset, base_db=ev.base_db)
 
     def feed(self, starts: np.ndarray, energies: np.ndarray) -> list[Segment]:
         """Consume frames (absolute start sample, energy dB) in order; return the segments that closed."""
@@ -108,12 +123,22 @@ class Segmenter:
             ev = self._open
             if ev is None:
                 if e > floor + c.threshold_db and s >= self._refractory_until:
-                    self._open = _Open(start=s, peak_db=e, last_above_end=s + frame)
+                    self._open = _Open(start=s, peak_db=e, last_above_end=s + frame, peak_at=s)
                 elif s >= self._floor_frozen_until:
                     self._track(e)
                 continue
+            if self._is_reonset(ev, s, e, floor):
+                out.append(Segment(ev.start, s, ev.peak_db, floor, ev.continued, reonset=ev.reonset,
+                                   base_db=ev.base_db, split=True))
+                self._open = _Open(start=s, peak_db=e, last_above_end=s + frame, peak_at=s, reonset=True,
+                                   base_db=ev.recent[0], origin=ev.start)
+                continue
+            ev.recent = (ev.recent + [e])[-self._per_frame:]
             if e > ev.peak_db:
-                ev.peak_db = e
+                ev.peak_db, ev.trough_db, ev.ripple_db, ev.peak_at = e, e, 0.0, s
+            else:
+                ev.ripple_db = max(ev.ripple_db, e - ev.trough_db)
+                ev.trough_db = min(ev.trough_db, e)
             if e >= floor + c.release_db:
                 ev.last_above_end = s + frame
                 ev.below = 0
@@ -122,13 +147,15 @@ class Segmenter:
             if s - ev.start >= self._adapt_after:
                 self._track(e)  # a long stationary sound becomes the new background
             if ev.below >= self._release_hold:
-                out.append(Segment(ev.start, ev.last_above_end, ev.peak_db, floor, ev.continued))
+                out.append(Segment(ev.start, ev.last_above_end, ev.peak_db, floor, ev.continued,
+                                   reonset=ev.reonset, base_db=ev.base_db))
                 self._open = None
                 self._refractory_until = ev.last_above_end + self._refractory
                 self._floor_frozen_until = ev.last_above_end + self._floor_hold
-            elif s + frame - ev.start >= self._max_event:
+            elif s + frame - (ev.start if ev.origin is None else ev.origin) >= self._max_event:
                 end = s + frame
-                out.append(Segment(ev.start, end, ev.peak_db, floor, ev.continued, cut=True))
+                out.append(Segment(ev.start, end, ev.peak_db, floor, ev.continued, cut=True, reonset=ev.reonset,
+                                   base_db=ev.base_db))
                 self._open = None
                 self._floor_frozen_until = end + self._floor_hold
                 if e > floor + c.threshold_db:
@@ -136,6 +163,19 @@ class Segmenter:
                 else:
                     self._refractory_until = end + self._refractory
         return out
+
+    def _is_reonset(self, ev: _Open, s: int, e: float, floor: float) -> bool:
+        """Does the frame at ``s`` (energy ``e``) start a second impact inside the open event? Its energy
+        jumps reonset_db above the frame just before it (not overlapping it), which had decayed
+        reonset_decayed_db below the event's peak, reonset_after_s or more after the onset, and it is
+        loud enough to be an onset of its own."""
+        c = self.config
+        if c.reonset_db <= 0 or ev.continued or ev.reonset or len(ev.recent) < self._per_frame:
+            return False
+        before = ev.recent[0]
+        return (s - ev.start >= self._reonset_after >= ev.peak_at - ev.start and e >= before + c.reonset_db
+                and before <= ev.peak_db - c.reonset_decayed_db and ev.ripple_db <= c.reonset_ripple_db
+                and e > floor + c.threshold_db)
 
     def _track(self, e: float) -> None:
         assert self.floor_db is not None

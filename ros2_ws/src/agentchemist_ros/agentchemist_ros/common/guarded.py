@@ -45,6 +45,22 @@ class GuardedNode(Node):
         # Created now, not on the first failure: a publisher made at that moment could miss subscribers
         # that have not discovered it yet.
         self._error_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
+        self._closers: list = []
+
+    # ------------------------------------------------------------------ resources
+    def close_with_node(self, closer) -> None:
+        """Call ``closer()`` when the node is destroyed (the latest registered first), so that a port, a
+        stream or a bus is released next to where it is opened; one that fails is logged, the rest still run."""
+        self._closers.append(closer)
+
+    def destroy_node(self):
+        while self._closers:
+            closer = self._closers.pop()
+            try:
+                closer()
+            except Exception as exc:  # noqa: BLE001 - shutting down: say so and release the rest
+                self.get_logger().error(f"while closing: {type(exc).__name__} at {where(exc)}: {exc}")
+        super().destroy_node()
 
     # ------------------------------------------------------------------ wrapped factories
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
