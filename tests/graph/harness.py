@@ -152,34 +152,25 @@ def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str |
         if node is not None:
             graph.executor.add_node(node)
     feedback: list[str] = []
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.spin_once(0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     try:
-        assert client.wait_for_server(timeout_sec=30), "the planner's RunExperiment server did not come up"
-        goal = RunExperiment.Goal(instruction=instruction or load_scenario(scenario).instruction)
-        sent = client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback.fsm_state))
-        end = time.monotonic() + wall_limit_s
-        while not sent.done() and time.monotonic() < end:
-            time.sleep(0.05)
-        assert sent.done(), "the goal was not accepted"
-        result_future = sent.result().get_result_async()
-        while not result_future.done() and time.monotonic() < end:
-            time.sleep(0.05)
-        if callable(getattr(extra, "flush", None)):
-            extra.flush()  # a marker after the last message the probe must see (see before_marker)
-        else:
-            time.sleep(settle_s)  # let the last messages reach the probe
-        truth = graph.nodes["lab_sim"].twin.truth() if "lab_sim" in graph.nodes else {}
-        leftovers = per_experiment_leftovers(graph)
+        with graph.spinning():
+            assert client.wait_for_server(timeout_sec=30), "the planner's RunExperiment server did not come up"
+            goal = RunExperiment.Goal(instruction=instruction or load_scenario(scenario).instruction)
+            sent = client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback.fsm_state))
+            end = time.monotonic() + wall_limit_s
+            while not sent.done() and time.monotonic() < end:
+                time.sleep(0.05)
+            assert sent.done(), "the goal was not accepted"
+            result_future = sent.result().get_result_async()
+            while not result_future.done() and time.monotonic() < end:
+                time.sleep(0.05)
+            if callable(getattr(extra, "flush", None)):
+                extra.flush()  # a marker after the last message the probe must see (see before_marker)
+            else:
+                time.sleep(settle_s)  # let the last messages reach the probe
+            truth = graph.nodes["lab_sim"].twin.truth() if "lab_sim" in graph.nodes else {}
+            leftovers = per_experiment_leftovers(graph)
     finally:
-        stop.set()
-        thread.join(timeout=10)
         graph.shutdown()
         for node in (client_node, extra):
             if node is not None:

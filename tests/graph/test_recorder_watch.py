@@ -6,7 +6,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -58,45 +57,36 @@ def test_a_killed_recorder_holds_dispensing_and_its_gap_is_on_record(tmp_path):
     for node in (client_node, probe):
         graph.executor.add_node(node)
     client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.spin_once(0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     restarted = None
     try:
-        assert client.wait_for_server(timeout_sec=30)
-        goal = client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(SCENARIO).instruction))
-        assert wait_for(goal.done, 60) and goal.result().accepted
-        result = goal.result().get_result_async()
-        # Titrating, with the recorder in its own process acknowledging: kill it.
-        assert wait_for(lambda: probe.drops() >= 15 or result.done(), 240), "dispensing did not start"
-        assert not result.done(), result.result().result.message
-        recorder.send_signal(signal.SIGKILL)
-        recorder.wait(timeout=10)
-        assert wait_for(lambda: probe.of("recorder_lost"), 60), "no recorder_lost anomaly"
-        lost = probe.of("recorder_lost")[0]
-        assert lost.source == "vision_supervisor" and lost.severity == "warn" and lost.response == "pause", \
-            [(a.source, a.severity, a.response, a.description) for a in probe.anomalies]
-        held_at, drops_held = to_sec(lost.stamp), probe.drops()
-        # Waiting for the recorder's return is waiting on a peer: the twin's clock stands still meanwhile
-        # (a restart that takes seconds of wall time on a loaded machine costs no simulated time).
-        lockstep = graph.nodes["lab_sim"].lockstep
-        assert wait_for(lambda: any("vision_supervisor" in n for n in lockstep.waiting_on_peers(time.monotonic())),
-                        30), "the supervisor does not wait for the recorder"
-        restarted = recorder_process(runs)
-        assert wait_for(lambda: probe.of("recorder_lost", resolved=True), 120), "the recorder did not come back"
-        # Held: at most the drop already forming when the hold arrived.
-        assert probe.drops() <= drops_held + 1
-        assert wait_for(result.done, 240), "the run did not finish after the recorder came back"
-        outcome = result.result().result
-        assert wait_for(lambda: probe.of("record_gap"), 10)
+        with graph.spinning():
+            assert client.wait_for_server(timeout_sec=30)
+            goal = client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(SCENARIO).instruction))
+            assert wait_for(goal.done, 60) and goal.result().accepted
+            result = goal.result().get_result_async()
+            # Titrating, with the recorder in its own process acknowledging: kill it.
+            assert wait_for(lambda: probe.drops() >= 15 or result.done(), 240), "dispensing did not start"
+            assert not result.done(), result.result().result.message
+            recorder.send_signal(signal.SIGKILL)
+            recorder.wait(timeout=10)
+            assert wait_for(lambda: probe.of("recorder_lost"), 60), "no recorder_lost anomaly"
+            lost = probe.of("recorder_lost")[0]
+            assert lost.source == "vision_supervisor" and lost.severity == "warn" and lost.response == "pause", \
+                [(a.source, a.severity, a.response, a.description) for a in probe.anomalies]
+            held_at, drops_held = to_sec(lost.stamp), probe.drops()
+            # Waiting for the recorder's return is waiting on a peer: the twin's clock stands still meanwhile
+            # (a restart that takes seconds of wall time on a loaded machine costs no simulated time).
+            lockstep = graph.nodes["lab_sim"].lockstep
+            assert wait_for(lambda: any("vision_supervisor" in n for n in lockstep.waiting_on_peers(time.monotonic())),
+                            30), "the supervisor does not wait for the recorder"
+            restarted = recorder_process(runs)
+            assert wait_for(lambda: probe.of("recorder_lost", resolved=True), 120), "the recorder did not come back"
+            # Held: at most the drop already forming when the hold arrived.
+            assert probe.drops() <= drops_held + 1
+            assert wait_for(result.done, 240), "the run did not finish after the recorder came back"
+            outcome = result.result().result
+            assert wait_for(lambda: probe.of("record_gap"), 10)
     finally:
-        stop.set()
-        thread.join(timeout=10)
         graph.shutdown()
         for node in (client_node, probe):
             node.destroy_node()

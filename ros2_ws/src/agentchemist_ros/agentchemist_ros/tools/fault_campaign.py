@@ -31,7 +31,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -160,57 +159,48 @@ def drive(case: CaseResult, how: str, victim: str, runs: Path, scenario: Path, h
     for extra in (client_node, probe):
         graph.executor.add_node(extra)
     twin = graph.nodes["lab_sim"].twin
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.spin_once(0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     try:
-        client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
-        if not (client.wait_for_server(timeout_sec=60) and wait_for(lambda: own in probe.beats, 60)):
-            case.problems.append(f"{own} did not come up in its own process")
-            return None, probe
-        goal = client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(scenario).instruction))
-        if not (wait_for(goal.done, 60) and goal.result().accepted):
-            case.problems.append("the experiment was not accepted")
-            return None, probe
-        result = goal.result().get_result_async()
-        if not wait_for(lambda: twin.truth_summary()["drops_landed"] >= case.trigger_drops or result.done(), 300):
-            case.problems.append("dispensing did not reach the trigger")
-        if result.done():
-            case.problems.append(f"the run ended before the fault: {result.result().result.message}")
-            return None, probe
-        fault_t = twin.t
-        if server is not None:
-            server.crash() if how == "kill" else server.signal(signal.SIGSTOP)
-        else:
-            proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
-        case.named = wait_for(lambda: probe.naming(victim) or result.done(), 180) and bool(probe.naming(victim))
-        if case.named:
-            anomaly = probe.naming(victim)[0]
-            case.detection_s = round(to_sec(anomaly.stamp) - fault_t, 3)
-            at_hold = twin.truth_summary()["drops_landed"]
-            # The twin goes on (sim time) while the victim is gone: nothing may fall but the forming drop.
-            wait_for(lambda: twin.t >= to_sec(anomaly.stamp) + hold_check_s or result.done(), 180)
-            case.drops_after_hold = twin.truth_summary()["drops_landed"] - at_hold
-            spilled = [s for s in probe.statuses if s.degraded and to_sec(s.stamp) > to_sec(anomaly.stamp)]
-            case.held = case.drops_after_hold <= 1 or (server is not None and how == "kill" and bool(spilled))
-        else:
-            case.problems.append("no anomaly named the victim")
-        if how == "stall":
-            server.signal(signal.SIGCONT) if server is not None else proc.send_signal(signal.SIGCONT)
-        if not wait_for(result.done, 600):
-            case.problems.append("the run did not end")
-            return None, probe
-        outcome = result.result().result
-        case.outcome, case.message = outcome.outcome, outcome.message[:300]
-        return outcome, probe
+        with graph.spinning():
+            client = ActionClient(client_node, RunExperiment, topics.RUN_EXPERIMENT)
+            if not (client.wait_for_server(timeout_sec=60) and wait_for(lambda: own in probe.beats, 60)):
+                case.problems.append(f"{own} did not come up in its own process")
+                return None, probe
+            goal = client.send_goal_async(RunExperiment.Goal(instruction=load_scenario(scenario).instruction))
+            if not (wait_for(goal.done, 60) and goal.result().accepted):
+                case.problems.append("the experiment was not accepted")
+                return None, probe
+            result = goal.result().get_result_async()
+            if not wait_for(lambda: twin.truth_summary()["drops_landed"] >= case.trigger_drops or result.done(), 300):
+                case.problems.append("dispensing did not reach the trigger")
+            if result.done():
+                case.problems.append(f"the run ended before the fault: {result.result().result.message}")
+                return None, probe
+            fault_t = twin.t
+            if server is not None:
+                server.crash() if how == "kill" else server.signal(signal.SIGSTOP)
+            else:
+                proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+            case.named = wait_for(lambda: probe.naming(victim) or result.done(), 180) and bool(probe.naming(victim))
+            if case.named:
+                anomaly = probe.naming(victim)[0]
+                case.detection_s = round(to_sec(anomaly.stamp) - fault_t, 3)
+                at_hold = twin.truth_summary()["drops_landed"]
+                # The twin goes on (sim time) while the victim is gone: nothing may fall but the forming drop.
+                wait_for(lambda: twin.t >= to_sec(anomaly.stamp) + hold_check_s or result.done(), 180)
+                case.drops_after_hold = twin.truth_summary()["drops_landed"] - at_hold
+                spilled = [s for s in probe.statuses if s.degraded and to_sec(s.stamp) > to_sec(anomaly.stamp)]
+                case.held = case.drops_after_hold <= 1 or (server is not None and how == "kill" and bool(spilled))
+            else:
+                case.problems.append("no anomaly named the victim")
+            if how == "stall":
+                server.signal(signal.SIGCONT) if server is not None else proc.send_signal(signal.SIGCONT)
+            if not wait_for(result.done, 600):
+                case.problems.append("the run did not end")
+                return None, probe
+            outcome = result.result().result
+            case.outcome, case.message = outcome.outcome, outcome.message[:300]
+            return outcome, probe
     finally:
-        stop.set()
-        thread.join(timeout=10)
         graph.shutdown()
         for extra in (client_node, probe):
             extra.destroy_node()

@@ -5,6 +5,8 @@ process instead of one per node). Long actions are coroutines, so the fast singl
 EventsExecutor serves the whole graph (see common/runner.py).
 """
 import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import rclpy
@@ -81,6 +83,23 @@ class Graph:
 
     def spin_once(self, timeout_sec: float = 0.1) -> None:
         self.executor.spin_once(timeout_sec=timeout_sec)
+
+    @contextmanager
+    def spinning(self, period_s: float = 0.05):
+        """Spin the graph in a background thread for the with-block (tests and tools drive it from here)."""
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                self.spin_once(period_s)
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(timeout=10)
 
     def shutdown(self) -> None:
         self.executor.shutdown(timeout_sec=2.0)
