@@ -223,11 +223,11 @@ def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Pa
         sec.blocks.append(Bullets(not_concluded, "warn"))
     anomalies = summary.get("sections", {}).get("anomalies", {})
     if anomalies.get("n"):
-        open_ = [a for a in anomalies.get("records", []) if not a.get("resolved")]
-        text = f"{anomalies['n'] - anomalies.get('resolutions', 0)} anomaly record(s), {len(open_)} unresolved"
-        if open_:
-            text += ": " + "; ".join(f"{a.get('kind')} ({a.get('severity')}) at {fmt_t(a.get('t_s'))}, response "
-                                     f"{a.get('response') or 'none'}" for a in open_)
+        open_ = [g for g in anomalies.get("groups", []) if g.get("unresolved")]
+        unresolved = sum(g["unresolved"] for g in open_)
+        text = f"{anomalies['n'] - anomalies.get('resolutions', 0)} anomaly record(s), {unresolved} unresolved"
+        if open_:  # repeated ones grouped: one phrase per kind and source
+            text += ": " + "; ".join(group_phrase(g) for g in open_)
         sec.blocks.append(Para(text + " (section 8).", "warn" if open_ else "p"))
     if narrative:
         if narrative.get("text"):
@@ -405,6 +405,14 @@ def _resolved_cell(a: dict) -> str:
     return "**no**"
 
 
+def group_phrase(g: dict) -> str:
+    """'no_drop (warn) x3 at 12.1-30.5 s, response retry' for a group of anomalies (summary.group_anomalies)."""
+    when = fmt_t(g.get("first_t_s")) if g["n"] == 1 else f"{fmt_t(g.get('first_t_s'))} to {fmt_t(g.get('last_t_s'))}"
+    times = "" if g["n"] == 1 else f" x{g['n']}"
+    return (f"{g.get('kind')} ({g.get('severity')}){times} at {when}, response "
+            f"{', '.join(g.get('responses') or []) or 'none'}")
+
+
 def _anomalies(s: dict) -> list:
     recs = s.get("records") or []
     resolutions = s.get("resolutions", 0)
@@ -412,6 +420,14 @@ def _anomalies(s: dict) -> list:
                          + (f" and {resolutions} resolution(s)" if resolutions else "")
                          + f", {s.get('unresolved', 0)} unresolved.",
                          "warn" if s.get("unresolved") else "p")]
+    groups = s.get("groups") or []
+    if any(g["n"] > 1 for g in groups):
+        blocks.append(Table(["Type", "Source", "Worst severity", "Records", "First", "Last", "Unresolved", "Responses",
+                             "First description"],
+                            [[_text(g["kind"]), _text(g["source"]), _text(g["severity"]), str(g["n"]),
+                              fmt_t(g["first_t_s"]), fmt_t(g["last_t_s"]), str(g["unresolved"]),
+                              _text(", ".join(g["responses"]) or "none"), _text(g["description"])] for g in groups],
+                            "Anomalies by type (repeated ones grouped)", name="anomaly_groups"))
     if recs:
         blocks.append(Table(["t", "Type", "Severity", "Source", "FSM state", "Description", "Response", "Resolved"],
                             [[fmt_t(a.get("t_s")), _text(a.get("kind")), _text(a.get("severity")), _text(a.get("source")),

@@ -366,8 +366,33 @@ def _anomalies(run: RunData, t0: float | None) -> dict:
              for e in run.audio_events if e.get("classification") in ("anomalous", "timeout")]
     flags = Counter(f for r in run.fused_records for f in (r.get("quality_flags") or []))
     return {"records": records, "n": len(records), "unresolved": sum(1 for r in records if not r["resolved"]),
-            "resolutions": sum(1 for r in records if r["resolution"]),
+            "resolutions": sum(1 for r in records if r["resolution"]), "groups": group_anomalies(records),
             "audio_anomalies": audio, "data_quality_flags": dict(flags)}
+
+
+_SEVERITY_RANK = {"info": 0, "warn": 1, "halt": 2}
+
+
+def group_anomalies(records: list[dict]) -> list[dict]:
+    """Repeated anomalies as one line each: the records (not their resolutions) of one kind from one source,
+    with how many, the worst severity, first and last time, how many are unresolved, the responses and the
+    first description. In order of first appearance, so the summary reads as the run went."""
+    groups: dict[tuple, dict] = {}
+    for r in records:
+        if r.get("resolution"):
+            continue
+        g = groups.setdefault((r.get("kind"), r.get("source")), {
+            "kind": r.get("kind"), "source": r.get("source"), "severity": r.get("severity"), "n": 0,
+            "first_t_s": r.get("t_s"), "last_t_s": r.get("t_s"), "unresolved": 0, "responses": [],
+            "description": r.get("description")})
+        g["n"] += 1
+        g["last_t_s"] = r.get("t_s")
+        g["unresolved"] += 0 if r.get("resolved") else 1
+        if _SEVERITY_RANK.get(r.get("severity"), 0) > _SEVERITY_RANK.get(g["severity"], 0):
+            g["severity"] = r.get("severity")
+        if r.get("response") and r["response"] not in g["responses"]:
+            g["responses"].append(r["response"])
+    return list(groups.values())
 
 
 # ------------------------------------------------------------------------------- 10 visual / 11

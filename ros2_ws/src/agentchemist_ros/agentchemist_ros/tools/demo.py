@@ -22,6 +22,7 @@ from std_msgs.msg import String
 
 from agentchemist.chemistry.equilibrium import equivalence_volumes_ml
 from agentchemist.paths import config_dir, default_runs_dir
+from agentchemist.report.document import group_phrase
 from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, FusedRecord
@@ -136,14 +137,13 @@ def anomaly_lines(report_path: str) -> list[str]:
     records = [a for a in section.get("records") or [] if not a.get("resolution")]
     if not records:
         return ["Anomalies: none recorded."]
-    lines = [f"[yellow]Anomalies: {len(records)}[/yellow] ({section.get('unresolved', 0)} unresolved)"]
-    for a in records[:20]:
-        t = a.get("t_s")
-        when = f"{t:.1f} s" if isinstance(t, (int, float)) and math.isfinite(t) else "?"
-        lines.append(f"  {when}: {escape(str(a.get('kind')))} ({a.get('severity')}), response "
-                     f"{a.get('response') or 'none'}: {escape(str(a.get('description') or ''))}")
-    if len(records) > 20:
-        lines.append(f"  ... and {len(records) - 20} more (report section 8)")
+    groups = section.get("groups") or []
+    lines = [f"[yellow]Anomalies: {len(records)}[/yellow] ({section.get('unresolved', 0)} unresolved"
+             + (f", {len(groups)} kinds" if len(groups) < len(records) else "") + ")"]
+    for g in groups[:20]:  # repeated ones as one line: kind and source, how many, when, the first description
+        lines.append(f"  {escape(group_phrase(g))}: {escape(str(g.get('description') or ''))}")
+    if len(groups) > 20:
+        lines.append(f"  ... and {len(groups) - 20} more kinds (report section 8)")
     return lines
 
 
