@@ -75,16 +75,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--faults", default=",".join(FAULTS))
     p.add_argument("--out", type=Path, default=RESULTS / "fault_campaign.json")
+    p.add_argument("--update", action="store_true", help="replace only these faults' cases in --out (each case "
+                   "keeps the commit it ran on)")
     args = p.parse_args(argv)
     load_before = os.getloadavg()
+    faults = args.faults.split(",")
+    kept = []
+    if args.update and args.out.exists():
+        kept = [c for c in json.loads(args.out.read_text())["cases"] if c["fault"] not in faults]
     cases = []
     with tempfile.TemporaryDirectory(prefix="bench_faults_") as work:
-        for fault in args.faults.split(","):
+        for fault in faults:
             for seed in range(1, args.seeds + 1):
                 case = run_case(fault, seed, SCENARIO, Path(work))
-                cases.append(asdict(case) | {"ok": case.ok})
+                cases.append(asdict(case) | {"ok": case.ok, "commit": commit(), "load_1min": os.getloadavg()[0]})
                 print(f"[fault_campaign] {fault} seed {seed}: ok={case.ok} {case.outcome} {case.problems}", flush=True)
-    meta = {"commit": commit(), "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+    order = {f: i for i, f in enumerate(FAULTS)}
+    cases = sorted(kept + cases, key=lambda c: (order.get(c["fault"], 99), c["seed"]))
+    meta = {"commit": ", ".join(dict.fromkeys(c.get("commit", "?") for c in cases)), "machine": f"{platform.machine()} {os.cpu_count()} cores, "
             f"Python {platform.python_version()}", "load_before": load_before, "load_after": os.getloadavg()}
     summary = summarise(cases)
     args.out.write_text(json.dumps({**meta, "summary": summary, "cases": cases}, indent=1))

@@ -13,7 +13,7 @@ the twin has gone on for `hold_check_s` of sim time). The database victim is a t
 Each case is graded on four questions:
 
 * held: from the anomaly on, at most the drop already forming falls while the victim is gone (the twin's
-  own drop count, not the graph's) - or, for a database crash, the record goes on (the recorder spills to
+  own drop count, not the graph's) - or, for a database fault, the record goes on (the recorder spills to
   its run folder and keeps acknowledging), so nothing falls unrecorded;
 * named: an anomaly names the victim (node_lost with its name; recorder_lost for the recorder; the
   recorder's store failure for the database);
@@ -91,12 +91,14 @@ class Probe(Node):
         self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.statuses.append, LATCHED)
         self.create_subscription(Heartbeat, topics.HEARTBEATS, lambda m: self.beats.add(m.node), RELIABLE)
 
-    def naming(self, victim: str) -> list:
+    def naming(self, victim: str, since: float) -> list:
+        """The anomalies raised at or after `since` (the fault) that name the victim."""
+        fresh = [a for a in self.anomalies if not a.resolved and to_sec(a.stamp) >= since]
         if victim == "database":
-            return [a for a in self.anomalies if a.kind in STORE_FAULTS and not a.resolved]
+            return [a for a in fresh if a.kind in STORE_FAULTS]
         if victim == "recorder":
-            return [a for a in self.anomalies if a.kind == "recorder_lost" and not a.resolved]
-        return [a for a in self.anomalies if a.kind == "node_lost" and not a.resolved and victim in a.description]
+            return [a for a in fresh if a.kind == "recorder_lost"]
+        return [a for a in fresh if a.kind == "node_lost" and victim in a.description]
 
 
 def wait_for(condition, timeout_s: float, period_s: float = 0.05) -> bool:
@@ -189,7 +191,7 @@ def drive(case: CaseResult, how: str, victim: str, runs: Path, scenario: Path, h
                 wait_for(lambda: twin.t >= to_sec(anomaly.stamp) + hold_check_s or result.done(), 180)
                 case.drops_after_hold = twin.truth_summary()["drops_landed"] - at_hold
                 spilled = [s for s in probe.statuses if s.degraded and to_sec(s.stamp) > to_sec(anomaly.stamp)]
-                case.held = case.drops_after_hold <= 1 or (server is not None and how == "kill" and bool(spilled))
+                case.held = case.drops_after_hold <= 1 or (server is not None and bool(spilled))
             else:
                 case.problems.append("no anomaly named the victim")
             if how == "stall":
