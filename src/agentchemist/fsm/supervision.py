@@ -107,7 +107,7 @@ class Supervision:
                 params = dict(task.parameters)
         self.dispense_params = params
         settle_s = float(params.get("stable_window_s") or getattr(disp, "settle_window_s", 1.0) or 1.0)
-        self.settle = PhStabilityDetector(StabilityConfig(window_s=settle_s, max_slope=0.01, max_spread=0.03))
+        self.settle = PhStabilityDetector(StabilityConfig(window_s=settle_s))  # noise-aware trend test
         target = params.get("target_ph")
         self.target_ph = float(target) if isinstance(target, (int, float)) else None
         hold = float(params.get("endpoint_stable_s") or getattr(disp, "endpoint_stable_s", 5.0) or 5.0)

@@ -11,6 +11,8 @@ PEER_WAITS = "/agentchemist/peer_waits"  # PeerWait, latched per node: requests 
 CLOCK_ACKS = "/agentchemist/clock_acks"  # ClockAck: the sim time each agent has reached
 RECORDER_STATUS = "/agentchemist/recorder_status"  # RecorderStatus: the recorder acknowledges and keeps up
 PH_READING = "/lab/ph_meter/reading"
+#: the pH meter's electrode calibration state (std_msgs/String JSON, latched): probe, corrected, problem ...
+PH_CALIBRATION = "/lab/ph_meter/calibration"
 BALANCE_READING = "/lab/balance/reading"
 BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim or the balance driver
 BALANCE_ZERO = "/lab/balance/zero"       # std_srvs/srv/Trigger, served by the balance driver
