@@ -100,8 +100,8 @@ class TwinPhMeter:
 
     def status(self, wall_now: float) -> dict[str, Any]:
         cal, problem = self.calibration, self.problem(wall_now)
-        out: dict[str, Any] = {"probe": self.probe, "source": self.mode, "corrected": self.mode != "none" and not problem,
-                               "required": self.mode != "none", "problem": problem}
+        out: dict[str, Any] = {"probe": self.probe, "source": self.mode, "required": self.mode != "none",
+                               "corrected": self.mode != "none" and not problem, "problem": problem}
         if cal is not None:
             out.update(slope_pct=round(cal.slope_pct, 2), offset_mv=round(cal.offset_mv, 2), date=cal.date,
                        age_h=round(cal.age_h(wall_now), 3))

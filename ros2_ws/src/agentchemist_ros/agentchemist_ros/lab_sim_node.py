@@ -97,8 +97,9 @@ class LabSimNode(GuardedNode):
                                self.create_publisher(CameraInfo, topics.camera_info_topic(c), SENSOR))
                            for c in (cfg.cameras if physics else ())}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
-        self.create_publisher(String, topics.PH_CALIBRATION, LATCHED).publish(String(data=json.dumps(
-            self.ph_meter.status(time.time()))))  # latched: the supervisor asks for a calibration without one
+        if cfg.instruments == "topics":  # latched, for the supervisor; with serial the ph_meter node states its own
+            self.create_publisher(String, topics.PH_CALIBRATION, LATCHED).publish(String(data=json.dumps(
+                self.ph_meter.status(time.time()))))
         # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
         self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
                            if cfg.marker_period else None)
@@ -168,8 +169,7 @@ class LabSimNode(GuardedNode):
         return response
 
     def on_tare(self, request, response):
-        result = self.twin.tare_balance(self.t)
-        response.success = result.accepted
+        response.success = (result := self.twin.tare_balance(self.t)).accepted
         response.message = (f"balance tared on {result.accepted_value:.3f} g at {self.t:.2f} s" if result.accepted
                             else f"tare refused: {result.reason}")
         self.get_logger().info(response.message)
