@@ -68,6 +68,14 @@ class StabilityConfig:
         return self.max_window_s or 4.0 * self.window_s
 
 
+def settle_config(window_s: float, criterion: str = "trend") -> StabilityConfig:
+    """The supervisor's pH settle test: the noise-aware trend (default), or the fixed spread used before it
+    (max - min <= 0.03 pH and |slope| <= 0.01 pH/s over the window), which replays of older recordings need."""
+    if criterion == "spread":
+        return StabilityConfig(window_s=window_s, max_slope=0.01, max_spread=0.03, criterion="spread")
+    return StabilityConfig(window_s=window_s)
+
+
 @dataclass(frozen=True)
 class Trend:
     """A least-squares line through one window of readings."""
