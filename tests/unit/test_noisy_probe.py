@@ -208,3 +208,12 @@ def test_electrode_state_parse():
     assert ElectrodeState.parse(None) is None
     assert ElectrodeState.parse(status()).refusal() == ""
     assert "does not correct" in ElectrodeState.parse(status(corrected=False)).refusal()
+
+
+def test_the_supervisor_can_replay_older_recordings_with_the_spread_test(ph_plan):
+    from agentchemist.fsm.supervision import Supervision
+    assert Supervision(ph_plan, 0.0).settle.config.criterion == "trend"
+    sup = Supervision(ph_plan, 0.0, SupervisionConfig(ph_settle_criterion="spread"))
+    assert sup.settle.config.criterion == "spread" and sup.settle.config.max_spread == 0.03
+    with pytest.raises(ValueError):
+        SupervisionConfig(ph_settle_criterion="eyeball")
