@@ -45,7 +45,9 @@ live dispenser chose per goal):
   carries the beaker (asking the scene service where it stands), the dispenser pours the solid (~0.2 MB).
 
 They were recorded at commit NODES_COMMIT (63d999a), before the issue 24 refactor moved logic out of these
-nodes: the replay tests check the refactored nodes against that behaviour. To record them again from that
+nodes: the replay tests check the refactored nodes against that behaviour. nodes_hcl_volume was recorded
+again from the working tree (`--only volume`, its live.json says the commit) when issue 21 made the
+dispenser's settle and change-rate tests noise-aware, which changes when it squeezes. To record them again from that
 commit (its code, config and interfaces; not the working tree's):
 
     git worktree add /tmp/wt-replay 63d999a

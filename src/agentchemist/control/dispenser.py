@@ -112,8 +112,8 @@ class DispenserController:
         self.change_threshold = goal.change_rate_threshold or config.change_rate_threshold
         settle = config.settle
         if goal.stable_window_s:
-            settle = StabilityConfig(window_s=goal.stable_window_s, max_slope=settle.max_slope,
-                                     max_spread=settle.max_spread, min_samples=settle.min_samples)
+            longest = settle.max_window_s and max(settle.max_window_s, goal.stable_window_s)  # 0: 4 x window
+            settle = dataclasses.replace(settle, window_s=goal.stable_window_s, max_window_s=longest)
         self._settle = PhStabilityDetector(settle)
         self.timeout = goal.timeout_s or config.operation_timeout_s
         self.started = now
@@ -281,7 +281,7 @@ class DispenserController:
             out.anomalies += self._notes
             self._notes = []
         if self._anchor is None and self._last_ph is not None and self._settle.is_stable():
-            self._anchor = (self.q_stat, self._last_ph)  # the pH before (or barely after) the first drops
+            self._anchor = (self.q_stat, self._settle.level())  # the pH before (or barely after) the first drops
         if self.state == State.MOTION:
             if self._goal_reached():
                 return self._finish_goal(out, now)
@@ -447,7 +447,7 @@ class DispenserController:
         """A settled hold is an anchor (Q_stat, pH); the secant to the previous one is the curve's slope."""
         if self._last_ph is None:
             return
-        here = (self.q_stat, self._last_ph)
+        here = (self.q_stat, self._settle.level())  # the settled window's mean: one noisy reading does not decide
         if self._anchor is not None:
             dq = here[0] - self._anchor[0]
             if dq < 0.5 * self.config.drop_volume_ml:
@@ -510,10 +510,22 @@ class DispenserController:
         if len(recent) < window.min_samples:
             return False
         # A step shows first as one reading off the ones before it, a reading before the slope shows it.
-        if abs(recent[-1] - sum(recent[:-1]) / (len(recent) - 1)) > self.config.jump_threshold_ph:
+        # Both thresholds grow with the probe's measured noise, so that an ageing electrode's scatter is
+        # not taken for a change (jump: 5 sd of the difference; slope: its one-sided 95 % bound).
+        noise = self._settle.noise_sd()
+        jump = self.config.jump_threshold_ph
+        if math.isfinite(noise):
+            jump = max(jump, 5.0 * noise * math.sqrt(1.0 + 1.0 / (len(recent) - 1)))
+        if abs(recent[-1] - sum(recent[:-1]) / (len(recent) - 1)) > jump:
             return True
         slope = self._settle.slope()
-        return math.isfinite(slope) and abs(slope) > self.change_threshold
+        margin = 0.0
+        if math.isfinite(noise) and noise > window.noise_floor:
+            t = [stamp for stamp, _ in self._ph_history if stamp >= self._last_ph_stamp - window.window_s]
+            tc = [x - sum(t) / len(t) for x in t]
+            stt = sum(x * x for x in tc)
+            margin = window.confidence_z * noise / math.sqrt(stt) if stt > 0 else math.inf
+        return math.isfinite(slope) and abs(slope) > self.change_threshold + margin
 
     def _detect_anomaly(self, now: float, measured: float) -> ControllerAnomaly | None:
         c = self.config

@@ -56,7 +56,7 @@ class DispenserConfig:
     jump_threshold_ph: float = 0.025    #: ... or the newest reading this far from the mean of the window
                                         #: before it (5 sd of the twin's 0.005 pH noise): one reading
                                         #: sooner than the slope after a step (raise it for noisier meters)
-    settle: StabilityConfig = StabilityConfig(window_s=1.0, max_slope=0.01, max_spread=0.03)
+    settle: StabilityConfig = StabilityConfig(window_s=1.0)  #: noise-aware trend test (perception.ph_stability)
     near_target_ph: float = param(0.5, unit="pH", low=0.0, high=14.0, description=(
         "Within this of the target pH: one drop at a time"))
     resume_grace_s: float = 5.0         #: resume_on_command: go on alone this long after settling here

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from agentchemist.perception.ph_stability import (EndpointConfig, EndpointDetector, PhStabilityDetector,
-                                                  StabilityConfig)
+                                                  StabilityConfig, settle_config)
 
 #: the pause reason while an endpoint is being confirmed
 ENDPOINT_HOLD = "endpoint"
@@ -33,11 +33,14 @@ class EndpointJudge:
     says whether the level is at the target (hold, then the endpoint after `hold_s`) or short of it
     (dispensing goes on: a level sitting a hair under the target cannot keep the dispenser waiting)."""
 
-    def __init__(self, target_ph: float, direction: int, hold_s: float, settle_window_s: float = 1.0):
-        self.config = EndpointConfig(target_ph=target_ph, direction=direction, hold_s=hold_s)
+    def __init__(self, target_ph: float, direction: int, hold_s: float, settle_window_s: float = 1.0,
+                 criterion: str = "trend"):
+        stability = EndpointConfig.stability if criterion == "trend" else \
+            StabilityConfig(window_s=2.0, max_slope=0.01, max_spread=0.05, criterion="spread")
+        self.config = EndpointConfig(target_ph=target_ph, direction=direction, hold_s=hold_s, stability=stability)
         self.detector = EndpointDetector(self.config)
         self.settle_window_s = settle_window_s
-        self.recent = PhStabilityDetector(StabilityConfig(window_s=settle_window_s))
+        self.recent = PhStabilityDetector(settle_config(settle_window_s, criterion))
         self.reached_at: float | None = None
 
     def update(self, stamp: float, ph: float) -> Verdict:
@@ -56,7 +59,7 @@ class EndpointJudge:
     def restart(self) -> None:
         """Evidence that cannot be trusted (a frozen meter): the hold starts again."""
         self.detector = EndpointDetector(self.config)
-        self.recent = PhStabilityDetector(StabilityConfig(window_s=self.settle_window_s))
+        self.recent = PhStabilityDetector(self.recent.config)
 
     def reached(self, ph: float) -> bool:
         return self.detector.reached(ph)

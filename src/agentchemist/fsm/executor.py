@@ -27,6 +27,7 @@ from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.course_check import CourseCheck
+from agentchemist.fsm.calibration import CALIBRATION_REQUIRED, ElectrodeState
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next, pour_goal
 from agentchemist.fsm.episodes import Episodes
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell, announce
@@ -75,7 +76,8 @@ class Executor:
     """One experiment. Raises InvalidMachineError / ValueError on a plan it cannot run."""
 
     def __init__(self, plan, now: float, config: SupervisionConfig = SupervisionConfig(),
-                 region: LiquidRegionConfig = LiquidRegionConfig(), frames: FrameProblems | None = None):
+                 region: LiquidRegionConfig = LiquidRegionConfig(), frames: FrameProblems | None = None,
+                 ph_calibration: str | None = None):
         self.sup = Supervision(plan, now, config)
         self.book = DispenseBook()
         self.own_moves = OwnMoves()   # the robot's own labware moves: the bench watch restarts after each
@@ -93,6 +95,7 @@ class Executor:
         self.course = CourseCheck.from_plan(plan)
         self.drops_heard = 0
         self.drop_ml = float(plan.module_instantiation.dispenser.drop_volume_ml)
+        self.calibration = ElectrodeState.parse(ph_calibration)  # the pH meter's word (None: no meter said)
 
     # ------------------------------------------------------------------ state
     @property
@@ -127,6 +130,8 @@ class Executor:
             self.pending_start = require_scene
             return [Log("waiting for the recorder to acknowledge the plan before anything moves")]
         out: list = []
+        if self.calibration_refused():
+            return self.abort(self.calibration_refused(), CALIBRATION_REQUIRED, now)
         if require_scene:
             if frame is None:
                 return self.abort("no front camera image: cannot check the scene before moving",
@@ -186,6 +191,8 @@ class Executor:
             out += self.apply("dose", now, "vision_supervisor", task.id)
             self.book.sending()
             return out + [SendGoal(task, goal=pour_goal(task.parameters))]
+        if not resume and self.calibration_refused():   # the state may have come after the start
+            return self.abort(self.calibration_refused(), CALIBRATION_REQUIRED, now)
         out = [] if resume else self.carry_out(self.sup.start_dispensing(now, self.sup.last_ph), now)
         goal = self.book.drop_goal(task, colour_endpoint=self.sup.colour_endpoint,
                                    ph_direction=self.sup.ph_direction, resume=resume)
@@ -324,6 +331,19 @@ class Executor:
             sup.subtask_finished(task.id, False, outcome.message)
             return self.abort(f"dispensing failed: {outcome.stop_reason}: {outcome.message}", "dispense_failed", now)
         return []
+
+    # ------------------------------------------------------------------ electrode calibration
+    def on_calibration(self, data: str) -> list:
+        """The pH meter's electrode calibration state (JSON, agentchemist.fsm.calibration)."""
+        self.calibration = ElectrodeState.parse(data)
+        return []
+
+    def calibration_refused(self) -> str:
+        """Why this experiment may not titrate on the pH meter's readings ('' when it may): a pH endpoint
+        needs readings corrected by a valid, fresh electrode calibration."""
+        if self.sup.target_ph is None or self.calibration is None:
+            return ""   # no pH endpoint, or no meter that states a calibration (nothing to judge)
+        return self.calibration.refusal()
 
     # ------------------------------------------------------------------ readings
     def on_ph(self, stamp: float, value: float, noise: float | None) -> list:

@@ -51,7 +51,7 @@ from agentchemist.perception.frozen_reading import FrozenConfig, FrozenReadingDe
 from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
                                                    HueStabilityConfig, HueStabilityDetector)
-from agentchemist.perception.ph_stability import PhStabilityDetector, ReadingError, StabilityConfig
+from agentchemist.perception.ph_stability import PhStabilityDetector, ReadingError, settle_config
 
 __all__ = ["COLOUR_WATCH_STATES", "DISPENSING_STATES", "ENDPOINT_HOLD", "Supervision", "SupervisionConfig"]
 
@@ -76,6 +76,9 @@ class SupervisionConfig:
     colour_max_gap_s: float = param(2.0, unit="s", low=0.1, high=60.0, description=(
         "A longer gap between usable frames restarts a colour confirmation"))
     colour_min_confidence: float = 0.5           #: frames below this are ignored
+    ph_settle_criterion: str = param("trend", choices=("trend", "spread"), description=(
+        "pH settled: trend (slope and its standard error from the probe's own noise) or spread (the "
+        "fixed 0.03 pH spread in the window, before issue 21; replays of older recordings)"))
     frozen: FrozenConfig = nested(FrozenConfig, prefix="ph_")            #: when the pH meter counts as frozen
     labware: LabwareWatchConfig = nested(LabwareWatchConfig, prefix="labware_")  #: when a bench change counts
     recorder: RecordWatchConfig = nested(RecordWatchConfig, prefix="recorder_")  #: when the recorder is gone
@@ -91,6 +94,8 @@ class SupervisionConfig:
             raise ValueError("colour_min_samples must be >= 2 and colour_confirm_frames >= 1")
         if not 0.0 <= self.colour_min_confidence <= 1.0:
             raise ValueError("colour_min_confidence must be within [0, 1]")
+        if self.ph_settle_criterion not in ("trend", "spread"):
+            raise ValueError(f"ph_settle_criterion must be trend or spread, got {self.ph_settle_criterion!r}")
 
 
 class Supervision:
@@ -109,7 +114,7 @@ class Supervision:
                 params = dict(task.parameters)
         self.dispense_params = params
         settle_s = float(params.get("stable_window_s") or getattr(disp, "settle_window_s", 1.0) or 1.0)
-        self.settle = PhStabilityDetector(StabilityConfig(window_s=settle_s, max_slope=0.01, max_spread=0.03))
+        self.settle = PhStabilityDetector(settle_config(settle_s, config.ph_settle_criterion))
         target = params.get("target_ph")
         self.target_ph = float(target) if isinstance(target, (int, float)) else None
         hold = float(params.get("endpoint_stable_s") or getattr(disp, "endpoint_stable_s", 5.0) or 5.0)
@@ -229,7 +234,7 @@ class Supervision:
         if self.target_ph is not None and self.endpoint is None:
             self.ph_direction = 1 if current_ph is None or self.target_ph >= current_ph else -1
             self.endpoint = EndpointJudge(self.target_ph, self.ph_direction, self.endpoint_hold_s,
-                                          self.settle.config.window_s)
+                                          self.settle.config.window_s, self.config.ph_settle_criterion)
         return self.unpause(ENDPOINT_HOLD)  # a new goal is not held by an endpoint hold of an earlier one
 
     # ------------------------------------------------------------------ pH

@@ -71,7 +71,8 @@ class MassSupervision:
         self.config = config
         self.settle = PhStabilityDetector(StabilityConfig(window_s=config.settle_window_s,
                                                           max_slope=config.max_rate_g_s,
-                                                          max_spread=config.max_spread_g, ph_range=config.range_g))
+                                                          max_spread=config.max_spread_g, ph_range=config.range_g,
+                                                          criterion="spread"))  # the display steps in digits
         self.tare_pending_since: float | None = None
         self.dispenser_done = False       #: the dispenser reported the target reached
         self.weighed_g: float | None = None

@@ -9,8 +9,9 @@ cascade has the closed form
     y(t) = x + (y0 - x) e^(-t/b) + (m0 - x) a / (a - b) (e^(-t/a) - e^(-t/b))
 
 (a -> b limit: (m0 - x) (t/a) e^(-t/a)), so the probe is exact for any step length and needs no
-sub-stepping between drops. The reading adds the calibration offset, a linear drift (pH per hour since
-t = 0) and Gaussian noise drawn at read time.
+sub-stepping between drops. The reading scales the pH about 7 by the electrode's slope (per cent of
+Nernst) and adds the electrode's offset, a linear drift (pH per hour since t = 0) and Gaussian noise drawn
+at read time: what a meter computing pH with an ideal electrode shows, before the calibration corrects it.
 
 Balance. The display follows the load with a first-order settling lag, adds noise, subtracts the tare
 and rounds to the readability (0.01 g by default). Above capacity it shows the capacity and fails its
@@ -70,8 +71,14 @@ class PhProbe:
         self.bulk = ph
 
     def indicated(self, t: float) -> float:
-        """What the meter shows without noise: electrode pH + offset + drift (pH)."""
-        return self.sensed + self.spec.offset + self.spec.drift_per_h * t / 3600.0
+        """What the meter shows without noise, computed as for an ideal electrode: the electrode's pH with its
+        slope (about pH 7), offset and drift (pH)."""
+        return self.in_buffer(self.sensed, t)
+
+    def in_buffer(self, ph: float, t: float) -> float:
+        """What the meter shows (no noise) with the electrode in a solution of pH `ph` at time `t`."""
+        s = self.spec
+        return 7.0 + (ph - 7.0) * s.slope_pct / 100.0 + s.offset + s.drift_per_h * t / 3600.0
 
     def sample_noise(self) -> float:
         return self.spec.noise_sd * float(self._rng.standard_normal()) if self.spec.noise_sd > 0 else 0.0

@@ -32,6 +32,10 @@ class LabSimConfig:
     instruments: str = param("topics", choices=("topics", "serial"),
                              description="topics: lab_sim publishes the pH and balance readings; serial: "
                                          "simulated instruments on ptys, read by the driver nodes")
+    ph_calibration: str = param("scenario", choices=("scenario", "store", "none"),
+                                description="Electrode calibration the twin's pH meter corrects readings with: "
+                                            "scenario (its electrode_calibration, fresh by default), store (the "
+                                            "user's calibration store) or none (uncorrected, never flagged)")
     instrument_dir: str = param("/tmp/agentchemist_instruments",
                                 description="Folder of the ptys' links (ph_meter, balance) with instruments serial")
     ph_dialect: str = param("tps_continuous", choices=("tps_continuous", "hanna_ras"),

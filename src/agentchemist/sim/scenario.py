@@ -51,6 +51,7 @@ __all__ = [
     "LayoutSpec",
     "PipetteSpec",
     "ProbeSpec",
+    "ElectrodeCalibrationSpec",
     "RobotSpec",
     "Scenario",
     "ScenarioError",
@@ -178,10 +179,22 @@ class ProbeSpec(_Model):
     noise_sd: float = Field(default=0.005, ge=0, le=1.0)
     offset: float = Field(default=0.0, ge=-2.0, le=2.0)
     drift_per_h: float = Field(default=0.0, ge=-1.0, le=1.0)
+    slope_pct: float = Field(default=100.0, ge=80.0, le=110.0,
+                             description="the electrode's slope as a percentage of Nernst (an ageing one: 95-99)")
     temperature_c: float = Field(default=25.0, ge=0.0, le=80.0)
     temperature_noise_sd: float = Field(default=0.02, ge=0, le=2.0)
     min_immersion_ml: float = Field(default=5.0, ge=0, description="liquid needed to cover the junction")
     activity: bool = Field(default=True, description="pH as -log10 a(H+) (Davies), as a glass electrode reads")
+
+
+class ElectrodeCalibrationSpec(_Model):
+    """The electrode's buffer calibration before the run (the pH meter corrects every reading with it):
+    fresh (made just before the run, in the twin's buffers, with the probe's offset, slope, drift and
+    noise), stale (made `age_h` hours ago, older than the meter accepts) or missing."""
+
+    state: Literal["fresh", "stale", "missing"] = "fresh"
+    age_h: float = Field(default=48.0, ge=0.0, le=8760.0, description="age of a stale calibration (h)")
+    buffers: tuple[float, ...] = Field(default=(4.01, 7.00, 10.01), min_length=2, max_length=3)
 
 
 class BalanceSpec(_Model):
@@ -373,6 +386,7 @@ class Scenario(_Model):
         "labels' entries. `titrant` and `beaker.solution` are what is really in them (a mislabelled bottle)"))
     pipette: PipetteSpec = PipetteSpec()
     probe: ProbeSpec = ProbeSpec()
+    electrode_calibration: ElectrodeCalibrationSpec = ElectrodeCalibrationSpec()
     balance: BalanceSpec = BalanceSpec()
     stirrer: StirrerSpec = StirrerSpec()
     audio: AudioSpec = AudioSpec()

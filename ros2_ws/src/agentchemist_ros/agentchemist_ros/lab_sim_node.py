@@ -44,6 +44,7 @@ from agentchemist.sim.lockstep import Lockstep
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.streams import StreamSchedule
+from agentchemist.sim.twin_ph_meter import TwinPhMeter
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, ClockAck, PeerWait
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
@@ -65,6 +66,7 @@ class LabSimNode(GuardedNode):
             raise ValueError("lab_sim with publish_clock false follows an external /clock: set use_sim_time true")
         self.scenario = load_scenario(cfg.scenario)
         self.twin = LabTwin(self.scenario)
+        self.ph_meter = TwinPhMeter(self.scenario, cfg.ph_calibration, time.time())  # electrode calibration
         self.rtf = cfg.pace(self.scenario.real_time_factor)
         self.lazy = cfg.publish_only_with_subscribers
         self.next_marker_wall = 0.0
@@ -95,6 +97,9 @@ class LabSimNode(GuardedNode):
                                self.create_publisher(CameraInfo, topics.camera_info_topic(c), SENSOR))
                            for c in (cfg.cameras if physics else ())}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
+        if cfg.instruments == "topics":  # latched, for the supervisor; with serial the ph_meter node states its own
+            self.create_publisher(String, topics.PH_CALIBRATION, LATCHED).publish(String(data=json.dumps(
+                self.ph_meter.status(time.time()))))
         # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
         self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
                            if cfg.marker_period else None)
@@ -103,15 +108,15 @@ class LabSimNode(GuardedNode):
                                      lambda m, s=s: self.on_gripper(s, m), 10)
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
-        self.create_subscription(PeerWait, topics.PEER_WAITS, self.on_peer_wait, PEER_WAITS)
+        self.create_subscription(PeerWait, topics.PEER_WAITS, lambda m: self.lockstep.peer_wait(
+            m.node, m.count, time.monotonic()), PEER_WAITS)
         self.create_subscription(ClockAck, topics.CLOCK_ACKS, lambda m: self.lockstep.acked(
             m.node, to_sec(m.stamp), time.monotonic()), 50)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.serial = cfg.serial_bench(self.context, self.twin, self.streams)  # instruments serial: docs/robot.md
         self.create_service(Trigger, "/lab_sim/tare" if self.serial else topics.BALANCE_TARE, self.on_tare)
-        self.wall_started = time.monotonic()
-        self.sim_started = self.t
+        self.wall_started, self.sim_started = time.monotonic(), self.t
         self.timer = self.create_timer(cfg.clock_period / self.rtf, self.tick)
         self.get_logger().info(f"twin '{self.scenario.name}' at up to {self.rtf:.0f}x real time")
 
@@ -125,9 +130,6 @@ class LabSimNode(GuardedNode):
         result = self.arms.command_gripper(side, float(msg.data[0]), self.t)
         if result.clamped or not result.accepted:
             self.get_logger().warn(f"{side} gripper command clamped or refused: {result.reason}")
-
-    def on_peer_wait(self, msg):
-        self.lockstep.peer_wait(msg.node, msg.count, time.monotonic())
 
     def on_arm(self, side, msg):
         if not msg.points:
@@ -167,8 +169,7 @@ class LabSimNode(GuardedNode):
         return response
 
     def on_tare(self, request, response):
-        result = self.twin.tare_balance(self.t)
-        response.success = result.accepted
+        response.success = (result := self.twin.tare_balance(self.t)).accepted
         response.message = (f"balance tared on {result.accepted_value:.3f} g at {self.t:.2f} s" if result.accepted
                             else f"tare refused: {result.reason}")
         self.get_logger().info(response.message)
@@ -230,7 +231,7 @@ class LabSimNode(GuardedNode):
             self.publish_truth()
 
     def _publish_ph(self):
-        reading = self.twin.read_ph(self.t)
+        reading = self.ph_meter.read(self.twin.read_ph(self.t), time.time())  # corrected, or flagged
         self._publish_reading(self.ph_pub, reading, "ph_meter", "pH", "pH")
         temp = self.twin.read_temperature(self.t)
         self._publish_reading(self.ph_pub, temp, "ph_meter", "temperature", "degC")

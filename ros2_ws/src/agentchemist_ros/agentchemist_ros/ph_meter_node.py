@@ -6,7 +6,8 @@ flags or that is out of range, an unexpected unit, or a probe without a valid, f
 require_calibration). The meter's stability (judged from the drift: neither dialect sends a flag) goes
 on /lab/ph_meter/stable (std_msgs/Bool, published with each pH). A reading older than deadline_s raises
 sensor_timeout; a pulled cable is reopened every reconnect_period_s. ~/reload_calibration
-(std_srvs/Trigger) rereads the calibration store after `agentchemist ph-calibrate`.
+(std_srvs/Trigger) rereads the calibration store after `agentchemist ph-calibrate`; the calibration's state
+goes on /lab/ph_meter/calibration (std_msgs/String JSON, latched), where the supervisor reads it.
 
     ros2 run agentchemist_ros ph_meter --ros-args -p port:=/dev/serial/by-id/usb-...-if00 \\
         -p dialect:=tps_continuous -p probe_id:=ph_probe_1
@@ -15,10 +16,11 @@ The protocol, calibration and bookkeeping are agentchemist.hardware.instruments;
 timer, the messages and the clock. Serial timing (polls, deadline, reconnect) runs on the monotonic wall
 clock, because the line runs in real time; readings are stamped with the node's clock.
 """
+import json
 import math
 import time
 
-from std_msgs.msg import Bool, Header
+from std_msgs.msg import Bool, Header, String
 from std_srvs.srv import Trigger
 
 from agentchemist.hardware.instruments.link import InstrumentLink
@@ -31,7 +33,7 @@ from agentchemist_ros.common.anomaly import report_instrument
 from agentchemist_ros.common.diagnostics import LinkDiagnostics
 from agentchemist_ros.common.guarded import GuardedNode
 from agentchemist_ros.common.params import declare, declare_config
-from agentchemist_ros.common.qos import READINGS, RELIABLE
+from agentchemist_ros.common.qos import LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import node_now, to_msg
 
@@ -56,6 +58,11 @@ class PhMeterNode(GuardedNode):
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.diagnostics = LinkDiagnostics(self, self.link, config.port)  # /diagnostics, 1 Hz
         self.create_service(Trigger, "~/reload_calibration", self.on_reload)
+        # The electrode calibration's state, latched, for the supervisor (calibration_required: fsm/calibration.py);
+        # stated again every 10 s, so that one going stale during a session is said within 10 s.
+        self.calibration_pub = self.create_publisher(String, topics.PH_CALIBRATION, LATCHED)
+        self.create_timer(10.0, self.publish_calibration)
+        self.publish_calibration()
         self._last_problem: dict[str, str] = {}
         self.link.start(time.monotonic())
         self.timer = self.create_timer(1.0 / service_hz, self.tick)
@@ -102,8 +109,12 @@ class PhMeterNode(GuardedNode):
     def anomaly(self, kind, severity, description, resolved=False):
         report_instrument(self, self.anomaly_pub, kind, severity, description, resolved)
 
+    def publish_calibration(self):
+        self.calibration_pub.publish(String(data=json.dumps(self.logic.status(time.time()))))
+
     def on_reload(self, request, response):
         self.logic.reload()
+        self.publish_calibration()
         cal = self.logic.calibration
         problem = self.logic.calibration_problem or (cal.usable(time.time(), self.config.acceptance) if cal else "")
         response.success = not problem

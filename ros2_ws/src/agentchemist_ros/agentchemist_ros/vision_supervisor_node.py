@@ -2,9 +2,9 @@
 
 Every decision is the executor's (the scene check, dispatch, ph_stable / colour_stable / endpoint /
 verified, what a goal's result means, the dispenser's pauses and holds, anomalies, aborts). This node maps
-messages to its events and carries out its effects in order; it owns the subscriptions, QoS, the timer,
-the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking the executor
-(common/answers.py): an agent is not running (agent_unavailable) only when a request got no answer.
+messages (the pH meter's latched electrode calibration state too) to its events and carries out its
+effects in order; it owns the subscriptions, QoS, the timer, the lock and the goal handles, and serves
+DescribeScene. Agents are asked without blocking (common/answers.py): agent_unavailable only on silence.
 """
 import math
 import threading
@@ -14,6 +14,7 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import Image
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from agentchemist.fsm.commands import Report
@@ -63,7 +64,7 @@ class VisionSupervisorNode(GuardedNode):
         self.ex: Executor | None = None   # the running experiment's executor
         self.frames = FrameProblems()     # bad front frames, once per episode
         self.experiment_id = ""
-        self.front = self.recorder_status = self.ack_wait = self.back_wait = None
+        self.front = self.recorder_status = self.ack_wait = self.back_wait = self.ph_calibration = None
         self.dispense_goal = self.policy_goal = None  # running goal handles (cancelled on the executor's word)
         self.group = ReentrantCallbackGroup()
         self.fsm_pub = self.create_publisher(FsmState, topics.FSM_STATE, FSM)
@@ -78,6 +79,7 @@ class VisionSupervisorNode(GuardedNode):
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
         self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.on_recorder, LATCHED)
         watch_heartbeats(self, lambda m: self.event(Executor.on_heartbeat, m.node, m.instance, node_now(self)))
+        self.create_subscription(String, topics.PH_CALIBRATION, self.on_calibration, LATCHED)
         self.policy = ActionClient(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, callback_group=self.group)
         peer_waits(self)  # its publisher matched before the first request (common/answers.py uses it)
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
@@ -104,7 +106,7 @@ class VisionSupervisorNode(GuardedNode):
                 plan = Plan.model_validate_json(msg.plan_json)
                 if plan.experiment_id != msg.experiment_id:  # the message's id names the run folder
                     raise ValueError(f"the message's experiment_id {msg.experiment_id!r} is not the plan's")
-                self.ex = Executor(plan, now, self.sup_config, self.region, self.frames)
+                self.ex = Executor(plan, now, self.sup_config, self.region, self.frames, self.ph_calibration)
             except (InvalidMachineError, ValueError) as exc:
                 self.ex = None
                 self.carry_out(rejected(exc))
@@ -125,6 +127,10 @@ class VisionSupervisorNode(GuardedNode):
         elif msg.quantity == "pH":
             noise = msg.noise if math.isfinite(msg.noise) and msg.noise >= 0.0 else None
             self.event(Executor.on_ph, to_sec(msg.header.stamp), msg.value, noise)
+
+    def on_calibration(self, msg):
+        self.ph_calibration = msg.data  # latched, usually long before a plan: each executor gets the latest
+        self.event(Executor.on_calibration, msg.data)
 
     def on_balance(self, msg):
         if msg.quantity == "mass":
@@ -169,8 +175,7 @@ class VisionSupervisorNode(GuardedNode):
     def check_timeouts(self):
         try:
             self.event(Executor.on_tick, node_now(self))
-        except FsmTimeError as exc:  # the clock went back (the twin or a bag restarted, another graph on this
-            # ROS domain): no timing can be trusted, so stop the run and say why.
+        except FsmTimeError as exc:  # the clock went back (a restart, another graph): no timing can be trusted
             self.abort(f"the ROS clock went back during the experiment: {exc}", "clock_jump")
         recorder_waits(self)
 
@@ -238,13 +243,11 @@ class VisionSupervisorNode(GuardedNode):
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_policy_result(t, f))
 
     def on_policy_result(self, task, future):
-        self.policy_goal = None
-        r = future.result().result
+        self.policy_goal, r = None, future.result().result
         self.event(Executor.on_policy_result, task, r.success, r.symbol, r.message, node_now(self))
 
     def send_dispense_goal(self, e):
-        """A Dispense goal: while it is on its way a stop or a hold cancels it on arrival, and a resume
-        leaves it be (agentchemist.fsm.dispensing.DispenseBook)."""
+        """A Dispense goal: a stop or a hold on its way cancels it on arrival (fsm/dispensing.DispenseBook)."""
         goal = dispense_goal(self.experiment_id, e.task.id, e.goal)
         book = self.ex.book
         self.ask(self.dispenser, lambda: self.dispenser.send_goal_async(goal), "the dispenser controller", e.task,
@@ -259,16 +262,14 @@ class VisionSupervisorNode(GuardedNode):
         handle.get_result_async().add_done_callback(lambda f, t=task: self.on_dispense_result(t, f))
 
     def on_dispense_result(self, task, future):
-        r = future.result().result
-        self.dispense_goal = None
+        self.dispense_goal, r = None, future.result().result
         self.get_logger().info(f"dispensing stopped: {r.stop_reason} ({r.message}), {r.dispensed_ml:.3f} mL, "
                                f"{r.drops} drops")
         outcome = DispenseOutcome(r.success, r.stop_reason, r.message, r.dispensed_ml, r.drops)
         self.event(Executor.on_dispense_result, task, outcome, node_now(self))
 
     def tare(self):
-        """The tare subtask: the balance zeroes with the beaker (and its water) on the pan; tare_ok follows
-        from the readings (Supervision.on_mass), not from the service's word."""
+        """The tare subtask; tare_ok follows from the readings (Supervision.on_mass), not from the service."""
         experiment = self.experiment_id
 
         def tared(response):

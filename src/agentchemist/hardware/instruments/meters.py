@@ -87,6 +87,17 @@ class PhMeterLogic:
         except CalibrationError as exc:
             self.calibration, self.calibration_problem = None, str(exc)
 
+    def status(self, wall_now: float) -> dict:
+        """The calibration's state as the supervisor reads it (agentchemist.fsm.calibration)."""
+        cal = self.calibration
+        problem = self.calibration_problem or (cal.usable(wall_now, self.config.acceptance) if cal else "")
+        out = {"probe": self.config.probe_id, "source": "store", "required": self.config.require_calibration,
+               "corrected": not problem, "problem": problem}
+        if cal is not None:
+            out.update(slope_pct=round(cal.slope_pct, 2), offset_mv=round(cal.offset_mv, 2), date=cal.date,
+                       age_h=round(cal.age_h(wall_now), 3))
+        return out
+
     def process(self, parsed: Parsed, now: float, wall_now: float) -> list[Reading]:
         """pH (calibrated, with stability) and temperature from one frame. `now` is the node's clock, for
         the stability window; `wall_now` (epoch s) dates the calibration."""

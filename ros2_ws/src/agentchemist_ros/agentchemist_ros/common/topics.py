@@ -12,6 +12,8 @@ CLOCK_ACKS = "/agentchemist/clock_acks"  # ClockAck: the sim time each agent has
 HEARTBEATS = "/agentchemist/heartbeats"  # Heartbeat: a node in its own process is alive (fsm/node_watch.py)
 RECORDER_STATUS = "/agentchemist/recorder_status"  # RecorderStatus: the recorder acknowledges and keeps up
 PH_READING = "/lab/ph_meter/reading"
+#: the pH meter's electrode calibration state (std_msgs/String JSON, latched): probe, corrected, problem ...
+PH_CALIBRATION = "/lab/ph_meter/calibration"
 BALANCE_READING = "/lab/balance/reading"
 BALANCE_TARE = "/lab/balance/tare"       # std_srvs/srv/Trigger, served by lab_sim or the balance driver
 BALANCE_ZERO = "/lab/balance/zero"       # std_srvs/srv/Trigger, served by the balance driver
