@@ -33,8 +33,11 @@ class DetectorConfig:
         beats of its partials are over by then) ...
     reonset_decayed_db: ... only once the event has decayed this far below its peak, which it reached
         within reonset_after_s of its onset (an impulse's ringing tail, not a sustained sound) ...
-    reonset_ripple_db: ... and only if no frame since that peak rose more than this above the lowest
-        before it (a ring decays smoothly; the level of a pour jitters as its grains land). The detector
+    reonset_ripple_db: ... only if no frame since that peak rose more than this above the lowest
+        before it (a ring decays smoothly; the level of a pour jitters as its grains land) ...
+    reonset_level_db: ... and only if the rise comes back to within this of that peak (a second drop is
+        about as loud as the first; the ring's own beats, after a null, come back only to its decayed
+        envelope). The detector
         keeps the split only when both parts are heard as droplets; see StreamingDetector._finalise_split.
     floor_tau_s: time constant of the noise-floor tracker (EMA of idle frame energies in dB).
     floor_hold_s: the floor stays frozen this long after an event ends (the decaying tail is not noise).
@@ -70,6 +73,7 @@ class DetectorConfig:
     reonset_after_s: float = 0.012
     reonset_decayed_db: float = 6.0
     reonset_ripple_db: float = 5.0
+    reonset_level_db: float = 3.0
     floor_tau_s: float = 1.0
     floor_hold_s: float = 0.05
     floor_adapt_after_s: float = 1.0
@@ -121,6 +125,7 @@ class DetectorConfig:
         num("reonset_after_s", 0.0, 1.0)
         num("reonset_decayed_db", 0.0, 60.0)
         num("reonset_ripple_db", 0.0, 60.0)
+        num("reonset_level_db", 0.0, 60.0)
         num("floor_tau_s", 0.01, 600.0)
         num("floor_hold_s", 0.0, 10.0)
         num("floor_adapt_after_s", 0.0, 600.0)

@@ -36,6 +36,17 @@ class Segment:
     split: bool = False
 
 
+@dataclass(frozen=True)
+class _Past:
+    """One frame of an open event, with the event's state after it (for the reonset test)."""
+
+    start: int
+    energy_db: float
+    peak_db: float
+    peak_at: int
+    ripple_db: float
+
+
 @dataclass
 class _Open:
     start: int
@@ -45,7 +56,7 @@ class _Open:
     continued: bool = False
     reonset: bool = False
     base_db: float | None = None
-    recent: list[float] = field(default_factory=list)  # the last frame // hop frame energies
+    recent: list[_Past] = field(default_factory=list)  # the last frame // hop + 1 frames
     trough_db: float = math.inf  # the lowest frame energy since the peak ...
     ripple_db: float = 0.0       # ... and the most any frame since the peak rose above the trough before it
     peak_at: int = 0             # start of the peak frame
@@ -127,18 +138,21 @@ class Segmenter:
                 elif s >= self._floor_frozen_until:
                     self._track(e)
                 continue
-            if self._is_reonset(ev, s, e, floor):
-                out.append(Segment(ev.start, s, ev.peak_db, floor, ev.continued, reonset=ev.reonset,
-                                   base_db=ev.base_db, split=True))
-                self._open = _Open(start=s, peak_db=e, last_above_end=s + frame, peak_at=s, reonset=True,
-                                   base_db=ev.recent[0], origin=ev.start)
+            low = self._reonset_from(ev, s, e, floor)
+            if low is not None:  # a second impact rose from the frame ``low``: the first event ends there
+                split = low.start + c.hop
+                out.append(Segment(ev.start, split, low.peak_db, floor, ev.continued, base_db=ev.base_db, split=True))
+                rise = [p for p in ev.recent if p.start >= split] + [_Past(s, e, e, s, 0.0)]
+                top = max(rise, key=lambda p: p.energy_db)
+                self._open = _Open(start=split, peak_db=top.energy_db, last_above_end=s + frame, peak_at=top.start,
+                                   reonset=True, base_db=low.energy_db, origin=ev.start)
                 continue
-            ev.recent = (ev.recent + [e])[-self._per_frame:]
             if e > ev.peak_db:
                 ev.peak_db, ev.trough_db, ev.ripple_db, ev.peak_at = e, e, 0.0, s
             else:
                 ev.ripple_db = max(ev.ripple_db, e - ev.trough_db)
                 ev.trough_db = min(ev.trough_db, e)
+            ev.recent = (ev.recent + [_Past(s, e, ev.peak_db, ev.peak_at, ev.ripple_db)])[-self._per_frame - 1:]
             if e >= floor + c.release_db:
                 ev.last_above_end = s + frame
                 ev.below = 0
@@ -164,18 +178,22 @@ class Segmenter:
                     self._refractory_until = end + self._refractory
         return out
 
-    def _is_reonset(self, ev: _Open, s: int, e: float, floor: float) -> bool:
-        """Does the frame at ``s`` (energy ``e``) start a second impact inside the open event? Its energy
-        jumps reonset_db above the frame just before it (not overlapping it), which had decayed
-        reonset_decayed_db below the event's peak, reonset_after_s or more after the onset, and it is
-        loud enough to be an onset of its own."""
+    def _reonset_from(self, ev: _Open, s: int, e: float, floor: float) -> _Past | None:
+        """The frame a second impact inside the open event rose from, if the frame at ``s`` (energy ``e``)
+        ends such a rise: ``e`` is reonset_db above the lowest of the frame // hop + 1 frames before it
+        (an impact's jump, spread over the two frames its onset straddles), loud enough to be an onset of
+        its own and back within reonset_level_db of the event's peak. At that lowest frame the event had
+        peaked within reonset_after_s of its onset (an impulse), decayed reonset_decayed_db below that
+        peak with no ripple over reonset_ripple_db (a smooth ring), and was reonset_after_s old."""
         c = self.config
-        if c.reonset_db <= 0 or ev.continued or ev.reonset or len(ev.recent) < self._per_frame:
-            return False
-        before = ev.recent[0]
-        return (s - ev.start >= self._reonset_after >= ev.peak_at - ev.start and e >= before + c.reonset_db
-                and before <= ev.peak_db - c.reonset_decayed_db and ev.ripple_db <= c.reonset_ripple_db
-                and e > floor + c.threshold_db)
+        if c.reonset_db <= 0 or ev.continued or ev.reonset or len(ev.recent) <= self._per_frame:
+            return None
+        low = min(ev.recent, key=lambda p: p.energy_db)
+        rose = (e >= low.energy_db + c.reonset_db and e > floor + c.threshold_db
+                and e >= low.peak_db - c.reonset_level_db)
+        ringing = (low.peak_at - ev.start <= self._reonset_after <= low.start + c.hop - ev.start
+                   and low.energy_db <= low.peak_db - c.reonset_decayed_db and low.ripple_db <= c.reonset_ripple_db)
+        return low if rose and ringing else None
 
     def _track(self, e: float) -> None:
         assert self.floor_db is not None
