@@ -182,9 +182,10 @@ def drive(case: CaseResult, how: str, victim: str, runs: Path, scenario: Path, h
                 server.crash() if how == "kill" else server.signal(signal.SIGSTOP)
             else:
                 proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)
-            case.named = wait_for(lambda: probe.naming(victim) or result.done(), 180) and bool(probe.naming(victim))
+            named = lambda: probe.naming(victim, fault_t)  # noqa: E731
+            case.named = wait_for(lambda: named() or result.done(), 180) and bool(named())
             if case.named:
-                anomaly = probe.naming(victim)[0]
+                anomaly = named()[0]
                 case.detection_s = round(to_sec(anomaly.stamp) - fault_t, 3)
                 at_hold = twin.truth_summary()["drops_landed"]
                 # The twin goes on (sim time) while the victim is gone: nothing may fall but the forming drop.
