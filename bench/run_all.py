@@ -94,6 +94,13 @@ def table() -> str:
             rows.append(("drop detection at 10 dB SNR", f"F1 {at10['f1']:.3f}, onset error max {at10['onset_error_ms_max']:.1f} ms"))
         rows.append(("drop detection latency / cost", f"median {audio['latency_ms']['median']:.0f} ms, "
                      f"{audio['realtime_factor_one_core']['detector']:.0f}x real time on one core"))
+    two = load("audio_two_drops")
+    if two:
+        on, off = two["reonset"], two["no_reonset"]
+        false = sum(s["false_positives"] for s in on["singles"])
+        rows.append(("two drops 20-100 ms apart heard as two droplets (goal: the extra drop heard)",
+                     f"{on['pairs']['heard_as_two']} of {on['pairs']['pairs']} (without the reonset split "
+                     f"{off['pairs']['heard_as_two']}); single drops at SNR 12/20/30 dB: {false} false droplets"))
     rec = load("recorder")
     if rec:
         r = rec["rows_per_s"]
@@ -286,6 +293,7 @@ def main() -> int:
     if runs:
         ok &= run("fusion", ["bench/fusion_error.py", str(runs[-1].parent)])
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
+    ok &= run("audio two drops", ["bench/audio_two_drops.py"])
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])

@@ -69,9 +69,9 @@ class DetectorConfig:
     release_hold_s: float = 0.02
     refractory_s: float = 0.03
     max_event_s: float = 1.5
-    reonset_db: float = 8.0
+    reonset_db: float = 6.0
     reonset_after_s: float = 0.012
-    reonset_decayed_db: float = 6.0
+    reonset_decayed_db: float = 4.0
     reonset_ripple_db: float = 5.0
     reonset_level_db: float = 3.0
     floor_tau_s: float = 1.0
