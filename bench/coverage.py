@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -38,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: bench.provenance
+from bench.provenance import commit  # noqa: E402
 from agentchemist.chemistry.analysis import AnalysisConfig, UncertaintyInputs, analyze_titration
 from agentchemist.chemistry.reagents import default_library
 from agentchemist.paths import config_dir
@@ -146,14 +147,6 @@ def summarise(runs: list[dict]) -> dict:
                 "median_abs_error_over_u": float(np.median([abs(v["value_before"] - v["truth"]) / v["u_before"]
                                                             for v in before]))}
     return out
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

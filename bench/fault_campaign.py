@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
@@ -28,17 +27,11 @@ RESULTS = REPO / "bench" / "results"
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(150, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: bench.provenance
+from bench.provenance import commit  # noqa: E402
 from agentchemist_ros.tools.fault_campaign import FAULTS, run_case  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def summarise(cases: list[dict]) -> list[dict]:

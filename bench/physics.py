@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 
 os.environ.setdefault("LP_NUM_THREADS", "1")  # Mesa llvmpipe: one rendering thread (before GL loads)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: bench.provenance
+from bench.provenance import commit  # noqa: E402
 from agentchemist.paths import config_dir, urdf_file  # noqa: E402
 from agentchemist.sim.arm_backends import make_arm_backend  # noqa: E402
 from agentchemist.sim.lab import LabTwin  # noqa: E402
@@ -106,14 +107,6 @@ def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (f"{platform.machine()} {os.cpu_count()} cores (pinned to 1), Python {platform.python_version()}, "
             f"{platform.system()}, load {load:.1f}")
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
