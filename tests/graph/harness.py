@@ -3,7 +3,6 @@ RunExperiment goal), and hand back what the tests grade: the action result, the 
 ground truth and whatever a probe node collected on the way."""
 from __future__ import annotations
 
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from agentchemist.sim.scenario import load_scenario
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.runner import make_executor
-from agentchemist_ros.tools.graph import Graph, ensure_init
+from agentchemist_ros.tools.graph import Graph, background_spin, ensure_init
 
 
 @dataclass
@@ -119,19 +118,10 @@ def spinning(nodes, threads: int | None = None):
     executor = make_executor(threads) if threads else make_executor()
     for node in nodes:
         executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
     try:
-        yield executor
+        with background_spin(lambda t: executor.spin_once(timeout_sec=t)):
+            yield executor
     finally:
-        stop.set()
-        thread.join(timeout=10)
         executor.shutdown(timeout_sec=2.0)
         for node in nodes:
             node.destroy_node()

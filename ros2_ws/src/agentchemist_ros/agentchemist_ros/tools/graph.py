@@ -87,24 +87,31 @@ class Graph:
     @contextmanager
     def spinning(self, period_s: float = 0.05):
         """Spin the graph in a background thread for the with-block (tests and tools drive it from here)."""
-        stop = threading.Event()
-
-        def spin():
-            while not stop.is_set():
-                self.spin_once(period_s)
-
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
-        try:
+        with background_spin(self.spin_once, period_s):
             yield self
-        finally:
-            stop.set()
-            thread.join(timeout=10)
 
     def shutdown(self) -> None:
         self.executor.shutdown(timeout_sec=2.0)
         for node in [*self.nodes.values(), self.clock_node]:
             node.destroy_node()
+
+
+@contextmanager
+def background_spin(spin_once, period_s: float = 0.05):
+    """Call ``spin_once(period_s)`` on a background thread until the with-block ends."""
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            spin_once(period_s)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
 
 
 def _params(values: dict) -> list[Parameter]:
