@@ -130,8 +130,9 @@ class Executor:
             self.pending_start = require_scene
             return [Log("waiting for the recorder to acknowledge the plan before anything moves")]
         out: list = []
-        if self.calibration_refused():
-            return self.abort(self.calibration_refused(), CALIBRATION_REQUIRED, now)
+        refused = self.calibration_refused()
+        if refused:
+            return self.abort(refused, CALIBRATION_REQUIRED, now)
         if require_scene:
             if frame is None:
                 return self.abort("no front camera image: cannot check the scene before moving",
@@ -191,8 +192,9 @@ class Executor:
             out += self.apply("dose", now, "vision_supervisor", task.id)
             self.book.sending()
             return out + [SendGoal(task, goal=pour_goal(task.parameters))]
-        if not resume and self.calibration_refused():   # the state may have come after the start
-            return self.abort(self.calibration_refused(), CALIBRATION_REQUIRED, now)
+        refused = "" if resume else self.calibration_refused()  # the state may have come after the start
+        if refused:
+            return self.abort(refused, CALIBRATION_REQUIRED, now)
         out = [] if resume else self.carry_out(self.sup.start_dispensing(now, self.sup.last_ph), now)
         goal = self.book.drop_goal(task, colour_endpoint=self.sup.colour_endpoint,
                                    ph_direction=self.sup.ph_direction, resume=resume)
