@@ -274,12 +274,13 @@ class DispenseSession:
     def _on_judge(self, events, now: float) -> list[ControllerAnomaly]:
         out = []
         for e in events:
-            if e.what in ("lost", "back"):
-                self.set_hold(self._holds_experiment, JUDGE_LOST, e.what == "lost")
-                out.append(ControllerAnomaly(now, "node_lost", e.text + (": dispensing is held until it is back"
-                                             if e.what == "lost" else ""), severity="warn" if e.what == "lost"
-                                             else "info", response="pause" if e.what == "lost" else "",
-                                             resolved=e.what == "back"))
+            if e.what == "lost":
+                self.set_hold(self._holds_experiment, JUDGE_LOST, True)
+                out.append(ControllerAnomaly(now, "node_lost", e.text + ": dispensing is held until it is back",
+                                             response="pause"))
+            elif e.what == "back":
+                self.set_hold(self._holds_experiment, JUDGE_LOST, False)
+                out.append(ControllerAnomaly(now, "node_lost", e.text, severity="info", resolved=True))
             elif e.what in ("abort", "restarted") and self.job is not None and self.job.mode == DROPS:
                 # gone for good, or a new process that never sent this goal: nobody would end it
                 self.job.controller.cancel()
