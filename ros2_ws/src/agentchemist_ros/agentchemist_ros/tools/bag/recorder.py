@@ -45,6 +45,7 @@ class BagRecorder(Node):
         self.closed = False
         self.error: BaseException | None = None
         self._queue: queue.Queue = queue.Queue()
+        self._received = 0  # messages only: the queue also carries topic registrations
         self._thread = threading.Thread(target=self._write_loop, name="bag_writer", daemon=True)
         self._thread.start()
         self.discover()
@@ -87,6 +88,7 @@ class BagRecorder(Node):
     # ------------------------------------------------------------------ messages
     def on_message(self, topic: str, data: bytes) -> None:
         if not self.closed:
+            self._received += 1
             self._queue.put(("msg", topic, self.get_clock().now().nanoseconds, data))
 
     def _write_loop(self) -> None:
@@ -116,8 +118,8 @@ class BagRecorder(Node):
         return WriterStats(s.messages, s.bytes, s.file_index, s.file_bytes, dict(s.per_topic), list(s.files))
 
     def pending(self) -> int:
-        """Messages received but not yet written."""
-        return self._queue.qsize()
+        """Messages received but not yet written (topic registrations waiting in the queue are not counted)."""
+        return self._received - self.writer.stats.messages
 
     def close(self) -> Path:
         """Stop recording, write what is queued and metadata.yaml. Returns the bag folder."""
