@@ -140,15 +140,23 @@ def test_endpoint_within_one_drop_is_judged_from_the_last_two_settled_readings()
     assert summarise([crossed, early])["total"]["endpoint_within_one_drop"] == 0.5
 
 
-def test_ph_deviation_off_the_jump_leaves_out_targets_one_drop_jumps_over():
+def test_ph_deviation_is_split_by_whether_one_drop_jumps_over_the_goal():
     sc = scenario("hcl_naoh")  # target pH 12.5
-    near = score_run(sc, record(sc, results={"final_ph": 12.53}, settled_ph_tail=[12.41, 12.53]))
+    plateau = score_run(sc, record(sc, results={"final_ph": 12.53}, settled_ph_tail=[12.47, 12.53]))
     jump = score_run(sc, record(sc, results={"final_ph": 13.1}, settled_ph_tail=[6.5, 13.1]))
-    total = summarise([near, jump])["total"]
+    summary = summarise([plateau, jump])
+    total = summary["total"]
     assert total["ph_deviation"]["mean_abs"] == pytest.approx((0.03 + 0.6) / 2)
-    assert total["ph_deviation_off_jump"]["n"] == 1
-    assert total["ph_deviation_off_jump"]["mean_abs"] == pytest.approx(0.03)
-    assert summarise([near, jump])["ours"]["ph_deviation_off_jump"] == pytest.approx(0.03)
+    assert total["endpoint_on_plateau"]["runs"] == 1
+    assert total["endpoint_on_plateau"]["ph_deviation"]["mean_abs"] == pytest.approx(0.03)
+    assert total["endpoint_on_jump"]["runs"] == 1
+    assert total["endpoint_on_jump"]["ph_deviation"]["mean_abs"] == pytest.approx(0.6)
+    assert total["endpoint_on_jump"]["last_drop_ph_step"]["mean"] == pytest.approx(6.6)
+    assert total["endpoint_on_jump"]["endpoint_within_one_drop"] == 1.0
+    assert summary["ours"]["endpoint_on_plateau"]["ph_deviation"]["mean_abs"] == pytest.approx(0.03)
+    # a last drop that moved the pH by just more than the goal puts the target on the jump
+    step = score_run(sc, record(sc, results={"final_ph": 12.53}, settled_ph_tail=[12.41, 12.53]))
+    assert summarise([step])["total"]["endpoint_on_plateau"] is None
 
 
 def test_a_bench_that_contradicts_the_plan_is_scored_as_a_halt_with_its_kind():
