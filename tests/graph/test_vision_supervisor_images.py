@@ -59,7 +59,7 @@ def graph(tmp_path_factory):
     with spinning((node, bench), threads=4):
         plan = planned(SCENARIO)
         bench.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json(),
-                                              stamp=to_msg(1.0)))
+                                              stamp=node.get_clock().now().to_msg()))
         assert wait_for(lambda: node.ex is not None and bench.states)
         frame = LabTwin(load_scenario(SCENARIO)).render_camera("front", 1.0)
         yield node, bench, frame

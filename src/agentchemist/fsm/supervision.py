@@ -68,6 +68,9 @@ class SupervisionConfig:
 
     camera_stale_s: float = param(10.0, unit="s", low=0.5, high=600.0, description=(
         "No usable front image this long while a colour endpoint is watched: anomaly + hold"))
+    max_plan_age_s: float = param(30.0, unit="s", low=1.0, high=3600.0, description=(
+        "A plan received this long after it was published is not run (an executor restarted mid-run finds "
+        "its predecessor's latched plan)"))
     temperature_range_c: tuple[float, float] = (-5.0, 105.0)   #: a liquid-water probe outside this is broken
     hue_spread_deg: float = 6.0                  #: colour settled: hue spread over the settle window
     colour_min_samples: int = 3                  #: frames needed inside the settle window

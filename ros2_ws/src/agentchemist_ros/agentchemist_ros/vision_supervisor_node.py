@@ -21,7 +21,7 @@ from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
-from agentchemist.fsm.executor import Executor, idle_abort, rejected
+from agentchemist.fsm.executor import Executor, idle_abort, plan_age_problem, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
@@ -106,6 +106,8 @@ class VisionSupervisorNode(GuardedNode):
                 plan = Plan.model_validate_json(msg.plan_json)
                 if plan.experiment_id != msg.experiment_id:  # the message's id names the run folder
                     raise ValueError(f"the message's experiment_id {msg.experiment_id!r} is not the plan's")
+                if stale := plan_age_problem(to_sec(msg.stamp), now, self.sup_config.max_plan_age_s):
+                    raise ValueError(stale)
                 self.ex = Executor(plan, now, self.sup_config, self.region, self.frames, self.ph_calibration)
             except (InvalidMachineError, ValueError) as exc:
                 self.ex = None
