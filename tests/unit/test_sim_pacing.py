@@ -31,8 +31,21 @@ def test_a_streaming_controller_is_waited_for_up_to_the_timeout():
     lock.command()
     assert not lock.hold(10.3)
     lock.ticked()
-    assert lock.hold(20.0) and not lock.hold(20.3)   # stuck past the timeout: the world goes on
+    assert lock.hold(20.0) and lock.hold(20.1) and lock.hold(20.2)
+    assert not lock.hold(20.3)   # stuck past the timeout, looked at again and again: the world goes on
     assert lock.streak == 0 and not lock.hold(20.4)
+
+
+def test_a_pause_of_the_whole_process_is_not_a_stuck_controller():
+    """One process not scheduled for 5 s: the twin's first looks after the pause are past the timeout, but
+    the controller has not had its turn yet; its answer then comes and the tick was never skipped."""
+    lock = Lockstep(0.25)
+    _stream(lock, STREAMING_TICKS)
+    lock.ticked()
+    assert lock.hold(30.0)       # the twin looks, then the process is paused
+    assert lock.hold(35.0)       # the first look after the pause: past the timeout, still waiting
+    lock.command()
+    assert not lock.hold(35.001) and lock.streak == STREAMING_TICKS + 1
 
 
 def test_no_lockstep_when_the_timeout_is_zero():

@@ -24,6 +24,11 @@ from __future__ import annotations
 
 #: ticks in a row answered by a gripper command that make a controller "streaming"
 STREAMING_TICKS = 3
+#: looks at an unanswered tick before a controller past the wall timeout counts as stuck. In the one-process
+#: graph the twin and the controller share a process: when it is not scheduled for a while (a loaded machine),
+#: the twin's first look after the pause finds the timeout passed before the controller has had its turn, and
+#: going on then would let CPU contention shift the squeeze by a tick.
+MIN_LOOKS = 3
 
 
 class Lockstep:
@@ -33,6 +38,7 @@ class Lockstep:
         self.streak = 0                 #: consecutive ticks answered by a gripper command
         self.answered = True            #: the last tick has been answered
         self.waiting_since: float | None = None
+        self.looks = 0                  #: hold() calls since waiting_since
         self.wait_limit_s = wait_limit_s  #: 0 = never hold for a node waiting on a peer
         self.peer_waits: dict[str, float] = {}  #: node -> wall time it began waiting on a peer
         self.max_lead_s = max_lead_s
@@ -78,8 +84,9 @@ class Lockstep:
             self.waiting_since = None
             return False
         if self.waiting_since is None:
-            self.waiting_since = wall_now
-        if wall_now - self.waiting_since > self.timeout_s:
+            self.waiting_since, self.looks = wall_now, 0
+        self.looks += 1
+        if wall_now - self.waiting_since > self.timeout_s and self.looks > MIN_LOOKS:
             self.waiting_since = None  # the controller stopped or is stuck: do not stall the world
             self.streak = 0
             return False
