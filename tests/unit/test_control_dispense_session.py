@@ -288,3 +288,18 @@ def test_pour_kinematics_of_another_arm_turn_its_wrist_at_its_pour_pose():
     assert tilt(target) == pytest.approx(20.0)
     assert tilt((0.5, *target[1:])) is None  # joints 1..5 away from the pose: upright
     assert tilt(pose) == 0.0
+
+
+def test_a_goal_names_the_inputs_that_have_not_reached_the_node_yet():
+    blind = make_session(opening_mm=None)
+    ph_goal = drops(use_target_ph=True, target_ph=7.0)
+    assert blind.missing_inputs(ph_goal, now=10.0) == ["the right gripper's position", "a pH reading"]
+    assert blind.missing_inputs(drops(), now=10.0) == ["the right gripper's position"]  # a volume goal: no pH
+    assert blind.missing_inputs(pour(), now=10.0) == []
+    s = make_session()
+    s.on_ph(9.0, 3.0, 0.01)
+    assert s.missing_inputs(ph_goal, now=10.0) == []
+    # a reading older than the sensor timeout is not an input: the meter may have stopped
+    late = 9.0 + s.config.sensor_timeout_s + 0.1
+    assert s.missing_inputs(ph_goal, now=late) == ["a pH reading"]
+    assert s.missing_inputs(drops(settle_each_drop=True), now=late) == ["a pH reading"]

@@ -210,6 +210,7 @@ class DispenseSession:
         self.approach_time_s, self.feedback_period_s = approach_time_s, feedback_period_s
         self.job: Job | None = None
         self.last_ph: float | None = None
+        self.last_ph_stamp: float | None = None
         self.opening_mm: float | None = None   #: the measured gripper opening (side's gripper)
         self.arm_positions: dict[str, tuple[float, ...]] = {}  #: measured joints 1..6 per arm (rad)
         self._holds: set[str] = set()
@@ -315,7 +316,7 @@ class DispenseSession:
 
     def on_ph(self, stamp: float, value: float, noise: float) -> None:
         """A pH reading with the meter's noise (sd; NaN or negative: unknown). Raises ReadingError."""
-        self.last_ph = value
+        self.last_ph, self.last_ph_stamp = value, stamp
         if self.job is not None and self.job.mode == DROPS:
             self.job.controller.on_ph(stamp, value, noise if math.isfinite(noise) and noise >= 0.0 else None)
 
@@ -352,6 +353,20 @@ class DispenseSession:
         if busy:
             raise Refusal(busy)
         return job
+
+    def missing_inputs(self, request: GoalRequest, now: float) -> list[str]:
+        """What a drops goal needs that has not reached the node yet: the gripper's measured position and, for
+        a goal judged on pH, a reading from the last sensor_timeout_s. A node just started in its own process
+        (DDS still matching its topics) or starved of CPU lacks them for a while in wall time; the node waits
+        for them with the twin's clock held before it starts the goal (prepare() refuses without a position,
+        and the controller's sensor timeout would count the wait as a dead meter)."""
+        if (request.mode or DROPS) != DROPS:
+            return []
+        missing = [] if self.opening_mm is not None else [f"the {self.side} gripper's position"]
+        if (request.use_target_ph or request.settle_each_drop) and (
+                self.last_ph_stamp is None or now - self.last_ph_stamp > self.config.sensor_timeout_s):
+            missing.append("a pH reading")
+        return missing
 
     def prepare(self, request: GoalRequest, *, now: float) -> Job:
         """The job for a Dispense goal (not yet claimed). Raises Refusal."""

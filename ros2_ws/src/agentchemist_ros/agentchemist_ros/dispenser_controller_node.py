@@ -39,6 +39,7 @@ from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
 from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
+from agentchemist_ros.common.peer_waits import hold_until
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import FSM, READINGS, RELIABLE
 from agentchemist_ros.common.services import respond_when_done
@@ -62,6 +63,8 @@ class DispenserControllerNode(GuardedNode):
         self.done_future = None  # completed by the timer with the running job's stop
         self.goal_handle = None
         self.calibration_path = self.get_parameter("calibration_file").value
+        self.input_wait_s = declare(self, "input_wait_s", 15.0, "Wall seconds a goal waits, the twin's clock held, "
+                                    "for the gripper's position and a fresh pH reading to reach this node", low=0.0, high=300.0)
         rgroup = ReentrantCallbackGroup()
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.session.side), 10)
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
@@ -238,6 +241,7 @@ class DispenserControllerNode(GuardedNode):
     # ------------------------------------------------------------------ Dispense
     async def execute(self, goal_handle):
         request = GoalRequest.of(goal_handle.request)
+        await hold_until(self, lambda: self._inputs_ready(request), self.input_wait_s, "the dispenser's inputs")
         started = self._start(lambda: self.session.start(request, now=node_now(self)), goal_handle)
         if isinstance(started, Refusal):
             return self._refuse(goal_handle, request, started)
@@ -264,6 +268,10 @@ class DispenserControllerNode(GuardedNode):
         else:
             goal_handle.abort()
         return Dispense.Result(**asdict(outcome))
+
+    def _inputs_ready(self, request) -> bool:
+        with self.lock:
+            return self.cmd_pub.get_subscription_count() > 0 and not self.session.missing_inputs(request, node_now(self))
 
     def _refuse(self, goal_handle, request, refusal: Refusal):
         self.get_logger().error(f"dispense goal refused: {refusal}")

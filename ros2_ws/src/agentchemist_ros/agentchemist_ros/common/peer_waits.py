@@ -11,6 +11,7 @@ from agentchemist_interfaces.msg import PeerWait
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.qos import LATCHED
 from agentchemist_ros.common.timeconv import node_now, to_msg
+from agentchemist_ros.common.waiting import first_of, resolved_after
 
 
 class PeerWaits:
@@ -57,6 +58,27 @@ def hold_while(waits: PeerWaits, token: int | None, waiting: bool, what: str) ->
         waits.end(token)
         return None
     return token
+
+
+async def hold_until(node, ready, limit_s: float, what: str) -> bool:
+    """Await `ready()` without blocking the executor, the twin's clock held meanwhile: what the node needs has
+    not reached it yet (a node just started in its own process before DDS matched its topics, or one starved
+    of CPU), which takes wall time that must cost no simulated time. Gives up after `limit_s` wall seconds
+    (the caller's own checks then report what is missing). True when ready."""
+    if ready():
+        return True
+    waits = peer_waits(node)
+    token = waits.begin(what)
+    deadline = resolved_after(node, limit_s, steady=True)
+    try:
+        while not ready():
+            index, _ = await first_of(resolved_after(node, 0.02, steady=True), deadline)
+            if index == 1:
+                return ready()
+        return True
+    finally:
+        waits.end(token)
+        deadline.cancel()
 
 
 def recorder_waits(node) -> None:
