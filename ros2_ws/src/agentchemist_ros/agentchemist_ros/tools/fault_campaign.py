@@ -116,8 +116,10 @@ def start_victim(victim: str, runs: Path, store_url: str = "") -> subprocess.Pop
         args += ["-p", f"runs_dir:={runs}"]
     if store_url:
         args += ["-p", f"store_url:={store_url}"]
-    return subprocess.Popen([sys.executable, "-m", f"agentchemist_ros.{victim}_node", "--ros-args", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs.mkdir(parents=True, exist_ok=True)
+    with open(runs / f"{victim}.log", "ab") as log:  # its own log beside the runs: what it saw, for a failed case
+        return subprocess.Popen([sys.executable, "-m", f"agentchemist_ros.{victim}_node", "--ros-args", *args],
+                                stdout=log, stderr=subprocess.STDOUT)
 
 
 def run_case(fault: str, seed: int, scenario: Path, work: Path, hold_check_s: float = 10.0) -> CaseResult:
