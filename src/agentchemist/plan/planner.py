@@ -22,7 +22,7 @@ from agentchemist.fsm.validation import validate_machine
 from agentchemist.plan.backends import BackendError, PlannerBackend, PlanValidationError, propose_validated
 from agentchemist.plan.checks import Finding, rectify_plan
 from agentchemist.plan.guard import InstructionRejected, check_instruction
-from agentchemist.plan.alternatives import available
+from agentchemist.plan.alternatives import BenchOffer
 from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.routing import RulesThenModel
@@ -192,16 +192,16 @@ class Planner:
         roles = {r.role: r.name for r in plan.parsed_instruction.entities.reagents}
         beaker = next((o for o in plan.parsed_instruction.entities.objects if scene.get(o) is not None
                        and o not in self.registry.beakers), None)
+        offer = BenchOffer(scene, self.registry, self.library, roles, beaker)
         missing: list[str] = []
         notes: list[str] = []
         for group in proto.alternatives:
             chosen = group.chosen_by(primitives)
             if chosen is None:
                 continue
-            state = available(chosen, scene, self.registry, self.library, roles, beaker)
+            state = offer.available(chosen)
             if state is False:
-                others = [o for o in group.options if o is not chosen
-                          and available(o, scene, self.registry, self.library, roles, beaker)]
+                others = [o for o in group.options if o is not chosen and offer.available(o)]
                 missing.append(chosen.display if others else group.missing_text())
             elif state is None:
                 notes.append(f"{chosen.display}: as the instruction says; the scene cannot show it")

@@ -17,7 +17,7 @@ from typing import Any
 from agentchemist.control.calibration import CalibrationError, load_or_none
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
-from agentchemist.plan.alternatives import choose, holder_of
+from agentchemist.plan.alternatives import BenchOffer
 from agentchemist.plan.feasibility import (
     InfeasibleTargetError,
     complexometric_equivalence_ml,
@@ -627,9 +627,10 @@ class RulesBackend:
         ]
         beaker_id, beaker_kind = self._beaker(parse, scene, "water" if water_cued else None, warnings, water_ml)
         scene_beaker = beaker_id if scene is not None and scene.get(beaker_id) is not None else None
+        offer = BenchOffer(scene, self.registry, self.library, roles, scene_beaker)
         choice: dict[str, Any] = {}
         for group in proto.alternatives:
-            option, asked = choose(group, parse.text, scene, self.registry, self.library, roles, scene_beaker)
+            option, asked = offer.choose(group, parse.text)
             choice[group.name] = option
             if not asked and len(group.options) > 1:
                 how = "the bench has it" if scene is not None and option.instrument else "the default"
@@ -640,7 +641,7 @@ class RulesBackend:
         bottle = "solid_bottle"
         for option in choice.values():
             if option.instrument == "solid_bottle":
-                holder = holder_of(option, scene, self.registry, self.library, roles)
+                holder = offer.holder_of(option)
                 bottle = holder.id if holder is not None else bottle
         in_beaker = any(o.condition == "water_in_beaker" for o in choice.values())
         poured = any(o.primitive == "pour_solid" for o in choice.values())
