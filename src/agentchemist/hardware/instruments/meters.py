@@ -17,7 +17,7 @@ from agentchemist.hardware.instruments.electrode import (Acceptance, Calibration
                                                          ElectrodeCalibration)
 from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
 from agentchemist.hardware.instruments.readings import Parsed, Reading
-from agentchemist.params import param
+from agentchemist.params import nested, param
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,11 @@ class PhMeterConfig(SerialConfig):
                                                         "has no valid, fresh calibration")
     calibration_file: str = param("", description="Calibration store; '' = $AGENTCHEMIST_CALIBRATION_FILE "
                                                   "or ~/.local/state/agentchemist/electrodes.json")
-    slope_low_pct: float = param(95.0, unit="%", low=50.0, high=100.0, description="Lowest accepted slope")
-    slope_high_pct: float = param(105.0, unit="%", low=100.0, high=150.0, description="Highest accepted slope")
-    offset_max_mv: float = param(30.0, unit="mV", low=0.0, high=200.0, description="Largest accepted offset")
-    max_age_h: float = param(24.0, unit="h", low=0.01, high=8760.0, description="A calibration older is stale")
+    acceptance: Acceptance = nested(Acceptance)
     stability_window_s: float = param(5.0, unit="s", low=0.5, high=120.0,
                                       description="Window of the drift stability judgement")
     stability_band_ph: float = param(0.02, unit="pH", low=0.001, high=1.0,
                                      description="Largest pH spread over the window that is stable")
-
-    @property
-    def acceptance(self) -> Acceptance:
-        return Acceptance(self.slope_low_pct, self.slope_high_pct, self.offset_max_mv, self.max_age_h)
 
 
 @dataclass(frozen=True)
