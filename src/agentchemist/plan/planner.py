@@ -15,18 +15,17 @@ Steps 4 and 5 are deterministic code and run on every plan: no backend output ca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
-from agentchemist.chemistry.reagents import ReagentLibrary, default_library
 from agentchemist.fsm.validation import validate_machine
 from agentchemist.plan.backends import BackendError, PlannerBackend, PlanValidationError, propose_validated
 from agentchemist.plan.checks import Finding, rectify_plan
 from agentchemist.plan.guard import InstructionRejected, check_instruction
 from agentchemist.plan.alternatives import BenchOffer
-from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
-from agentchemist.plan.registry import HardwareRegistry
+from agentchemist.plan.protocols import Protocol, ProtocolError
 from agentchemist.plan.routing import RulesThenModel
-from agentchemist.plan.rules import RulesBackend, experiment_id_for
+from agentchemist.plan.rules import PlanningData, RulesBackend, experiment_id_for
 from agentchemist.plan.contents import contents_mismatches
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo, check_environment, missing_equipment_message
 from agentchemist.plan.schema import EnvironmentCheck, Plan
@@ -46,17 +45,12 @@ class PlanOutcome:
     findings: list[Finding] = field(default_factory=list)
 
 
-class Planner:
+class Planner(PlanningData):
     """Holds the loaded library, protocols and registry so that repeated planning is cheap."""
 
-    def __init__(
-        self,
-        library: ReagentLibrary | None = None,
-        protocols: ProtocolLibrary | None = None,
-        registry: HardwareRegistry | None = None,
-    ) -> None:
-        self._rules = RulesBackend(library, protocols, registry)  # loads what is not given, once
-        self.library, self.protocols, self.registry = self._rules.library, self._rules.protocols, self._rules.registry
+    @cached_property
+    def _rules(self) -> RulesBackend:
+        return RulesBackend(self.library, self.protocols, self.registry)
 
     def _backend(self, backend: str | PlannerBackend) -> PlannerBackend:
         if backend == "rules":

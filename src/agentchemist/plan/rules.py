@@ -32,7 +32,7 @@ from agentchemist.plan.parse_text import vessel_location
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo
 from agentchemist.plan.wording import experiment_request
 
-__all__ = ["RulesBackend", "experiment_id_for"]
+__all__ = ["PlanningData", "RulesBackend", "experiment_id_for"]
 
 DEFAULT_ANALYTE_ML = 25.0
 # Default endpoint colours per indicator (complex -> free indicator at the working pH).
@@ -147,10 +147,9 @@ def _conc_text(r: ReagentParse) -> str:
     return f"{r.concentration_m:g} M {r.reagent.display_name}" if r.concentration_m else r.reagent.display_name
 
 
-class RulesBackend:
-    """Keyword and pattern parser + protocol library. Deterministic; no model, no network."""
-
-    name = "rules"
+class PlanningData:
+    """The reagent library, protocol library and hardware registry a planner works from; each one not
+    given is loaded from the shipped files, once (the planner and its rule backend share them)."""
 
     def __init__(
         self,
@@ -161,6 +160,12 @@ class RulesBackend:
         self.library = library if library is not None else default_library()
         self.protocols = protocols if protocols is not None else ProtocolLibrary.load()
         self.registry = registry if registry is not None else HardwareRegistry.load()
+
+
+class RulesBackend(PlanningData):
+    """Keyword and pattern parser + protocol library. Deterministic; no model, no network."""
+
+    name = "rules"
 
     # -- PlannerBackend ---------------------------------------------------------------------------
     def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]:
