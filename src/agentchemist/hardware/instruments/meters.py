@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from agentchemist.hardware.instruments.balance_dialects import BALANCE_DIALECTS
 from agentchemist.hardware.instruments.electrode import (Acceptance, CalibrationError, CalibrationStore,
                                                          ElectrodeCalibration)
+from agentchemist.hardware.instruments.link import InstrumentLink
 from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
+from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist.hardware.instruments.readings import Parsed, Reading
 from agentchemist.params import nested, param
 
@@ -32,6 +34,13 @@ class SerialConfig:
                                     description="A request unanswered this long is sent again")
     reconnect_period_s: float = param(1.0, unit="s", low=0.05, high=60.0,
                                       description="Time between attempts to reopen a lost port")
+
+    def open_line(self, dialect, name: str) -> SerialLine:
+        """The instrument's serial line: ``dialect`` spoken on ``port`` with this config's timing (the
+        port itself is opened by the line's first service)."""
+        link = InstrumentLink(dialect, name=name, deadline_s=self.deadline_s, poll_period_s=self.poll_period_s,
+                              answer_timeout_s=self.answer_timeout_s)
+        return SerialLine(link, self.port, baud=self.baud, reconnect_period_s=self.reconnect_period_s)
 
 
 @dataclass(frozen=True)
