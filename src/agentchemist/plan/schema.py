@@ -66,6 +66,7 @@ def _ident(what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+# The identifier fields by what they name (the name is in the error message); lists of them check each item.
 StateName = Annotated[str, _ident("state")]
 SymbolName = Annotated[str, _ident("symbol")]
 SubtaskId = Annotated[str, _ident("subtask id")]
