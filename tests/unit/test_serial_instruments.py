@@ -222,3 +222,15 @@ def test_buffer_calibration_at_the_meter_over_the_serial_line(tmp_path):
     finally:
         line.close()
         dev.close()
+
+
+def test_open_line_speaks_the_dialect_with_the_configs_port_and_timing():
+    config = BalanceConfig(port="/dev/agentchemist-no-such-port", baud=19200, deadline_s=2.0, poll_period_s=0.3,
+                           answer_timeout_s=0.4, reconnect_period_s=0.7)
+    dialect = BalanceLogic(config).dialect
+    line = config.open_line(dialect, "balance")
+    assert (line.port_name, line.baud, line.reconnect_period_s) == ("/dev/agentchemist-no-such-port", 19200, 0.7)
+    link = line.link
+    assert link.dialect is dialect and link.name == "balance"
+    assert (link.deadline_s, link.poll_period_s, link.answer_timeout_s) == (2.0, 0.3, 0.4)
+    assert line.port is None  # opened by the first service, not here

@@ -65,18 +65,20 @@ def generic_acid(n_protons: int, pka_guess: Sequence[float]) -> Reagent:
     )
 
 
+@dataclasses.dataclass(frozen=True)
 class _Model:
     """pH(volumes; theta) with theta = [pKa1, d2, ..., dn, c_analyte]."""
 
-    def __init__(self, analyte: Reagent, titrant: Reagent, titrant_m: float, analyte_volume_ml: float,
-                 temperature_c: float, activity: bool) -> None:
-        self.analyte = analyte
-        self.titrant = titrant
-        self.titrant_m = titrant_m
-        self.analyte_volume_ml = analyte_volume_ml
-        self.temperature_c = temperature_c
-        self.activity = activity
-        self.n_pka = len(analyte.pka)
+    analyte: Reagent
+    titrant: Reagent
+    titrant_m: float
+    analyte_volume_ml: float
+    temperature_c: float
+    activity: bool
+
+    @property
+    def n_pka(self) -> int:
+        return len(self.analyte.pka)
 
     def pkas(self, theta: np.ndarray) -> tuple[float, ...]:
         return tuple(float(x) for x in np.cumsum(theta[: self.n_pka]))
@@ -203,12 +205,8 @@ def _source_sensitivities(model: _Model, x: np.ndarray, v: np.ndarray, p: np.nda
     # A volume scale or titrant error changes the model the data should be compared with: the fit moves
     # theta so as to follow the change of the model, i.e. the data perturbation is minus the model change.
     data_shift["volume_scale"] = -(model(x, v * (1.0 + h)) - base) / h
-    saved = model.titrant_m
-    try:
-        model.titrant_m = saved * (1.0 + h)
-        data_shift["titrant_m"] = -(model(x, v) - base) / h
-    finally:
-        model.titrant_m = saved
+    stronger = dataclasses.replace(model, titrant_m=model.titrant_m * (1.0 + h))
+    data_shift["titrant_m"] = -(stronger(x, v) - base) / h
     return {source: {name: float(d) for name, d in zip(names, sensitivity @ shift)}
             for source, shift in data_shift.items()}
 

@@ -140,31 +140,39 @@ def settle_each_drop(text: str) -> bool | None:
     return None
 
 
+_PER_DROP = r"\b(?:after|for|at)\s+(?:each|every)\s+drop\b|\bper\s+drop\b|\bdrop[- ]by[- ]drop\b"
+_START_END = r"\b(?:beginning|start)\b[^.]{0,30}\bend\b"
+
+# Requirement -> the patterns that must all occur in the (lower-case) text for it, in output order.
+_RECORDING = (
+    ("ph_per_drop", (_PER_DROP, r"\bp\s?h\b")),
+    ("titrant_volume_per_drop", (_PER_DROP, r"\bvolume\b")),
+    ("ph_continuous", (r"\bcontinuous(?:ly)?\s+(?:record|log|monitor)\w*\s+(?:the\s+)?p\s?h|"
+                       r"\brecord\w*\s+(?:the\s+)?p\s?h\s+(?:value\s+)?continuous",)),
+    ("temperature_start_end", (_START_END, "temperature")),
+    ("time_start_end", (_START_END, r"\btime\b")),
+    ("mass_per_tap", (r"\brecord\w*\b[^.]{0,40}\bmass\b|\bmass\b[^.]{0,40}\brecord",)),
+    ("colour_per_drop", (r"\bcolou?r\b[^.]{0,40}\b(?:record|log|track)|"
+                         r"\b(?:record|log|track)\w*\b[^.]{0,40}\bcolou?r\b",)),
+)
+# Report items after the charts (which output_format decides in code: one kind or the other).
+_REPORT_ITEMS = (
+    ("pka", (r"\bpk\s?a\s?\d?\b|\bdissociation\s+constant\b",)),
+    ("equivalence_point", (r"\bequivalence\s+(?:point|volume)s?\b[^.]{0,40}\b(?:report|calculat|determin|find|locat)|"
+                           r"\b(?:calculat|determin|find|locat)\w*\b[^.]{0,40}\bequivalence",)),
+    ("json", (r"\bjson\b",)),
+    ("csv", (r"\bcsv\b",)),
+)
+
+
+def _named(low: str, table: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    """The labels of ``table`` whose patterns all occur in ``low``, in the table's order."""
+    return [label for label, patterns in table if all(re.search(p, low) for p in patterns)]
+
+
 def data_recording(text: str) -> list[str]:
     """Canonical data-recording requirements named in the text."""
-    low = text.lower()
-    out: list[str] = []
-    per_drop = re.search(r"\b(?:after|for|at)\s+(?:each|every)\s+drop\b|\bper\s+drop\b|\bdrop[- ]by[- ]drop\b", low)
-    if per_drop and re.search(r"\bp\s?h\b", low):
-        out.append("ph_per_drop")
-    if per_drop and re.search(r"\bvolume\b", low):
-        out.append("titrant_volume_per_drop")
-    if re.search(
-        r"\bcontinuous(?:ly)?\s+(?:record|log|monitor)\w*\s+(?:the\s+)?p\s?h|\brecord\w*\s+(?:the\s+)?p\s?h\s+"
-        r"(?:value\s+)?continuous",
-        low,
-    ):
-        out.append("ph_continuous")
-    start_end = re.search(r"\b(?:beginning|start)\b[^.]{0,30}\bend\b", low)
-    if start_end and "temperature" in low:
-        out.append("temperature_start_end")
-    if start_end and re.search(r"\btime\b", low):
-        out.append("time_start_end")
-    if re.search(r"\brecord\w*\b[^.]{0,40}\bmass\b|\bmass\b[^.]{0,40}\brecord", low):
-        out.append("mass_per_tap")
-    if re.search(r"\bcolou?r\b[^.]{0,40}\b(?:record|log|track)|\b(?:record|log|track)\w*\b[^.]{0,40}\bcolou?r\b", low):
-        out.append("colour_per_drop")
-    return out
+    return _named(text.lower(), _RECORDING)
 
 
 def output_format(text: str) -> list[str]:
@@ -183,19 +191,7 @@ def output_format(text: str) -> list[str]:
         out.append("four_charts")
     elif re.search(r"\btitration\s+curve\b", low):
         out.append("titration_curve")
-    if re.search(r"\bpk\s?a\s?\d?\b|\bdissociation\s+constant\b", low):
-        out.append("pka")
-    if re.search(
-        r"\bequivalence\s+(?:point|volume)s?\b[^.]{0,40}\b(?:report|calculat|determin|find|locat)|"
-        r"\b(?:calculat|determin|find|locat)\w*\b[^.]{0,40}\bequivalence",
-        low,
-    ):
-        out.append("equivalence_point")
-    if re.search(r"\bjson\b", low):
-        out.append("json")
-    if re.search(r"\bcsv\b", low):
-        out.append("csv")
-    return out
+    return out + _named(low, _REPORT_ITEMS)
 
 
 def _canon_colour(word: str) -> str:

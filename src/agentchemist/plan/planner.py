@@ -15,18 +15,17 @@ Steps 4 and 5 are deterministic code and run on every plan: no backend output ca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
-from agentchemist.chemistry.reagents import ReagentLibrary, default_library
 from agentchemist.fsm.validation import validate_machine
 from agentchemist.plan.backends import BackendError, PlannerBackend, PlanValidationError, propose_validated
 from agentchemist.plan.checks import Finding, rectify_plan
 from agentchemist.plan.guard import InstructionRejected, check_instruction
-from agentchemist.plan.alternatives import available
-from agentchemist.plan.protocols import Protocol, ProtocolError, ProtocolLibrary
-from agentchemist.plan.registry import HardwareRegistry
+from agentchemist.plan.alternatives import BenchOffer
+from agentchemist.plan.protocols import Protocol, ProtocolError
 from agentchemist.plan.routing import RulesThenModel
-from agentchemist.plan.rules import RulesBackend, experiment_id_for
+from agentchemist.plan.rules import PlanningData, RulesBackend, experiment_id_for
 from agentchemist.plan.contents import contents_mismatches
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo, check_environment, missing_equipment_message
 from agentchemist.plan.schema import EnvironmentCheck, Plan
@@ -46,17 +45,12 @@ class PlanOutcome:
     findings: list[Finding] = field(default_factory=list)
 
 
-class Planner:
+class Planner(PlanningData):
     """Holds the loaded library, protocols and registry so that repeated planning is cheap."""
 
-    def __init__(
-        self,
-        library: ReagentLibrary | None = None,
-        protocols: ProtocolLibrary | None = None,
-        registry: HardwareRegistry | None = None,
-    ) -> None:
-        self._rules = RulesBackend(library, protocols, registry)  # loads what is not given, once
-        self.library, self.protocols, self.registry = self._rules.library, self._rules.protocols, self._rules.registry
+    @cached_property
+    def _rules(self) -> RulesBackend:
+        return RulesBackend(self.library, self.protocols, self.registry)
 
     def _backend(self, backend: str | PlannerBackend) -> PlannerBackend:
         if backend == "rules":
@@ -192,16 +186,16 @@ class Planner:
         roles = {r.role: r.name for r in plan.parsed_instruction.entities.reagents}
         beaker = next((o for o in plan.parsed_instruction.entities.objects if scene.get(o) is not None
                        and o not in self.registry.beakers), None)
+        offer = BenchOffer(scene, self.registry, self.library, roles, beaker)
         missing: list[str] = []
         notes: list[str] = []
         for group in proto.alternatives:
             chosen = group.chosen_by(primitives)
             if chosen is None:
                 continue
-            state = available(chosen, scene, self.registry, self.library, roles, beaker)
+            state = offer.available(chosen)
             if state is False:
-                others = [o for o in group.options if o is not chosen
-                          and available(o, scene, self.registry, self.library, roles, beaker)]
+                others = [o for o in group.options if o is not chosen and offer.available(o)]
                 missing.append(chosen.display if others else group.missing_text())
             elif state is None:
                 notes.append(f"{chosen.display}: as the instruction says; the scene cannot show it")

@@ -58,6 +58,36 @@ def _flag(value: Any, where: str) -> bool:
     return value
 
 
+def _at(doc: Mapping[str, Any], path: str) -> Any:
+    """``doc["a"]["b"]`` for path "a.b" (a KeyError names the missing key)."""
+    for key in path.split("."):
+        doc = doc[key]
+    return doc
+
+
+# Required fields of the file that are one positive number or one [low, high] range: field -> key path
+# (the path also names the value in error messages).
+_POSITIVE_KEYS = {
+    "pipette_capacity_ml": "pipette.capacity_ml",
+    "drop_volume_ml": "pipette.drop_volume_ml",
+    "min_draw_ml": "pipette.min_draw_ml",
+    "cylinder_capacity_ml": "graduated_cylinder.capacity_ml",
+    "ph_resolution": "ph_meter.resolution_ph",
+    "balance_resolution_g": "balance.resolution_g",
+    "gripper_resolution_mm": "gripper.resolution_mm",
+    "arm_reach_mm": "arm.reach_mm",
+    "arm_payload_kg": "arm.payload_kg",
+    "max_titrant_ml": "dispense.max_titrant_ml",
+}
+_RANGE_KEYS = {
+    "ph_range": "ph_meter.range_ph",
+    "stirrer_rpm": "magnetic_stirrer.speed_rpm",
+    "balance_range_g": "balance.range_g",
+    "gripper_travel_mm": "gripper.travel_mm",
+    "recorder_tau": "recorder.tau",
+}
+
+
 @dataclass(frozen=True)
 class HardwareRegistry:
     """Capacities and limits. ``beakers`` maps a registry kind to its capacity (mL)."""
@@ -134,30 +164,17 @@ class HardwareRegistry:
                 beakers={k: _positive(v["capacity_ml"], f"beakers.{k}") for k, v in doc["beakers"].items()},
                 default_beaker=str(doc["default_beaker"]),
                 max_fill_fraction=float(doc["max_fill_fraction"]),
-                pipette_capacity_ml=_positive(doc["pipette"]["capacity_ml"], "pipette.capacity_ml"),
-                drop_volume_ml=_positive(doc["pipette"]["drop_volume_ml"], "pipette.drop_volume_ml"),
-                min_draw_ml=_positive(doc["pipette"]["min_draw_ml"], "pipette.min_draw_ml"),
-                cylinder_capacity_ml=_positive(doc["graduated_cylinder"]["capacity_ml"], "graduated_cylinder"),
-                ph_range=_range(doc["ph_meter"]["range_ph"], "ph_meter.range_ph"),
-                ph_resolution=_positive(doc["ph_meter"]["resolution_ph"], "ph_meter.resolution_ph"),
-                stirrer_rpm=_range(doc["magnetic_stirrer"]["speed_rpm"], "magnetic_stirrer.speed_rpm"),
-                balance_range_g=_range(doc["balance"]["range_g"], "balance.range_g"),
-                balance_resolution_g=_positive(doc["balance"]["resolution_g"], "balance.resolution_g"),
-                gripper_travel_mm=_range(doc["gripper"]["travel_mm"], "gripper.travel_mm"),
-                gripper_resolution_mm=_positive(doc["gripper"]["resolution_mm"], "gripper.resolution_mm"),
-                arm_reach_mm=_positive(doc["arm"]["reach_mm"], "arm.reach_mm"),
-                arm_payload_kg=_positive(doc["arm"]["payload_kg"], "arm.payload_kg"),
                 joint_limits_deg={
                     j: _range(v, f"arm.joint_limits_deg.{j}") for j, v in doc["arm"]["joint_limits_deg"].items()
                 },
                 dispense_ranges={k: _range(v, f"dispense.{k}") for k, v in disp.items() if k != "max_titrant_ml"},
-                max_titrant_ml=_positive(disp["max_titrant_ml"], "dispense.max_titrant_ml"),
-                recorder_tau=_range(doc["recorder"]["tau"], "recorder.tau"),
                 instrument_kinds={k: tuple(v) for k, v in (doc.get("instrument_kinds") or {}).items()},
                 ph_reads_activity=_flag(doc["ph_meter"].get("reads_activity", False), "ph_meter.reads_activity"),
                 solid_pour_tilt_rate_deg_s=_range(
                     (doc.get("solid_pour") or {}).get("tilt_rate_deg_s", (0.5, 90.0)), "solid_pour.tilt_rate_deg_s"
                 ),
+                **{name: _positive(_at(doc, path), path) for name, path in _POSITIVE_KEYS.items()},
+                **{name: _range(_at(doc, path), path) for name, path in _RANGE_KEYS.items()},
             )
         except KeyError as exc:
             raise RegistryError(f"missing key {exc}") from None

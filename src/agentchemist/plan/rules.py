@@ -17,7 +17,7 @@ from typing import Any
 from agentchemist.control.calibration import CalibrationError, load_or_none
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary, default_library
-from agentchemist.plan.alternatives import choose, holder_of
+from agentchemist.plan.alternatives import BenchOffer
 from agentchemist.plan.feasibility import (
     InfeasibleTargetError,
     complexometric_equivalence_ml,
@@ -32,7 +32,7 @@ from agentchemist.plan.parse_text import vessel_location
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo
 from agentchemist.plan.wording import experiment_request
 
-__all__ = ["RulesBackend", "experiment_id_for"]
+__all__ = ["PlanningData", "RulesBackend", "experiment_id_for"]
 
 DEFAULT_ANALYTE_ML = 25.0
 # Default endpoint colours per indicator (complex -> free indicator at the working pH).
@@ -147,10 +147,9 @@ def _conc_text(r: ReagentParse) -> str:
     return f"{r.concentration_m:g} M {r.reagent.display_name}" if r.concentration_m else r.reagent.display_name
 
 
-class RulesBackend:
-    """Keyword and pattern parser + protocol library. Deterministic; no model, no network."""
-
-    name = "rules"
+class PlanningData:
+    """The reagent library, protocol library and hardware registry a planner works from; each one not
+    given is loaded from the shipped files, once (the planner and its rule backend share them)."""
 
     def __init__(
         self,
@@ -161,6 +160,12 @@ class RulesBackend:
         self.library = library if library is not None else default_library()
         self.protocols = protocols if protocols is not None else ProtocolLibrary.load()
         self.registry = registry if registry is not None else HardwareRegistry.load()
+
+
+class RulesBackend(PlanningData):
+    """Keyword and pattern parser + protocol library. Deterministic; no model, no network."""
+
+    name = "rules"
 
     # -- PlannerBackend ---------------------------------------------------------------------------
     def propose(self, text: str, scene: SceneInfo | None, protocol_hint: dict[str, Any] | None) -> dict[str, Any]:
@@ -627,9 +632,10 @@ class RulesBackend:
         ]
         beaker_id, beaker_kind = self._beaker(parse, scene, "water" if water_cued else None, warnings, water_ml)
         scene_beaker = beaker_id if scene is not None and scene.get(beaker_id) is not None else None
+        offer = BenchOffer(scene, self.registry, self.library, roles, scene_beaker)
         choice: dict[str, Any] = {}
         for group in proto.alternatives:
-            option, asked = choose(group, parse.text, scene, self.registry, self.library, roles, scene_beaker)
+            option, asked = offer.choose(group, parse.text)
             choice[group.name] = option
             if not asked and len(group.options) > 1:
                 how = "the bench has it" if scene is not None and option.instrument else "the default"
@@ -640,7 +646,7 @@ class RulesBackend:
         bottle = "solid_bottle"
         for option in choice.values():
             if option.instrument == "solid_bottle":
-                holder = holder_of(option, scene, self.registry, self.library, roles)
+                holder = offer.holder_of(option)
                 bottle = holder.id if holder is not None else bottle
         in_beaker = any(o.condition == "water_in_beaker" for o in choice.values())
         poured = any(o.primitive == "pour_solid" for o in choice.values())

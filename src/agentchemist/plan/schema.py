@@ -16,9 +16,9 @@ is physically possible (capacities, reachable pH, causal order) is ``agentchemis
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 __all__ = [
     "FAMILIES",
@@ -57,10 +57,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, validate_assignment=True)
 
 
-def _ident(value: str, what: str) -> str:
-    if not re.fullmatch(_IDENT_PATTERN, value):
-        raise ValueError(f"{what} {value!r} must be lower snake case (a-z, 0-9, _), starting with a letter")
-    return value
+def _ident(what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not re.fullmatch(_IDENT_PATTERN, value):
+            raise ValueError(f"{what} {value!r} must be lower snake case (a-z, 0-9, _), starting with a letter")
+        return value
+
+    return AfterValidator(check)
+
+
+# The identifier fields by what they name (the name is in the error message); lists of them check each item.
+StateName = Annotated[str, _ident("state")]
+SymbolName = Annotated[str, _ident("symbol")]
+SubtaskId = Annotated[str, _ident("subtask id")]
+AgentName = Annotated[str, _ident("receiver")]
 
 
 class ReagentEntity(_Strict):
@@ -170,40 +180,20 @@ class EnvironmentCheck(_Strict):
 
 
 class TransitionSpec(_Strict):
-    source: str
-    symbol: str
-    target: str
-
-    @field_validator("source", "target")
-    @classmethod
-    def _state(cls, v: str) -> str:
-        return _ident(v, "state")
-
-    @field_validator("symbol")
-    @classmethod
-    def _symbol(cls, v: str) -> str:
-        return _ident(v, "symbol")
+    source: StateName
+    symbol: SymbolName
+    target: StateName
 
 
 class StateMachineSpec(_Strict):
     """M = <Q, Sigma, delta, q0, F>; ``state_timeouts_s`` maps a state to its time limit (seconds)."""
 
-    states: list[str] = Field(min_length=1, max_length=64)
-    input_symbols: list[str] = Field(min_length=1, max_length=64)
+    states: list[StateName] = Field(min_length=1, max_length=64)
+    input_symbols: list[SymbolName] = Field(min_length=1, max_length=64)
     transitions: list[TransitionSpec] = Field(min_length=1, max_length=512)
     initial_state: str
-    accepting_states: list[str] = Field(min_length=1)
+    accepting_states: list[StateName] = Field(min_length=1)
     state_timeouts_s: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("states", "accepting_states")
-    @classmethod
-    def _states(cls, v: list[str]) -> list[str]:
-        return [_ident(s, "state") for s in v]
-
-    @field_validator("input_symbols")
-    @classmethod
-    def _symbols(cls, v: list[str]) -> list[str]:
-        return [_ident(s, "symbol") for s in v]
 
     @field_validator("state_timeouts_s")
     @classmethod
@@ -224,24 +214,14 @@ class ExpectedTransition(_Strict):
 class Subtask(_Strict):
     """An atomic subtask for one agent; it is dispatched when the machine is in ``fsm_state``."""
 
-    id: str
-    receiver: str
+    id: SubtaskId
+    receiver: AgentName
     description: str = Field(min_length=1, max_length=500)
     dependencies: list[str] = Field(default_factory=list)
     fsm_state: str
     expected_transition: Optional[ExpectedTransition] = None
     primitive: str = Field(min_length=1, max_length=64)
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        return _ident(v, "subtask id")
-
-    @field_validator("receiver")
-    @classmethod
-    def _receiver(cls, v: str) -> str:
-        return _ident(v, "receiver")
 
 
 class DispenserParams(_Strict):

@@ -159,35 +159,39 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
 
 def first_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
     """dpH/dV of the smoothed curve with the equivalence points (derivative peaks) marked."""
-    fig, axes = _figure()
-    ax = axes[0, 0]
     d1 = analysis.d1_display if analysis.d1_display is not None else analysis.d1
-    ax.plot(analysis.grid_ml, d1, "-", color="#2980b9", linewidth=1.2, label=f"first derivative ({_deriv_window(analysis)})")
-    _shade_flags(ax, analysis)
-    ax.set_xlabel(_volume_label(titrant_label))
-    ax.set_ylabel("dpH/dV (pH/mL)")
-    _mark_equivalence(ax, analysis, annotate=True)
-    ax.set_title("First derivative: peaks at the equivalence points")
-    ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
-    return fig
+    return _derivative_figure(analysis, d1, "first derivative", linewidth=1.2, ylabel="dpH/dV (pH/mL)",
+                              title="First derivative: peaks at the equivalence points",
+                              titrant_label=titrant_label)
 
 
 def second_derivative_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") -> Figure:
     """d2pH/dV2 with its zero line; equivalence points sit at the + to - zero crossings."""
+    d2 = analysis.d2_display if analysis.d2_display is not None else analysis.d2
+    return _derivative_figure(analysis, d2, "second derivative", linewidth=1.0, ylabel="d²pH/dV² (pH/mL²)",
+                              title="Second derivative: zero crossings at the equivalence points",
+                              titrant_label=titrant_label, about_zero=True)
+
+
+def _derivative_figure(analysis: TitrationAnalysis, values: np.ndarray, name: str, *, linewidth: float,
+                       ylabel: str, title: str, titrant_label: str, about_zero: bool = False) -> Figure:
+    """A derivative of the curve on the resampled grid, flags shaded and equivalence points marked;
+    ``about_zero``: a curve whose sign matters, drawn with its zero line and a symmetric scale."""
     fig, axes = _figure()
     ax = axes[0, 0]
-    d2 = analysis.d2_display if analysis.d2_display is not None else analysis.d2
-    ax.plot(analysis.grid_ml, d2, "-", color="#2980b9", linewidth=1.0, label=f"second derivative ({_deriv_window(analysis)})")
-    ax.axhline(0.0, color="black", linewidth=0.7)
+    ax.plot(analysis.grid_ml, values, "-", color="#2980b9", linewidth=linewidth,
+            label=f"{name} ({_deriv_window(analysis)})")
+    if about_zero:
+        ax.axhline(0.0, color="black", linewidth=0.7)
     _shade_flags(ax, analysis)
-    if d2.size:
+    if about_zero and values.size:
         # Clip to the part of the range that holds the derivative structure, not a single spike's tail.
-        peak = float(np.max(np.abs(d2)))
+        peak = float(np.max(np.abs(values)))
         ax.set_ylim(-1.15 * peak, 1.15 * peak)
     ax.set_xlabel(_volume_label(titrant_label))
-    ax.set_ylabel("d²pH/dV² (pH/mL²)")
+    ax.set_ylabel(ylabel)
     _mark_equivalence(ax, analysis, annotate=True)
-    ax.set_title("Second derivative: zero crossings at the equivalence points")
+    ax.set_title(title)
     ax.legend(loc="best", fontsize=8)  # placed clear of the curve and of the V_eq label
     return fig
 

@@ -16,9 +16,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
-from agentchemist.hardware.instruments.link import InstrumentLink
 from agentchemist.hardware.instruments.meters import BalanceConfig, BalanceLogic
-from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import report_instrument
@@ -40,10 +38,8 @@ class BalanceNode(GuardedNode):
         self.command_timeout_s = declare(self, "command_timeout_s", 5.0, "Longest wait for a tare/zero answer (s)",
                                          low=0.1, high=60.0)
         self.logic = BalanceLogic(config)
-        self.link = InstrumentLink(self.logic.dialect, name=self.get_name(), deadline_s=config.deadline_s,
-                                   poll_period_s=config.poll_period_s, answer_timeout_s=config.answer_timeout_s)
-        self.line = SerialLine(self.link, config.port, baud=config.baud,
-                               reconnect_period_s=config.reconnect_period_s)
+        self.line = config.open_line(self.logic.dialect, self.get_name())
+        self.link = self.line.link
         self.close_with_node(self.line.close)
         # The port is touched by the timer and by service calls on other threads: one lock.
         self.lock = threading.RLock()

@@ -23,10 +23,8 @@ import time
 from std_msgs.msg import Bool, Header, String
 from std_srvs.srv import Trigger
 
-from agentchemist.hardware.instruments.link import InstrumentLink
 from agentchemist.hardware.instruments.meters import PhMeterConfig, PhMeterLogic
 from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
-from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import report_instrument
@@ -46,11 +44,8 @@ class PhMeterNode(GuardedNode):
         super().__init__("ph_meter", **kwargs)
         self.config = config = declare_config(self, PhMeterConfig)
         service_hz = declare(self, "service_rate_hz", 50.0, "How often the port is read (Hz)", low=1.0, high=1000.0)
-        self.link = InstrumentLink(PH_DIALECTS[config.dialect](), name=self.get_name(),
-                                   deadline_s=config.deadline_s, poll_period_s=config.poll_period_s,
-                                   answer_timeout_s=config.answer_timeout_s)
-        self.line = SerialLine(self.link, config.port, baud=config.baud,
-                               reconnect_period_s=config.reconnect_period_s)
+        self.line = config.open_line(PH_DIALECTS[config.dialect](), self.get_name())
+        self.link = self.line.link
         self.close_with_node(self.line.close)
         self.logic = PhMeterLogic(config)
         self.reading_pub = self.create_publisher(ChemicalReading, topics.PH_READING, READINGS)

@@ -45,6 +45,7 @@ class RecorderNode(GuardedNode):
         # publication in the same order for every input.
         self.lock = threading.RLock()
         self.recording: Recording | None = None
+        self.close_with_node(self.release_store)
         self.experiment_id = ""  # set before its store opens: a store failure while opening names it
         self.record_pub = self.create_publisher(FusedRecord, topics.RECORDS, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
@@ -188,10 +189,10 @@ class RecorderNode(GuardedNode):
                 self.store_failure("spill_unreplayed", left)
         return recording
 
-    def destroy_node(self):
+    def release_store(self) -> None:
+        """When the node is destroyed: the experiment being recorded is closed like at its end."""
         with self.lock:
             self.close_store()
-        super().destroy_node()
 
 
 def main(args=None):

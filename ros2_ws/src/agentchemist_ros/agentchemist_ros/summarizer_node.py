@@ -50,7 +50,8 @@ class SummarizerNode(GuardedNode):
         # enough to tell a repeat, and a node that reports experiment after experiment keeps no more.
         self.done: OrderedDict[str, None] = OrderedDict()
         self.children: dict[str, subprocess.Popen] = {}  # report processes still running, by experiment
-        self.closing = False  # destroy_node stopped the children: their threads announce nothing
+        self.closing = False  # the node is destroyed and its children stopped: their threads announce nothing
+        self.close_with_node(self.stop_children)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
@@ -121,13 +122,13 @@ class SummarizerNode(GuardedNode):
             raise ReportFailed(lines[-1] if lines else f"the report process exited with code {child.returncode}")
         return documents
 
-    def destroy_node(self):
+    def stop_children(self) -> None:
+        """When the node is destroyed: no report process outlives it."""
         with self.lock:
             self.closing = True
             children = list(self.children.values())
-        for child in children:  # no report process outlives the node
+        for child in children:
             child.kill()
-        super().destroy_node()
 
 
 def main(args=None):

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentchemist.params import param
+
 R, F = 8.314462618, 96485.33212
 KELVIN = 273.15
 
@@ -76,10 +78,11 @@ class BufferPoint:
 
 @dataclass(frozen=True)
 class Acceptance:
-    slope_low_pct: float = 95.0
-    slope_high_pct: float = 105.0
-    offset_max_mv: float = 30.0
-    max_age_h: float = 24.0
+    """The window a calibration must lie in to be used (also the pH meter node's parameters)."""
+    slope_low_pct: float = param(95.0, unit="%", low=50.0, high=100.0, description="Lowest accepted slope")
+    slope_high_pct: float = param(105.0, unit="%", low=100.0, high=150.0, description="Highest accepted slope")
+    offset_max_mv: float = param(30.0, unit="mV", low=0.0, high=200.0, description="Largest accepted offset")
+    max_age_h: float = param(24.0, unit="h", low=0.01, high=8760.0, description="A calibration older is stale")
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 from agentchemist.hardware.instruments.balance_dialects import BALANCE_DIALECTS
 from agentchemist.hardware.instruments.electrode import (Acceptance, CalibrationError, CalibrationStore,
                                                          ElectrodeCalibration)
+from agentchemist.hardware.instruments.link import InstrumentLink
 from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
+from agentchemist.hardware.instruments.port import SerialLine
 from agentchemist.hardware.instruments.readings import Parsed, Reading
-from agentchemist.params import param
+from agentchemist.params import nested, param
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,13 @@ class SerialConfig:
     reconnect_period_s: float = param(1.0, unit="s", low=0.05, high=60.0,
                                       description="Time between attempts to reopen a lost port")
 
+    def open_line(self, dialect, name: str) -> SerialLine:
+        """The instrument's serial line: ``dialect`` spoken on ``port`` with this config's timing (the
+        port itself is opened by the line's first service)."""
+        link = InstrumentLink(dialect, name=name, deadline_s=self.deadline_s, poll_period_s=self.poll_period_s,
+                              answer_timeout_s=self.answer_timeout_s)
+        return SerialLine(link, self.port, baud=self.baud, reconnect_period_s=self.reconnect_period_s)
+
 
 @dataclass(frozen=True)
 class PhMeterConfig(SerialConfig):
@@ -44,18 +53,11 @@ class PhMeterConfig(SerialConfig):
                                                         "has no valid, fresh calibration")
     calibration_file: str = param("", description="Calibration store; '' = $AGENTCHEMIST_CALIBRATION_FILE "
                                                   "or ~/.local/state/agentchemist/electrodes.json")
-    slope_low_pct: float = param(95.0, unit="%", low=50.0, high=100.0, description="Lowest accepted slope")
-    slope_high_pct: float = param(105.0, unit="%", low=100.0, high=150.0, description="Highest accepted slope")
-    offset_max_mv: float = param(30.0, unit="mV", low=0.0, high=200.0, description="Largest accepted offset")
-    max_age_h: float = param(24.0, unit="h", low=0.01, high=8760.0, description="A calibration older is stale")
+    acceptance: Acceptance = nested(Acceptance)
     stability_window_s: float = param(5.0, unit="s", low=0.5, high=120.0,
                                       description="Window of the drift stability judgement")
     stability_band_ph: float = param(0.02, unit="pH", low=0.001, high=1.0,
                                      description="Largest pH spread over the window that is stable")
-
-    @property
-    def acceptance(self) -> Acceptance:
-        return Acceptance(self.slope_low_pct, self.slope_high_pct, self.offset_max_mv, self.max_age_h)
 
 
 @dataclass(frozen=True)
