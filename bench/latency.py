@@ -190,11 +190,12 @@ class DispenserProbe:
             # The hold's tick: the WAIT's stamp (the dispenser's wall clock, published right after that tick's
             # gripper command) on this process's monotonic clock. The hold command is the first command to
             # arrive after it with the opening the gripper then keeps: an earlier command of the same value
-            # (two ticks in quick succession) or a late one still closing is not the hold.
+            # (two ticks in quick succession; the WAIT is stamped a little after
+            # its command went out, so 3 ms of slack) or a late one still closing is not the hold.
             tick = wait[4] - (wall - sent)
             cmds = [c for c in self.commands if c[0] > sent]
             hold_mm = cmds[-1][1]
-            first = next((c for c in cmds if c[0] >= tick - 1e-4 and abs(c[1] - hold_mm) < 1e-6), None)
+            first = next((c for c in cmds if c[0] >= tick - 3e-3 and abs(c[1] - hold_mm) < 1e-6), None)
             if first is None:
                 return {"error": "no hold command after the WAIT's tick"}
             return {"latency_s": first[0] - sent, "state_latency_s": wait[0] - sent, "reason": wait[2],

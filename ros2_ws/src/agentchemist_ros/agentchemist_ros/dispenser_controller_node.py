@@ -63,6 +63,9 @@ class DispenserControllerNode(GuardedNode):
         self.goal_handle = None
         self.calibration_path = self.get_parameter("calibration_file").value
         rgroup = ReentrantCallbackGroup()
+        # The control timer and the supervisor's messages share one exclusive group: a hold is carried out on
+        # its arrival (one control update then, not at the next tick: bench/latency.py) and never beside a tick.
+        control = MutuallyExclusiveCallbackGroup()
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.session.side), 10)
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
                          for s in topics.SIDES}
@@ -75,13 +78,12 @@ class DispenserControllerNode(GuardedNode):
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
-        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=control)
         watch_heartbeats(self, self.on_heartbeat)  # its endpoint judge, when that runs in its own process
         self.server = ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.execute,
                                    goal_callback=lambda g: GoalResponse.ACCEPT,
                                    cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=rgroup)
-        self.timer = self.create_timer(self.session.config.control_period_s, self.step,
-                                       callback_group=MutuallyExclusiveCallbackGroup())
+        self.timer = self.create_timer(self.session.config.control_period_s, self.step, callback_group=control)
         self.calibrate_srv = self.create_service(Calibrate, topics.CALIBRATE, self.calibrate, callback_group=rgroup)
         respond_when_done(self, self.calibrate_srv)
 
@@ -153,6 +155,8 @@ class DispenserControllerNode(GuardedNode):
             with self.lock:
                 holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == "hold")
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {holds or 'none'}")
+            if msg.symbol == "hold":
+                self.step()
 
     # ------------------------------------------------------------------ control loop
     def step(self):
