@@ -48,11 +48,12 @@ def cpu_hogs(seconds: float, count: int | None = None) -> list[subprocess.Popen]
             for _ in range(count if count is not None else os.cpu_count() or 1)]
 
 
-def stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> list[int | None]:
-    """Interrupt each process (a node's SIGINT shutdown), kill it if it does not end; their exit codes."""
+def stop(procs: list[subprocess.Popen], timeout: float = 10.0, signal: int = 2) -> list[int | None]:
+    """Interrupt each process (SIGINT: a node's clean shutdown; hogs take SIGKILL), kill it if it does not
+    end; their exit codes."""
     for p in procs:
         if p.poll() is None:
-            p.send_signal(2)
+            p.send_signal(signal)
     codes = []
     for p in procs:
         try:

@@ -22,7 +22,12 @@ b. drop sound -> AudioEvent (`drop_to_audio_event`, goal p99 <= 50 ms). The real
    start + its onset), so it holds the chunk's buffering (the onset is, on average, half a chunk before
    the chunk is sent), the detector's wait for the ring to end, and DDS. For chunks of 10, 20, 50 and
    100 ms, with the node's CPU % (of one core) for each.
-c. not measured here (see docs/architecture.md, "Latencies through DDS").
+c. camera frame -> colour (`frame_to_colour`). The real vision_supervisor runs the Ca/EDTA plan (the
+   probe holds its first subtask, so the machine stays where colour is tracked from the start); the
+   probe publishes front-camera frames drawn by the twin, magenta and sapphire blue in turn (the same
+   beaker before and past equivalence), and times each frame -> the colour_hue QuantityEstimate the
+   supervisor derives from it (stamped with the frame). That hue is what its colour verdicts (the
+   colour endpoint, colour_stable) are taken from, in the same callback.
 d. record published -> durable (`record_to_durable`). The real recorder records an experiment (the probe
    publishes its plan); the probe publishes Anomaly messages and polls the run's SQLite file (WAL, read
    only) for each row: published -> committed row. Also -> the recorder's acknowledgement that covers it
@@ -56,6 +61,7 @@ READING_PERIOD_S = 0.05
 START_OPENING_MM = 40.0
 CHUNKS_S = (0.01, 0.02, 0.05, 0.1)
 SAMPLE_RATE = 48000
+MEASUREMENTS = ("ph_to_hold", "hold_message_to_hold", "drop_to_audio_event", "frame_to_colour", "record_to_durable")
 GOALS_MS = {"ph_to_hold": 10.0, "hold_message_to_hold": 10.0, "drop_to_audio_event": 50.0}
 
 
@@ -312,6 +318,95 @@ def measure_audio(drops: int, chunk_s: float, tmp: Path, seed: int = 11) -> dict
         dds_bench.stop([proc])
 
 
+# ------------------------------------------------------------------------------------------------ c. frame -> colour
+def twin_frames(scenario: Path) -> tuple:
+    """Front-camera frames drawn by the twin for the Ca/EDTA scenario: its magenta start, and the same beaker
+    past equivalence (EDTA in excess: sapphire blue)."""
+    from agentchemist.sim.lab import LabTwin
+    from agentchemist.sim.scenario import load_scenario
+    sc = load_scenario(scenario)
+    blue = sc.model_copy(update={"beaker": sc.beaker.model_copy(update={
+        "solution": {**sc.beaker.solution, "disodium_edta": 0.012}})})
+    return sc, LabTwin(sc).render_camera("front", 1.0), LabTwin(blue).render_camera("front", 1.0)
+
+
+def measure_vision(samples: int, tmp: Path, period_s: float = 0.25) -> dict:
+    """vision_supervisor with the Ca/EDTA plan (its first subtask is held by the probe's action server, so the
+    machine stays where the colour is tracked from the start); frames whose colour flips every frame."""
+    import rclpy.node
+    from rclpy.action import ActionServer
+    from rclpy.task import Future
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import Header
+
+    from agentchemist.plan.planner import plan_instruction
+    from agentchemist_interfaces.action import ExecuteSubtask
+    from agentchemist_interfaces.msg import ExperimentPlan, QuantityEstimate
+    from agentchemist_ros.common import images, topics
+    from agentchemist_ros.common.qos import LATCHED, RELIABLE, SENSOR
+
+    scenario, magenta, blue = twin_frames(REPO / "config" / "scenarios" / "ca_edta.yaml")
+    outcome = plan_instruction(scenario.instruction, experiment_id=f"latency-{uuid.uuid4().hex[:8]}")
+    plan = outcome.plan
+    proc = dds_bench.node_process("vision_supervisor_node", {
+        "use_sim_time": False, "clock_ack_period_s": 0.0, "runs_dir": str(tmp / "vision_runs"),
+        "require_scene_check": False}, log=node_log(tmp, "vision_supervisor"))
+    node = rclpy.node.Node(f"latency_vision_probe_{uuid.uuid4().hex[:6]}")
+    plan_pub = node.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
+    image_pub = node.create_publisher(Image, topics.camera_topic("front"), SENSOR)
+    hues: list[tuple[float, float, float]] = []   # (arrival, hue deg, frame stamp)
+    node.create_subscription(QuantityEstimate, topics.QUANTITY, lambda m: hues.append(
+        (time.monotonic(), m.value, stamp_sec(m.stamp))) if m.quantity == "colour_hue" else None, RELIABLE)
+    never = Future()
+
+    async def hold_subtask(goal_handle):
+        await never   # the grasp never ends: the machine stays in its first state
+        return ExecuteSubtask.Result()
+    server = ActionServer(node, ExecuteSubtask, topics.EXECUTE_SUBTASK, execute_callback=hold_subtask)
+    spinner = Spinner(node)
+    out: dict = {"latency_s": [], "frames": 0, "hues_deg": {}}
+    try:
+        if not wait_until(lambda: plan_pub.get_subscription_count() > 0
+                          and image_pub.get_subscription_count() > 0, 60.0):
+            out["error"] = "the vision supervisor never came up"
+            return out
+        plan_pub.publish(ExperimentPlan(stamp=stamp_msg(time.time()), experiment_id=plan.experiment_id,
+                                        plan_json=plan.model_dump_json()))
+        frames = {"magenta": images.to_msg(magenta, "rgb8"), "blue": images.to_msg(blue, "rgb8")}
+        warm = time.monotonic() + 60.0
+        while not hues and time.monotonic() < warm:  # the plan is running once frames give hues
+            msg = frames["magenta"]
+            msg.header = Header(stamp=stamp_msg(time.time()), frame_id="front_camera")
+            image_pub.publish(msg)
+            time.sleep(0.3)
+        if not hues:
+            out["error"] = "no colour_hue estimate for a frame"
+            return out
+        time.sleep(0.5)
+        rng = random.Random(9)
+        for i in range(samples):
+            colour = "blue" if i % 2 == 0 else "magenta"
+            msg = frames[colour]
+            stamp = time.time()
+            msg.header = Header(stamp=stamp_msg(stamp), frame_id="front_camera")
+            t = time.monotonic()
+            image_pub.publish(msg)
+            out["frames"] += 1
+            if wait_until(lambda: any(abs(h[2] - stamp) < 1e-6 for h in hues), 5.0):
+                hit = next(h for h in hues if abs(h[2] - stamp) < 1e-6)
+                out["latency_s"].append(hit[0] - t)
+                out["hues_deg"].setdefault(colour, []).append(round(hit[1], 1))
+            time.sleep(period_s * rng.uniform(0.5, 1.5))
+        out["hues_deg"] = {k: [min(v), max(v)] for k, v in out["hues_deg"].items()}
+        return out
+    finally:
+        never.set_result(None)
+        spinner.close()
+        server.destroy()
+        node.destroy_node()
+        dds_bench.stop([proc])
+
+
 # ------------------------------------------------------------------------------------------------ d. record -> durable
 def measure_recorder(samples: int, tmp: Path) -> dict:
     import rclpy.node
@@ -381,7 +476,7 @@ def condition(with_hog: bool, run, seconds_hint: float) -> dict:
     try:
         result = run()
     finally:
-        dds_bench.stop(hogs)
+        dds_bench.stop(hogs, signal=9)
     return {"load_1min_before": load, "cpu_hog_processes": len(hogs), **result}
 
 
@@ -412,10 +507,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=60, help="samples per measurement and condition")
     parser.add_argument("--chunks", type=float, nargs="+", default=list(CHUNKS_S), help="audio chunk sizes (s)")
-    parser.add_argument("--only", nargs="+", choices=("a", "b", "d"), default=["a", "b", "d"])
+    parser.add_argument("--only", nargs="+", choices=("a", "b", "c", "d"), default=["a", "b", "c", "d"])
     parser.add_argument("--quick", action="store_true", help="3 samples each, one chunk size, quiet only")
     parser.add_argument("--no-hog", action="store_true", help="skip the CPU-hog condition")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "latency.json"))
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other measurements already in --out (each keeps its own machine entry)")
     args = parser.parse_args()
     if args.quick:
         args.samples, args.chunks, args.no_hog = 3, [0.05], True
@@ -456,6 +553,15 @@ def main() -> int:
                           f"node CPU {r.get('node_cpu_percent', float('nan')):.1f} %", flush=True)
             result["drop_to_audio_event"] = {"goal_p99_ms": GOALS_MS["drop_to_audio_event"], "by_chunk_s": audio,
                                              "choice": choose_chunk(audio)}
+        if "c" in args.only:
+            vision = {}
+            for name, hog in conditions.items():
+                r = condition(hog, lambda: measure_vision(args.samples, tmp), 0.3 * args.samples + 60)
+                r["latency"] = summarise(r.pop("latency_s"))
+                vision[name] = r
+                print(f"c {name}: frame->colour {fmt(r['latency'])} of {r['frames']} frames; hues {r['hues_deg']}",
+                      flush=True)
+            result["frame_to_colour"] = vision
         if "d" in args.only:
             rec = {}
             for name, hog in conditions.items():
@@ -468,8 +574,17 @@ def main() -> int:
             result["record_to_durable"] = rec
     finally:
         rclpy.try_shutdown()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.merge and out.exists():
+        kept = json.loads(out.read_text())
+        for key in MEASUREMENTS:
+            if key in result:
+                result[key]["machine"] = result["machine"]  # measured at this commit, at this load
+            elif key in kept:
+                result[key] = kept[key]
+                result[key].setdefault("machine", kept["machine"])
+    out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 

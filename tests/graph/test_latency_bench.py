@@ -1,5 +1,5 @@
-"""Smoke test of bench/latency.py --quick: the real dispenser_controller, audio_supervisor and recorder, each in
-its own process, answer the probe through DDS, and every measurement gets its samples. No timing threshold
+"""Smoke test of bench/latency.py --quick: the real dispenser_controller, audio_supervisor, vision_supervisor and
+recorder, each in its own process, answer the probe through DDS, and every measurement gets its samples. No timing threshold
 (the figures come from the full bench on a loaded machine, with their load average): each latency is
 positive and finite, the hold is the hold (the WAIT that followed it says why), and drops are heard."""
 
@@ -39,6 +39,10 @@ def test_latency_bench_quick_measures_every_path(tmp_path):
     finite_positive(quiet["latency"], 2)
     assert quiet["node_cpu_percent"] > 0.0
     assert audio["choice"]["chunk_s"] == 0.05 and audio["goal_p99_ms"] == 50.0
+
+    vision = result["frame_to_colour"]["quiet"]
+    finite_positive(vision["latency"], 2)
+    assert vision["hues_deg"]["blue"][1] < 260.0 < vision["hues_deg"]["magenta"][0]  # each frame's own colour
 
     record = result["record_to_durable"]["quiet"]
     finite_positive(record["to_row"], 3)

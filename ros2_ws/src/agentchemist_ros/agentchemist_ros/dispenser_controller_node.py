@@ -63,8 +63,8 @@ class DispenserControllerNode(GuardedNode):
         self.goal_handle = None
         self.calibration_path = self.get_parameter("calibration_file").value
         rgroup = ReentrantCallbackGroup()
-        # The control timer and the supervisor's messages share one exclusive group: a hold is carried out on
-        # its arrival (one control update then, not at the next tick: bench/latency.py) and never beside a tick.
+        # The control timer, the pH readings and the supervisor's messages share one exclusive group: a hold (or
+        # a reading that stops the squeeze) is carried out on arrival, not at the next tick (bench/latency.py).
         control = MutuallyExclusiveCallbackGroup()
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.session.side), 10)
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
@@ -75,7 +75,7 @@ class DispenserControllerNode(GuardedNode):
         # Its own state and drop interval, for the audio supervisor and the recorder (nobody derives them).
         self.state_pub = self.create_publisher(DispenserState, topics.DISPENSER_STATE, FSM)
         self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_balance, READINGS)
-        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS, callback_group=control)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=control)
@@ -110,7 +110,10 @@ class DispenserControllerNode(GuardedNode):
             try:
                 self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
             except ReadingError:
-                pass  # refused and never acted on; the vision supervisor reports it, once per episode
+                return  # refused and never acted on; the vision supervisor reports it, once per episode
+            squeezing = self.controller is not None and self.controller.state.value == "MOTION"
+        if squeezing:  # the reading may stop the squeeze now (a reading never starts it early: WAIT is left on ticks)
+            self.step()
 
     def on_joints(self, msg):
         with self.lock:
