@@ -8,7 +8,7 @@ with a CPU hog per core beside it (busy Python loops at normal priority, as benc
 
 a. pH reading across the target -> the gripper's hold (`ph_to_hold`, goal p99 <= 10 ms). The real
    dispenser_controller runs a Dispense goal (target pH 7, rising) while the probe plays the pH meter
-   (ChemicalReading at 20 Hz, pH 4 with 0.003 noise) and the gripper (it answers every command on
+   (ChemicalReading at 20 Hz, pH 4 with 0.001 noise) and the gripper (it answers every command on
    /right_gripper_controller/commands with a JointState at that opening). Once the gripper closes, the
    probe publishes one reading across the target (pH 8) and times the first gripper command that stops
    closing (the hold; DispenserState WAIT confirms it). What holds the gripper here is the dispenser's own
@@ -56,7 +56,7 @@ sys.path.insert(0, str(REPO))
 from bench import dds_bench  # noqa: E402  (keeps DDS on this machine, in a domain of its own)
 from bench.dds_bench import Spinner, percentiles, wait_until  # noqa: E402
 
-TARGET_PH, BELOW_PH, ACROSS_PH, PH_NOISE = 7.0, 4.0, 8.0, 0.003
+TARGET_PH, BELOW_PH, ACROSS_PH, PH_NOISE = 7.0, 4.0, 8.0, 0.001
 READING_PERIOD_S = 0.05
 START_OPENING_MM = 40.0
 CHUNKS_S = (0.01, 0.02, 0.05, 0.1)
