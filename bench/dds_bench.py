@@ -64,15 +64,17 @@ def stop(procs: list[subprocess.Popen], timeout: float = 10.0, signal: int = 2) 
     return codes
 
 
-def node_process(module: str, params: dict | None = None, log: Path | None = None) -> subprocess.Popen:
-    """agentchemist_ros.<module> in its own process, with ROS parameters (name -> value) on its command line."""
+def node_process(module: str, params: dict | None = None, log: Path | None = None,
+                 script: str | None = None) -> subprocess.Popen:
+    """agentchemist_ros.<module> in its own process, with ROS parameters (name -> value) on its command line;
+    `script`: run that node file instead (another version of the node, for an A/B comparison)."""
     def text(v):
         if isinstance(v, bool):
             return "true" if v else "false"
         if isinstance(v, (list, tuple)):
             return "[" + ",".join(text(x) if not isinstance(x, str) else f"'{x}'" for x in v) + "]"
         return str(v)
-    args = [sys.executable, "-m", f"agentchemist_ros.{module}", "--ros-args"]
+    args = [sys.executable, *((script,) if script else ("-m", f"agentchemist_ros.{module}")), "--ros-args"]
     for name, value in (params or {}).items():
         args += ["-p", f"{name}:={text(value)}"]
     out = open(log, "w") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the child owns it
