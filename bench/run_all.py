@@ -190,9 +190,19 @@ def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
     if "ph_to_hold" in lat:
         rows.append((f"pH reading across the target -> gripper hold, DDS, wall (goal p99 <= "
                      f"{lat['ph_to_hold']['goal_p99_ms']:g} ms)", both(lat["ph_to_hold"]) +
-                     f"; the dispenser's change check runs on its 50 ms control tick ({where})"))
+                     f"; the dispenser's change check, run on the reading's arrival ({where})"))
         rows.append((f"endpoint judge's hold message -> gripper hold, DDS, wall (goal p99 <= "
                      f"{lat['hold_message_to_hold']['goal_p99_ms']:g} ms)", both(lat["hold_message_to_hold"])))
+    ab = lat.get("dispenser_on_arrival_ab")
+    if ab:
+        def side(s):
+            return "; ".join(f"{what} p50/p99 {s[k]['p50_ms']:.1f}/{s[k]['p99_ms']:.0f} ms, "
+                             f"{100 * s[k]['within_10ms']:.0f} % within 10 ms"
+                             for k, what in (("ph_to_hold", "pH"), ("hold_message_to_hold", "hold msg")))
+        rows.append(("dispenser hold at the next 50 ms tick vs on arrival, same load (A/B, quiet, n 40 each)",
+                     f"tick: {side(ab['before'])} | on arrival: {side(ab['after'])} (load "
+                     f"{min(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f}-"
+                     f"{max(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f})"))
     audio = lat.get("drop_to_audio_event")
     if audio:
         for chunk, r in audio["by_chunk_s"].items():
