@@ -31,7 +31,6 @@ import json
 import math
 import os
 import platform
-import random
 import subprocess
 import sys
 import threading
@@ -41,21 +40,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(150, 200)))
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+from bench import dds_bench  # noqa: E402  (also keeps DDS on this machine, in a domain of its own)
 
 RATE_HZ = 200.0
 BITS_PER_FRAME, BITS_WORST = 111, 135       # SOF..IFS of a standard 8-byte data frame; + worst stuffing
 START = (0.0, 0.5, -0.5, 0.0, 0.3, 0.0)
 
 
-def percentiles(values: list[float], scale: float = 1e3) -> dict:
-    v = sorted(values)
-    if not v:
-        return {"n": 0}
-    at = lambda q: v[min(len(v) - 1, int(round(q * (len(v) - 1))))] * scale  # noqa: E731
-    return {"n": len(v), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": v[-1] * scale,
-            "within_1ms": sum(x <= 1e-3 for x in v) / len(v)}
+def percentiles(values: list[float]) -> dict:
+    return dds_bench.percentiles(values, within_s=1e-3)
 
 
 # ------------------------------------------------------------------------------------------------ arm process
@@ -196,22 +189,12 @@ def probe_run(seconds: float, sides=("left", "right")) -> dict:
     return {"sent": sent, "received": received}
 
 
-def hog(stop_at: float) -> None:
-    while time.monotonic() < stop_at:
-        pass
-
-
 def run_condition(seconds: float, with_hog: bool, rt_priority: int = 0) -> dict:
     load = os.getloadavg()[0]
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-piper-{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     arm_seconds = seconds + 12.0                # start-up (rclpy, discovery) + the probe's window
-    hogs = []
-    if with_hog:
-        for _ in range(os.cpu_count() or 1):
-            hogs.append(subprocess.Popen([sys.executable, "-c",
-                                          f"import time\nend=time.monotonic()+{arm_seconds + 5}\n"
-                                          "while time.monotonic()<end: pass"]))
+    hogs = dds_bench.cpu_hogs(arm_seconds + 5) if with_hog else []
     procs = {s: subprocess.Popen([sys.executable, __file__, "--arm", s, str(arm_seconds), str(tmp / f"{s}.json"),
                                   str(rt_priority)]) for s in ("left", "right")}
     time.sleep(3.0)

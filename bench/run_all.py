@@ -158,6 +158,7 @@ def table() -> str:
         rows.append(("vision pipeline per 640x480 frame (goal: < 33 ms at 30 fps)",
                      f"{pf['mean']:.1f} ms mean, {pf['p95']:.1f} ms p95 on one core: "
                      f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
+    rows += latency_rows(load("latency"))
     rows += vla_rows(load("vla"))
     rows += coverage_rows(load("coverage"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
@@ -166,6 +167,57 @@ def table() -> str:
     lines += scenario_tables()
     lines.append(END)
     return "\n".join(lines)
+
+
+def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
+    """bench/latency.py: wall-time latencies through DDS between node processes, quiet and beside a CPU hog."""
+    if not lat:
+        return []
+
+    def both(by_condition: dict, key: str = "latency") -> str:
+        parts = []
+        for cond, label in (("quiet", "quiet"), ("cpu_hog", "CPU hog per core")):
+            r = by_condition.get(cond)
+            if r and r.get(key, {}).get("n"):
+                p = r[key]
+                parts.append(f"{label} p50/p99/max {p['p50_ms']:.1f}/{p['p99_ms']:.1f}/{p['max_ms']:.0f} ms "
+                             f"(n {p['n']}, load {r['load_1min_before']:.1f})")
+        return "; ".join(parts) or "no samples"
+
+    rows = []
+    where = f"{lat['machine']['commit']}, {lat['machine']['cpus']} cores"
+    if "ph_to_hold" in lat:
+        rows.append((f"pH reading across the target -> gripper hold, DDS, wall (goal p99 <= "
+                     f"{lat['ph_to_hold']['goal_p99_ms']:g} ms)", both(lat["ph_to_hold"]) +
+                     f"; the dispenser's change check, run on the reading's arrival ({where})"))
+        rows.append((f"endpoint judge's hold message -> gripper hold, DDS, wall (goal p99 <= "
+                     f"{lat['hold_message_to_hold']['goal_p99_ms']:g} ms)", both(lat["hold_message_to_hold"])))
+    ab = lat.get("dispenser_on_arrival_ab")
+    if ab:
+        def side(s):
+            return "; ".join(f"{what} p50/p99 {s[k]['p50_ms']:.1f}/{s[k]['p99_ms']:.0f} ms, "
+                             f"{100 * s[k]['within_10ms']:.0f} % within 10 ms"
+                             for k, what in (("ph_to_hold", "pH"), ("hold_message_to_hold", "hold msg")))
+        rows.append(("dispenser hold at the next 50 ms tick vs on arrival, same load (A/B, quiet, n 40 each)",
+                     f"tick: {side(ab['before'])} | on arrival: {side(ab['after'])} (load "
+                     f"{min(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f}-"
+                     f"{max(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f})"))
+    audio = lat.get("drop_to_audio_event")
+    if audio:
+        for chunk, r in audio["by_chunk_s"].items():
+            cpu = "/".join(f"{r[c]['node_cpu_percent']:.0f}" for c in ("quiet", "cpu_hog") if "node_cpu_percent" in r.get(c, {}))
+            rows.append((f"drop onset -> AudioEvent, {1e3 * float(chunk):g} ms chunks, DDS, wall (goal p99 <= "
+                         f"{audio['goal_p99_ms']:g} ms)", both(r) + f"; audio_supervisor CPU {cpu} % of a core"))
+        rows.append(("audio chunk size chosen by the latency measurement",
+                     f"{1e3 * audio['choice']['chunk_s']:g} ms: {audio['choice']['why']}"))
+    if "frame_to_colour" in lat:
+        rows.append(("camera frame -> colour reading (vision_supervisor), DDS, wall", both(lat["frame_to_colour"])))
+    if "record_to_durable" in lat:
+        rows.append(("record published -> committed SQLite row (recorder), DDS, wall",
+                     both(lat["record_to_durable"], "to_row")))
+        rows.append(("record published -> recorder's acknowledgement (RecorderStatus), DDS, wall",
+                     both(lat["record_to_durable"], "to_acknowledgement")))
+    return rows
 
 
 def fault_campaign_row(faults: dict) -> tuple[str, str]:
@@ -306,6 +358,7 @@ def main() -> int:
     ok &= run("dispenser", ["bench/dispenser.py"])
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])
+    ok &= run("latency", ["bench/latency.py"])
     ok &= run("physics", ["bench/physics.py"])
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])

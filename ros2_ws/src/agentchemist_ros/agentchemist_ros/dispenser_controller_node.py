@@ -66,6 +66,9 @@ class DispenserControllerNode(GuardedNode):
         self.input_wait_s = declare(self, "input_wait_s", 15.0, "Wall seconds a goal waits, the twin's clock held, "
                                     "for the gripper's position and a fresh pH reading to reach this node", low=0.0, high=300.0)
         rgroup = ReentrantCallbackGroup()
+        # The control timer, the pH readings and the supervisor's messages share one exclusive group: a hold (or
+        # a reading that stops the squeeze) is carried out on arrival, not at the next tick (bench/latency.py).
+        control = MutuallyExclusiveCallbackGroup()
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.session.side), 10)
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
                          for s in topics.SIDES}
@@ -75,16 +78,15 @@ class DispenserControllerNode(GuardedNode):
         # Its own state and drop interval, for the audio supervisor and the recorder (nobody derives them).
         self.state_pub = self.create_publisher(DispenserState, topics.DISPENSER_STATE, FSM)
         self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_balance, READINGS)
-        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
+        self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS, callback_group=control)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
-        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
+        self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE, callback_group=control)
         watch_heartbeats(self, self.on_heartbeat)  # its endpoint judge, when that runs in its own process
         self.server = ActionServer(self, Dispense, topics.DISPENSE, execute_callback=self.execute,
                                    goal_callback=lambda g: GoalResponse.ACCEPT,
                                    cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=rgroup)
-        self.timer = self.create_timer(self.session.config.control_period_s, self.step,
-                                       callback_group=MutuallyExclusiveCallbackGroup())
+        self.timer = self.create_timer(self.session.config.control_period_s, self.step, callback_group=control)
         self.calibrate_srv = self.create_service(Calibrate, topics.CALIBRATE, self.calibrate, callback_group=rgroup)
         respond_when_done(self, self.calibrate_srv)
 
@@ -111,7 +113,10 @@ class DispenserControllerNode(GuardedNode):
             try:
                 self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
             except ReadingError:
-                pass  # refused and never acted on; the vision supervisor reports it, once per episode
+                return  # refused and never acted on; the vision supervisor reports it, once per episode
+            squeezing = self.controller is not None and self.controller.state.value == "MOTION"
+        if squeezing:  # the reading may stop the squeeze now (a reading never starts it early: WAIT is left on ticks)
+            self.step()
 
     def on_joints(self, msg):
         with self.lock:
@@ -156,6 +161,8 @@ class DispenserControllerNode(GuardedNode):
             with self.lock:
                 holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == "hold")
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {holds or 'none'}")
+            if msg.symbol == "hold":
+                self.step()
 
     # ------------------------------------------------------------------ control loop
     def step(self):
