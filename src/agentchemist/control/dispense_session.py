@@ -31,7 +31,7 @@ from agentchemist.bench.robot import SIDES
 from agentchemist.control.calibration import Calibration, CalibrationError, save_calibration
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
-from agentchemist.control.dispenser_types import ControllerAnomaly
+from agentchemist.control.dispenser_types import ControllerAnomaly, State
 from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.perception.ph_stability import ReadingError
@@ -314,11 +314,15 @@ class DispenseSession:
                 if all(math.isfinite(v) for v in values):
                     self.arm_positions[side] = values
 
-    def on_ph(self, stamp: float, value: float, noise: float) -> None:
-        """A pH reading with the meter's noise (sd; NaN or negative: unknown). Raises ReadingError."""
+    def on_ph(self, stamp: float, value: float, noise: float) -> bool:
+        """A pH reading with the meter's noise (sd; NaN or negative: unknown). Raises ReadingError. True when
+        the node should run a control update now: while the gripper squeezes, the reading may stop it (a
+        reading never starts a squeeze early: a WAIT is left on the control ticks)."""
         self.last_ph, self.last_ph_stamp = value, stamp
-        if self.job is not None and self.job.mode == DROPS:
-            self.job.controller.on_ph(stamp, value, noise if math.isfinite(noise) and noise >= 0.0 else None)
+        if self.job is None or self.job.mode != DROPS:
+            return False
+        self.job.controller.on_ph(stamp, value, noise if math.isfinite(noise) and noise >= 0.0 else None)
+        return self.job.controller.state == State.MOTION
 
     def on_droplet(self, stamp: float, classification: str) -> None:
         """A droplet the audio supervisor heard. Calibrating, nothing else dispenses: every droplet heard is

@@ -25,7 +25,7 @@ from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist.perception.audio.own_motion import GripperMotion
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioChunk, AudioEvent, DispenserState, FsmState,
                                          QuantityEstimate)
-from agentchemist_ros.common.clock_acks import acknowledge_clock
+from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
@@ -38,7 +38,8 @@ from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 class AudioSupervisorNode(GuardedNode):
     def __init__(self, **kwargs):
         super().__init__("audio_supervisor", **kwargs)
-        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
+        self.audio_read = InputProgress()  # its clock acknowledges how far it has listened
+        self.clock_ack = acknowledge_clock(self, self.audio_read)  # in its own process: the twin keeps within reach
         self.sides = list(declare(self, "sides", ["right"], "Gripper microphones to listen to (left, right)"))
         self.pouring = False    # the dispenser pours solid (DispenserState mode solid_pour, active)
         _k, drop_ml, _residual, drop_sd, _source = declare_calibration(self)
@@ -110,6 +111,7 @@ class AudioSupervisorNode(GuardedNode):
 
     def on_chunk(self, side, msg):
         t0 = to_sec(msg.header.stamp)
+        self.audio_read.read(t0)
         samples = np.frombuffer(memoryview(msg.data), dtype=np.int16) if len(msg.data) else np.zeros(0, np.int16)
         detector = self.detectors[side]
         problems = detector.validate_chunk(samples, msg.sample_rate, msg.channels, t0)

@@ -14,14 +14,13 @@ import json
 import threading
 from dataclasses import asdict
 
-from builtin_interfaces.msg import Duration
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, GoalRequest,
                                                    Refusal, StateChange, refused)
@@ -33,7 +32,7 @@ from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.srv import Calibrate
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
                                          QuantityEstimate)
-from agentchemist_ros.common.clock_acks import acknowledge_clock
+from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
@@ -44,6 +43,7 @@ from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import FSM, READINGS, RELIABLE
 from agentchemist_ros.common.services import respond_when_done
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+from agentchemist_ros.common.trajectories import arm_point
 
 
 class DispenserControllerNode(GuardedNode):
@@ -56,15 +56,16 @@ class DispenserControllerNode(GuardedNode):
 
     def __init__(self, **kwargs):
         super().__init__("dispenser_controller", **kwargs)
-        self.clock_ack = acknowledge_clock(self)  # in its own process: the twin keeps within reach
+        self.ph_read = InputProgress()  # its clock acknowledges how far it has read the pH readings
+        self.clock_ack = acknowledge_clock(self, self.ph_read)  # in its own process: the twin keeps within reach
         self.session = self._declare_parameters()
         self.lock = threading.Lock()
         self.bad_mass = Episodes()  # refused balance readings, once per episode
         self.done_future = None  # completed by the timer with the running job's stop
         self.goal_handle = None
         self.calibration_path = self.get_parameter("calibration_file").value
-        self.input_wait_s = declare(self, "input_wait_s", 15.0, "Wall seconds a goal waits, the twin's clock held, "
-                                    "for the gripper's position and a fresh pH reading to reach this node", low=0.0, high=300.0)
+        self.input_wait_s = declare(self, "input_wait_s", 15.0, "Wall seconds a goal waits, the twin's clock held, for "
+                                    "its inputs to reach this node", low=0.0, high=300.0)
         rgroup = ReentrantCallbackGroup()
         # The control timer, the pH readings and the supervisor's messages share one exclusive group: a hold (or
         # a reading that stops the squeeze) is carried out on arrival, not at the next tick (bench/latency.py).
@@ -109,13 +110,13 @@ class DispenserControllerNode(GuardedNode):
     def on_reading(self, msg):
         if msg.quantity != "pH":
             return
+        self.ph_read.read(to_sec(msg.header.stamp))
         with self.lock:
             try:
-                self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
+                update_now = self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
             except ReadingError:
                 return  # refused and never acted on; the vision supervisor reports it, once per episode
-            squeezing = self.controller is not None and self.controller.state.value == "MOTION"
-        if squeezing:  # the reading may stop the squeeze now (a reading never starts it early: WAIT is left on ticks)
+        if update_now:
             self.step()
 
     def on_joints(self, msg):
@@ -179,7 +180,8 @@ class DispenserControllerNode(GuardedNode):
         if tick.gripper_opening_mm is not None:
             self.cmd_pub.publish(Float64MultiArray(data=[tick.gripper_opening_mm / 1000.0]))
         if tick.arm is not None:
-            self.send_arm(*tick.arm)
+            side, positions, duration_s = tick.arm
+            self.arm_pubs[side].publish(arm_point(side, positions, duration_s))
         for est in tick.estimates:
             self.qty_pub.publish(QuantityEstimate(
                 stamp=to_msg(est.stamp), quantity="titrant_volume", unit="mL", channel="statistical",
@@ -196,12 +198,6 @@ class DispenserControllerNode(GuardedNode):
             handle.publish_feedback(Dispense.Feedback(**asdict(tick.feedback)))
         if tick.done is not None and done is not None and not done.done():
             done.set_result(tick.done)
-
-    def send_arm(self, side, positions, duration_s):
-        point = JointTrajectoryPoint(positions=[float(v) for v in positions], time_from_start=Duration(
-            sec=int(duration_s), nanosec=int(round((duration_s % 1) * 1e9)) % 1000000000))
-        self.arm_pubs[side].publish(JointTrajectory(joint_names=[f"{side}_joint{i}" for i in range(1, 7)],
-                                                    points=[point]))
 
     def publish_state(self, state: StateChange | None):
         """DispenserState (see DispenseSession.step); None: nothing to publish."""
