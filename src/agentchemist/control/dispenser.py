@@ -65,8 +65,6 @@ import dataclasses
 import math
 from collections import deque
 
-from agentchemist.control.approach import remaining_to_target_ml
-from agentchemist.control.settle_prediction import fit_time_constant, predict_level
 from agentchemist.control.dispenser_types import (ControllerAnomaly, DispenseGoal, DispenserConfig, Estimate,
                                                   GoalError, Output, State, StopResult)
 from agentchemist.perception.frozen_reading import FrozenReadingDetector
@@ -130,11 +128,6 @@ class DispenserController:
         self.sensitivity_ph_per_ml = math.nan  #: |dpH/dQ| between the last two anchors
         self._sensitivity_bound = math.nan     #: the same with the settle band added: an upper bound
         self._sensitivity_before = math.nan    #: the secant before that one
-        #: titrant (mL) from the last anchor to the pH target, by the logarithmic approach model through the
-        #: last two anchors (agentchemist.control.approach); NaN until two anchors exist
-        self.remaining_ml = math.nan
-        self._predicted_level: float | None = None   #: where the current hold's reading will settle (fitted)
-        self._tau_s: list[float] = []    #: the creep's time constant, as learnt on holds waited out (s)
         self.drops = 0
         self._disp_since_drop = 0.0
         self.primed = False
@@ -444,61 +437,17 @@ class DispenserController:
 
     def _settled(self, now: float) -> bool:
         """pH settled when a pH stream exists (over a window that starts `settle_delay_s` after the hold
-        at the earliest); otherwise the hanging drop had time to fall. An adaptive hold also ends as soon
-        as the creep of the reading tells where it will settle (`_predicted_settle`)."""
+        at the earliest); otherwise the hanging drop had time to fall."""
         held = now - (self._wait_since if self._wait_since is not None else now)
         if self._last_ph is not None:
-            if held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable():
-                self._learn_time_constant()
-                return True
-            return self._predicted_settle(now)
+            return held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
         return held >= self.config.drop_pause_s
-
-    def _hold_readings(self) -> tuple[list[float], list[float], float]:
-        """The readings of the current hold from `settle_delay_s` on, and the meter's noise (floored)."""
-        since = self._wait_since + self.config.settle_delay_s
-        recent = [(t, p) for t, p in self._ph_history if t >= since]
-        noise = self._settle.noise_sd()
-        noise = max(noise if math.isfinite(noise) else 0.0, self._settle.config.noise_floor)
-        return [t for t, _ in recent], [p for _, p in recent], noise
-
-    def _learn_time_constant(self) -> None:
-        """A hold waited out to the flat reading shows the creep's time constant (when it crept enough)."""
-        if not self.config.predict_settle or self._wait_since is None or len(self._tau_s) >= 9:
-            return
-        stamps, values, noise = self._hold_readings()
-        tau = fit_time_constant(stamps, values, noise, min_creep_ph=self._settle.config.max_spread)
-        if tau is not None:
-            self._tau_s.append(tau)
-
-    def _predicted_settle(self, now: float) -> bool:
-        """A hold of the adaptive approach (a pH target, not settle_each_drop, which records each settled pH)
-        may end before the reading is flat: when the creep since the hold fits one exponential whose level is
-        known to within half the settle band and lies short of the target by more than that band (the endpoint
-        judge decides what happens at the target, on the reading itself). That level is the hold's anchor."""
-        g, c = self.goal, self.config
-        if not c.predict_settle or g.target_ph is None or g.settle_each_drop or self._wait_since is None:
-            return False
-        if self._wait_reason not in ("change_rate_high", "near_target_drop"):
-            return False
-        if not self._tau_s:
-            return False  # no hold waited out yet: the creep's time constant is not known
-        stamps, values, noise = self._hold_readings()
-        tau = sorted(self._tau_s)[len(self._tau_s) // 2]
-        band = self._settle.config.max_spread
-        level = predict_level(stamps, values, tau, noise, band)
-        if level is None or g.ph_direction * (g.target_ph - level) <= band:
-            return False
-        self._predicted_level = level
-        return True
 
     def _update_sensitivity(self) -> None:
         """A settled hold is an anchor (Q_stat, pH); the secant to the previous one is the curve's slope."""
         if self._last_ph is None:
             return
-        # the settled window's mean (one noisy reading does not decide), or the level the creep was fitted to
-        level, self._predicted_level = self._predicted_level, None
-        here = (self.q_stat, level if level is not None else self._settle.level())
+        here = (self.q_stat, self._settle.level())  # the settled window's mean: one noisy reading does not decide
         if self._anchor is not None:
             dq = here[0] - self._anchor[0]
             if dq < 0.5 * self.config.drop_volume_ml:
@@ -508,9 +457,6 @@ class DispenserController:
             # A settled reading is known to within the settle band: increments are planned on the
             # steepest slope the two anchors allow, so that noise never makes them too large.
             self._sensitivity_bound = (abs(here[1] - self._anchor[1]) + self._settle.config.max_spread) / dq
-            if self.goal.target_ph is not None:
-                self.remaining_ml = remaining_to_target_ml(self._anchor, here, self.goal.target_ph,
-                                                           self.goal.ph_direction, self._settle.config.max_spread)
         self._anchor = here
 
     def _near_target(self) -> bool:
@@ -520,8 +466,6 @@ class DispenserController:
                 return True
             if self._steep():
                 return True  # the next drop may cross the target
-            if self._approaching():
-                return True  # the model plans the increments to the jump ahead
         if g.target_volume_ml > 0 and g.target_volume_ml - self.q_stat <= c.near_target_ml:
             return True
         return False
@@ -535,14 +479,6 @@ class DispenserController:
             return False
         return not self._sensitivity_bound < self._sensitivity_before
 
-    def _approaching(self) -> bool:
-        """The logarithmic approach model applies: two anchors, and the curve steepens between them (the
-        steepest slope the last two allow is not below the secant before them). A curve that flattens is past
-        an inflection or in a buffer, where the next jump is beyond what these anchors can tell: there the
-        controller closes at the goal's rate and holds only when the pH moves fast."""
-        return (self.config.approach_model and math.isfinite(self.remaining_ml)
-                and not self._sensitivity_bound < self._sensitivity_before)
-
     def _planned_increment(self) -> int:
         """Drops to dose before the next hold while near the target; fixed for the current increment."""
         if self._increment is None:
@@ -551,19 +487,8 @@ class DispenserController:
 
     def _increment_for_now(self) -> int:
         g, c = self.goal, self.config
-        if g.target_ph is None or self._last_ph is None:
-            return 1  # no pH target: one drop at a time near the volume target
-        if self._approaching():
-            # A fraction of what the logarithmic model says is left (it errs short; the fraction covers the
-            # rest of its error), less what is already dispensed since its anchor (a hold that set no new
-            # anchor), less the drops that still fall between the increment's last drop and the hold: those
-            # squeezed while that drop falls and is heard (report_delay_s at the closing rate).
-            left = self.remaining_ml - (self.q_stat - self._anchor[0])
-            in_flight = math.ceil(self.rate * c.report_delay_s / c.drop_displacement_mm)
-            n = math.floor(c.approach_fraction * left / c.drop_volume_ml) - in_flight
-            return int(min(max(n, 1), c.max_increment_drops))
-        if self._steep() or math.isnan(self.sensitivity_ph_per_ml):
-            return 1  # no slope measured yet, or steep: one drop at a time
+        if g.target_ph is None or self._last_ph is None or self._steep() or math.isnan(self.sensitivity_ph_per_ml):
+            return 1  # no pH target, no slope measured yet, or steep: one drop at a time
         per_drop = self._sensitivity_bound * c.drop_volume_ml
         distance = g.ph_direction * (g.target_ph - self._last_ph)
         predicted = distance / per_drop

@@ -65,19 +65,7 @@ class DispenserConfig:
                                         #: at or above this: one drop at a time (steep part of the curve)
     approach_fraction: float = 0.5      #: near a pH target on a gentle slope, dose this fraction of the
                                         #: drops the measured sensitivity predicts to the target
-    max_increment_drops: int = 400      #: cap of such an increment (drops; the far part of a titration
-                                        #: goes in a few such increments, each ended by a settled hold)
-    approach_model: bool = True         #: with a pH target, plan every increment after the second settled
-                                        #: hold from the logarithmic approach model (control/approach.py):
-                                        #: approach_fraction of the titrant it predicts to the target; False:
-                                        #: only near the target, from the straight secant (the controller
-                                        #: before issue 20)
-    predict_settle: bool = True         #: with a pH target (not settle_each_drop), end a hold once the creep
-                                        #: of the reading tells where it settles (control/settle_prediction.py)
-    report_delay_s: float = 0.3         #: from a drop leaving the tip to the hold it causes: its fall (0.1 s),
-                                        #: the audio chunk it is heard in (0.1 s), a control period, the
-                                        #: transport (bench/dispenser.py: 0.27 s landing -> hold); drops
-                                        #: squeezed meanwhile still fall
+    max_increment_drops: int = 40       #: cap of such an increment (drops)
     settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
                                         #: the hold (drop falls, mixing starts): a pH that has not yet
                                         #: moved is not a settled one
@@ -128,10 +116,8 @@ class DispenserConfig:
         if not (math.isfinite(self.stall_min_move_mm) and self.stall_min_move_mm > 0
                 and 0 < self.stall_follow_fraction < 1):
             raise ValueError("DispenserConfig: stall_min_move_mm must be > 0 and stall_follow_fraction in (0, 1)")
-        if not all(math.isfinite(v) and v >= 0 for v in (self.drop_fall_s, self.gripper_lag_s, self.still_drop_s,
-                                                          self.report_delay_s)):
-            raise ValueError("DispenserConfig: drop_fall_s, gripper_lag_s, still_drop_s and report_delay_s must be finite "
-                             "and >= 0")
+        if not all(math.isfinite(v) and v >= 0 for v in (self.drop_fall_s, self.gripper_lag_s, self.still_drop_s)):
+            raise ValueError("DispenserConfig: drop_fall_s, gripper_lag_s and still_drop_s must be finite and >= 0")
         if not (math.isfinite(self.early_drop_fraction) and 0 <= self.early_drop_fraction < 1):
             raise ValueError(f"DispenserConfig.early_drop_fraction must be in [0, 1), got {self.early_drop_fraction!r}")
         if not self.min_opening_mm < self.safe_opening_mm <= self.max_opening_mm:
