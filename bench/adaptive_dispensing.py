@@ -22,7 +22,9 @@ stops at its first failing run: the rows say which). Adaptive = the controller's
 drop per settle where the measured pH change per drop is steep or within 0.5 pH of the target, increments
 on a gentle approach) at its default far rate and at the audio detector's limit; the fastest that
 qualifies is the one compared.
-Speed = sim time from the goal's start to the endpoint (the judge's cancel, after its 5 s hold).
+Speed = sim time from the goal's start to the endpoint (the judge's cancel, after its 5 s hold). Rates are
+nominal: the controller rounds each command to the gripper's 0.001 mm every 0.05 s, so it really closes at
+a multiple of about 0.02 mm/s (0.075 and 0.0875 both at 0.08; 0.0625 at 0.06; 0.25 at 0.256).
 
 Run:  .venv/bin/python bench/adaptive_dispensing.py [--quick] [--out bench/results/adaptive_dispensing.json]
 """
@@ -136,9 +138,10 @@ def main() -> int:
         verdict.update({
             "adaptive_sim_s_mean": a["sim_s_mean"], "best_constant_sim_s_mean": b["sim_s_mean"],
             "speedup": round(b["sim_s_mean"] / a["sim_s_mean"], 2),
-            "speedup_by_chemistry": {k: round(b["by_chemistry"][k]["sim_s_mean"] / a["by_chemistry"][k]["sim_s_mean"], 2)
-                                     for k in CHEMISTRIES},
-            "adaptive_worst_excess_drops": a["worst_excess_drops"], "constant_worst_excess_drops": b["worst_excess_drops"],
+            "speedup_by_chemistry": {k: round(b["by_chemistry"][k]["sim_s_mean"]
+                                              / a["by_chemistry"][k]["sim_s_mean"], 2) for k in CHEMISTRIES},
+            "adaptive_worst_excess_drops": a["worst_excess_drops"],
+            "constant_worst_excess_drops": b["worst_excess_drops"],
             "adaptive_worst_overshoot_from_crossing_drops": a["worst_overshoot_from_crossing_drops"],
             "constant_worst_overshoot_from_crossing_drops": b["worst_overshoot_from_crossing_drops"],
             "equal_accuracy_met": bool(a["qualifies"] and a["worst_excess_drops"] <= b["worst_excess_drops"]),
