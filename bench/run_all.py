@@ -125,6 +125,9 @@ def table() -> str:
     if disp:
         for key, value in (disp.get("summary") or {}).items():
             rows.append((f"dispenser: {key}", str(value)))
+    adaptive = load("adaptive_dispensing")
+    if adaptive:
+        rows.append(adaptive_row(adaptive))
     faults = load("fault_campaign")
     if faults:
         rows.append(fault_campaign_row(faults))
@@ -218,6 +221,21 @@ def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
         rows.append(("record published -> recorder's acknowledgement (RecorderStatus), DDS, wall",
                      both(lat["record_to_durable"], "to_acknowledgement")))
     return rows
+
+
+def adaptive_row(result: dict) -> tuple[str, str]:
+    """Adaptive vs the best constant rate at equal accuracy (bench/adaptive_dispensing.py)."""
+    v = result["verdict"]
+    label = (f"dispenser: adaptive vs best constant rate, {len(result['seeds'])} seeds x 3 chemistries to the "
+             "equivalence pH (goal: >= 3x faster at equal accuracy)")
+    if "speedup" not in v:
+        return label, f"no comparison: adaptive {v['adaptive']}, best constant {v['best_constant']}"
+    by = ", ".join(f"{k} {x:.1f}x" for k, x in v["speedup_by_chemistry"].items())
+    return label, (f"{v['speedup']:.2f}x: {v['adaptive']} {v['adaptive_sim_s_mean']:.0f} s vs {v['best_constant']} "
+                   f"{v['best_constant_sim_s_mean']:.0f} s sim ({by}); worst drops past the crossing drop "
+                   f"{v['adaptive_worst_excess_drops']:.2f} vs {v['constant_worst_excess_drops']:.2f}; equal accuracy "
+                   f"{'met' if v['equal_accuracy_met'] else 'NOT met'} ({result['commit']}, load "
+                   f"{result['load_avg_1min']['start']:.1f}-{result['load_avg_1min']['end']:.1f})")
 
 
 def fault_campaign_row(faults: dict) -> tuple[str, str]:
@@ -356,6 +374,7 @@ def main() -> int:
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("audio two drops", ["bench/audio_two_drops.py"])
     ok &= run("dispenser", ["bench/dispenser.py"])
+    ok &= run("adaptive dispensing", ["bench/adaptive_dispensing.py"], timeout=3 * 3600)
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])
     ok &= run("latency", ["bench/latency.py"])
