@@ -243,8 +243,9 @@ def fault_campaign_row(faults: dict) -> tuple[str, str]:
     summary = faults["summary"]
     n = sum(r["cases"] for r in summary)
     total = {k: sum(r[k] for r in summary) for k in ("held", "named", "records_lost", "honest")}
-    seeds = max(r["cases"] for r in summary)
-    return (f"fault campaign: {len(summary)} faults x {seeds} seeds, kill/stall each agent (goal: all held, named, "
+    low, high = min(r["cases"] for r in summary), max(r["cases"] for r in summary)
+    seeds = str(low) if low == high else f"{low}-{high}"
+    return (f"fault campaign: {len(summary)} faults x {seeds} seeds ({n} cases), kill/stall each agent (goal: all held, named, "
             f"0 records lost, honest)", f"held {total['held']}/{n}, named {total['named']}/{n}, records lost "
             f"{total['records_lost']}, honest {total['honest']}/{n} ({faults['commit']}; "
             "bench/results/fault_campaign.md)")

@@ -232,6 +232,18 @@ def test_commands_are_quantised_to_the_gripper_resolution():
     assert math.isclose(out.command_opening_mm * 1000, round(out.command_opening_mm * 1000), abs_tol=1e-6)
 
 
+@pytest.mark.parametrize("rate, dt", [(0.0625, 0.05), (0.25, 0.05), (0.0625, 0.0125)])
+def test_the_squeeze_runs_at_the_commanded_rate_whatever_the_resolution(rate, dt):
+    """Each step is below or between multiples of the 0.001 mm resolution (0.0625 mm/s x 0.05 s = 0.003125 mm):
+    the fraction carries over, so 4 s close the bulb by rate x 4 s to within one resolution step (rounding
+    each step ran 0.0625 mm/s at 0.06 and 0.25 at 0.26; at 12.5 ms updates 0.0625 mm/s rounded to 0.001 mm
+    per step ran at 0.08)."""
+    c = make(DispenseGoal(target_volume_ml=20.0, rate_mm_s=rate), config=DispenserConfig(near_target_ml=0.0))
+    out, _ = run_motion(c, 0.0, 4.0, dt=dt)
+    assert c.state == State.MOTION
+    assert 60.0 - out.command_opening_mm == pytest.approx(rate * 4.0, abs=CFG.resolution_mm)
+
+
 def test_statistical_estimates_one_per_drop_volume_with_confidence():
     c = make(DispenseGoal(target_volume_ml=1.0, rate_mm_s=1.0))
     estimates, t, measured = [], 0.0, 60.0

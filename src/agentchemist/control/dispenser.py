@@ -118,6 +118,10 @@ class DispenserController:
         self.timeout = goal.timeout_s or config.operation_timeout_s
         self.started = now
         self.command = start_opening_mm
+        # The squeeze before rounding to the gripper's resolution: each update moves this, and the command is
+        # its rounding, so the fraction of a step carries over (rounding each step instead ran 0.25 mm/s at
+        # 0.26 and 0.0625 at 0.06, and an update soon after a tick lost its sub-resolution step altogether).
+        self._exact_command = start_opening_mm
         self.deepest_mm = start_opening_mm   #: the bulb's high-water mark as this goal knows it
         self._reset_since: float | None = None
         self._last_update = now
@@ -306,7 +310,11 @@ class DispenserController:
                     floor = self.deepest_mm
                 else:
                     step *= rate
-                self.command = self._quantise(max(floor, self.command - step))
+                # a command set elsewhere (RESET, the safe opening) restarts the carried fraction
+                exact = (self._exact_command if abs(self._exact_command - self.command) <= self.config.resolution_mm / 2
+                         else self.command)
+                self._exact_command = max(floor, exact - step)
+                self.command = self._quantise(self._exact_command)
         elif self.state == State.WAIT:
             if self._goal_reached():
                 return self._finish_goal(out, now)
