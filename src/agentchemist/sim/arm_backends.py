@@ -68,9 +68,16 @@ class MujocoBackend(KinematicArms):
         from agentchemist.sim.mujoco_arms import MujocoArms, Trajectory
         from agentchemist.sim.scene_model import twin_scene
 
-        cams = twin.scenario.cameras
+        from agentchemist.sim.mjcf_scene import CAMERA_SIZE
+
         self._trajectory = Trajectory
-        self.physics = MujocoArms(twin_scene(twin), urdf_text, asset_dir, cams.width, cams.height)
+        # The renders are the robot's 640 x 480, not the scenario's drawing size (cameras.width x height,
+        # the 2-D drawing's): the tags are read at the resolution the robot's cameras have.
+        # The physical gripper moves at the twin's gripper speed (the Piper's): the twin's gripper model,
+        # which squeezes the pipette's bulb and draws, follows the simulated opening, and a gripper that
+        # jumped there would be reported done (joint_states) before the twin's had got there.
+        self.physics = MujocoArms(twin_scene(twin), urdf_text, asset_dir, *CAMERA_SIZE,
+                                  gripper_speed_m_s=twin.scenario.robot.gripper_max_speed_m_s)
         self._liquid = self.physics.model.geom(f"{twin.scenario.beaker.id}_liquid").id if _has_geom(
             self.physics.model, f"{twin.scenario.beaker.id}_liquid") else None
         self._offset = twin.t - self.physics.t  # physics time starts at 0 (after settling), the twin's at t
