@@ -132,6 +132,10 @@ class MujocoArms:
                     del self._grip_goal[side]
             mujoco.mj_step(self.model, self.data)
 
+    def forward(self) -> None:
+        """Recompute positions after the model changed (a fixed body moved), without advancing time."""
+        mujoco.mj_forward(self.model, self.data)
+
     def settle(self, seconds: float) -> None:
         self.step_to(self.t + seconds)
 
