@@ -69,10 +69,12 @@ def test_mujoco_loads_the_scene_with_robot_actuators_and_cameras(scene):
 def test_front_camera_sees_the_tags_the_bench_prints(scene):
     """The tag labels are real textures: at the robot's 640 x 480 perception's ArUco detector decodes every
     tag the task needs in a MuJoCo render of the front camera, and the scene check (the one the vision
-    supervisor runs before anything moves) finds its three preconditions met from their positions."""
+    supervisor runs before anything moves) finds its three preconditions met from their positions. The
+    physics settles first, as the backend's does: the pipette leans on the beaker's rim, its flag up."""
     model = scene["model"]
     data = mujoco.MjData(model)
-    mujoco.mj_forward(model, data)
+    while data.time < 0.5:
+        mujoco.mj_step(model, data)
     width, height = CAMERA_SIZE
     with mujoco.Renderer(model, height, width) as renderer:
         renderer.update_scene(data, "front")
