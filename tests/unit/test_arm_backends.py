@@ -1,4 +1,5 @@
 """arm_backend kinematic | mujoco: the twin's commands, joint states and cameras through either backend."""
+import cv2
 import numpy as np
 import pytest
 
@@ -102,3 +103,25 @@ def test_mujoco_scene_follows_the_twins_bench_and_the_scene_check_reads_it(tmp_p
     rgb, _, _ = arms.render("front", 3.0)
     after = detect_markers(rgb)
     assert 5 in after and np.hypot(*np.subtract(after[5], before[5])) < 2.0
+
+
+@REQUIRES_GL
+def test_the_colour_tracker_reads_the_liquid_in_the_mujoco_render(tmp_path):
+    """The front camera looks down into the beaker: the beaker's tag is seen flattened (about half as high
+    as wide), so the colour tracker looks for the liquid above the label, where its surface shows, and
+    reads an indicator's pink there; a colourless solution is no colour reading, not a wrong one."""
+    from agentchemist.perception.colour import BeakerColourTracker, NoLiquidColourError
+    from agentchemist.perception.tags import TagFinder, tag_aspect
+
+    twin = LabTwin(load_scenario(SCENARIO))
+    twin.step(1.0)
+    arms = make_arm_backend("mujoco", twin, urdf_file(), tmp_path)
+    rgb, _, _ = arms.render("front", 1.0)  # 0.1 M HCl: colourless
+    finder = TagFinder(1, 3.0)
+    assert finder.find(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)) is not None and tag_aspect(finder.corners) < 0.7
+    tracker = BeakerColourTracker()
+    with pytest.raises(NoLiquidColourError, match="above tag 1"):
+        tracker.measure(rgb, 1.0)
+    arms.physics.model.geom_rgba[arms._liquid] = (0.95, 0.30, 0.70, 0.85)  # phenolphthalein's pink
+    m = tracker.measure(arms.physics.render("front").rgb, 2.0)
+    assert 290.0 < m.hue_deg < 340.0 and m.confidence > 0.8 and m.marker_seen

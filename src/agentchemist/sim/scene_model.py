@@ -172,7 +172,10 @@ def _item(item_id: str, kind: str, marker_id: int, specs: list[MarkerSpec]) -> S
         tilt = PROBE_FLAG_TILT_RAD if kind == "ph_probe" else 0.0
         # A tilted label turns about its centre: stand it off by its half height's run so it clears the rod.
         out = TAG_SIDE_M * (0.5 + TAG_QUIET) * math.sin(tilt)
-        tag = TagLabel(marker_id, (-half_x - 0.0015 - out, 0.0, z), tilt_rad=tilt)
+        # The probe's flag stands beside the rod, toward the robot's left (+y, away from the beaker's centre,
+        # which the probe stands right of), so it does not hide the beaker's mouth and the liquid in it.
+        side = TAG_SIDE_M * (0.5 + TAG_QUIET) if kind == "ph_probe" else 0.0
+        tag = TagLabel(marker_id, (-half_x - 0.0015 - out, side, z), tilt_rad=tilt)
     free = kind in FREE_KINDS
     return SceneBody(item_id, kind, origin, tuple(geoms), free=free, mass_kg=BULB_KIND_MASS_KG if free else 0.0,
                      tag=tag)
