@@ -31,11 +31,12 @@ FIGURES = ("expected_behaviour", "completion", "ph_deviation", "faults_detected"
            "clean_runs_with_false_alarm", "wall_s", "task_s")
 
 
-def run(names: list[str], seeds: int, jobs: int, runs: Path) -> dict:
+def run(names: list[str], seeds: int, jobs: int, runs: Path, timeout: float) -> dict:
     out = runs / "runner.json"
     argv = [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner",
             *(str(REPO / "config" / "scenarios" / f"{n}.yaml") for n in names), "--arm-backend", "mujoco",
-            "--seeds", str(seeds), "--jobs", str(jobs), "--runs", str(runs), "--json", str(out)]
+            "--seeds", str(seeds), "--jobs", str(jobs), "--runs", str(runs), "--json", str(out),
+            "--timeout", str(timeout)]
     print("[bench] " + " ".join(argv), flush=True)
     subprocess.run(argv, cwd=REPO)
     return json.loads(out.read_text())
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("scenarios", nargs="*", default=list(DEFAULT))
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=3600.0,
+                   help="wall s per run (a full HCl/NaOH titration took over 900 s with mujoco at load 16 on 2 cores)")
     p.add_argument("--from-json", nargs="+", metavar="JSON", help="runner JSONs of mujoco runs: no new runs")
     p.add_argument("--out", default=str(RESULTS / "mujoco_library.json"))
     args = p.parse_args(argv)
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             runner["summary"]["scenarios"].update(data["summary"]["scenarios"])
         how = "runner JSONs " + ", ".join(args.from_json)
     else:
-        runner = run(args.scenarios, args.seeds, args.jobs, Path(tempfile.mkdtemp(prefix="mujoco-library-")))
+        runner = run(args.scenarios, args.seeds, args.jobs, Path(tempfile.mkdtemp(prefix="mujoco-library-")), args.timeout)
         how = f"scenario_runner --arm-backend mujoco --seeds {args.seeds} --jobs {args.jobs}"
     kinematic = json.loads((RESULTS / "scenarios.json").read_text())["summary"]["scenarios"]
     result = {"how": how, "commit": commit(), "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
