@@ -314,6 +314,7 @@ def main() -> int:
     ok &= run("bag timing", ["bench/bag_timing.py"])
     ok &= run("piper", ["bench/piper.py"])
     ok &= run("physics", ["bench/physics.py"])
+    ok &= run("mujoco library", ["bench/mujoco_library.py"], timeout=4 * 3600)
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
     ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)
