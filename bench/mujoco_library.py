@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from-json", nargs="+", metavar="JSON", help="runner JSONs of mujoco runs: no new runs")
     p.add_argument("--out", default=str(RESULTS / "mujoco_library.json"))
     args = p.parse_args(argv)
-    load = os.getloadavg()[0]
+    load, started_on = os.getloadavg()[0], commit()  # the code that runs is the commit at the start
     if args.from_json:
         runner = {"runs": [], "summary": {"scenarios": {}}}
         for path in args.from_json:
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         runner = run(args.scenarios, args.seeds, args.jobs, Path(tempfile.mkdtemp(prefix="mujoco-library-")), args.timeout)
         how = f"scenario_runner --arm-backend mujoco --seeds {args.seeds} --jobs {args.jobs}"
     kinematic = json.loads((RESULTS / "scenarios.json").read_text())["summary"]["scenarios"]
-    result = {"how": how, "commit": commit(), "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
+    result = {"how": how, "commit": started_on, "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
               "machine": f"{os.cpu_count()} cores, shared", "kinematic_source": "bench/results/scenarios.json (5 seeds)",
               "scenarios": table(runner, kinematic)}
     Path(args.out).write_text(json.dumps(result, indent=1, default=float))
