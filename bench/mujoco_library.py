@@ -86,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
             runner["summary"]["scenarios"].update(data["summary"]["scenarios"])
         how = "runner JSONs " + ", ".join(args.from_json)
     else:
-        runner = run(args.scenarios, args.seeds, args.jobs, Path(tempfile.mkdtemp(prefix="mujoco-library-")), args.timeout)
+        runs = Path(tempfile.mkdtemp(prefix="mujoco-library-"))
+        runner = run(args.scenarios, args.seeds, args.jobs, runs, args.timeout)
         how = f"scenario_runner --arm-backend mujoco --seeds {args.seeds} --jobs {args.jobs}"
     kinematic = json.loads((RESULTS / "scenarios.json").read_text())["summary"]["scenarios"]
-    result = {"how": how, "commit": started_on, "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
-              "machine": f"{os.cpu_count()} cores, shared", "kinematic_source": "bench/results/scenarios.json (5 seeds)",
-              "scenarios": table(runner, kinematic)}
+    result = {"how": how, "commit": started_on, "load_at_start": round(load, 1),
+              "load_at_end": round(os.getloadavg()[0], 1), "machine": f"{os.cpu_count()} cores, shared",
+              "kinematic_source": "bench/results/scenarios.json (5 seeds)", "scenarios": table(runner, kinematic)}
     Path(args.out).write_text(json.dumps(result, indent=1, default=float))
     for name, row in result["scenarios"].items():
         print(f"{name:24s} mujoco {row['mujoco']}  kinematic {row['kinematic']}")

@@ -6,9 +6,10 @@ written in tag sides and works at any camera resolution. The tag's shape says wh
 a tag seen about straight on (the twin's drawing, a camera level with the bench) is square and the liquid
 shows through the glass below the label; a tag much flatter than wide is seen from well above (the robot's
 front camera, 1.2 m up, sees the labels 50-60 deg off their normal), and such a camera looks down into the
-beaker and sees the liquid's surface above the label, so the region is mirrored above the tag. Inside that region the liquid is the largest
-connected blob of coloured pixels: grey bench, white glass highlights, the black probe and the white
-tag quiet zone all have low saturation or extreme brightness and drop out of the mask.
+beaker and sees the liquid's surface above the label, so the region is mirrored above the tag. Inside
+that region the liquid is the largest connected blob of coloured pixels: grey bench, white glass
+highlights, the black probe and the white tag quiet zone all have low saturation or extreme brightness and
+drop out of the mask.
 
 The hue of the blob is the circular mean of the per-pixel hue weighted by saturation: hue is an angle
 (350 deg and 10 deg average to 0 deg, not 180 deg), and weakly coloured pixels (glass edges, blends
