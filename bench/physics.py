@@ -4,6 +4,8 @@
    (the frame period at the 15 fps goal) between frame sets, on ONE core (the process is pinned to one CPU
    and Mesa's software rasteriser to one thread: LP_NUM_THREADS=1). Reported as frame sets per second, i.e.
    the rate each camera can be published at.
+   The front camera alone at the robot's 640 x 480 (what the backend renders for the scene check) and at
+   320 x 240: ``scene_camera``.
 2. Real-time factor of a titration session in the twin, with arm_backend kinematic and mujoco in the same
    run: the pipette squeezed at 0.1 mm/s (as sim/workload.py does), commands every 0.05 s, pH read at
    10 Hz, /joint_states at 10 Hz and the three cameras at the scenario's 2 Hz, through the backend the node
@@ -31,7 +33,7 @@ from agentchemist.paths import config_dir, urdf_file  # noqa: E402
 from agentchemist.sim.arm_backends import make_arm_backend  # noqa: E402
 from agentchemist.sim.lab import LabTwin  # noqa: E402
 from agentchemist.sim.mujoco_arms import MujocoArms  # noqa: E402
-from agentchemist.sim.mjcf_scene import CAMERAS, mujoco  # noqa: E402
+from agentchemist.sim.mjcf_scene import CAMERA_SIZE, CAMERAS, mujoco  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
 from agentchemist.sim.scene_model import twin_scene  # noqa: E402
 
@@ -60,6 +62,23 @@ def render_rate(frames: int = 60, fps_goal: float = 15.0) -> dict:
             "fps_each_camera": frames / wall, "render_ms_per_frame_set": 1000 * render_s / frames,
             "physics_ms_per_frame_set": 1000 * physics_s / frames, "goal_fps": fps_goal,
             "gl": os.environ.get("MUJOCO_GL"), "gl_renderer": _gl_renderer()}
+
+
+def scene_camera_rate(frames: int = 30) -> dict:
+    """The front camera alone (colour + depth) at the robot's size (CAMERA_SIZE, what the MuJoCo backend
+    renders for the scene check and the colour watch) and at the scenarios' 320 x 240, same process."""
+    twin = LabTwin(load_scenario(SCENARIO))
+    out = {}
+    for w, h in (CAMERA_SIZE, (320, 240)):
+        sim = MujocoArms(twin_scene(twin), urdf_file().read_text(), Path(tempfile.mkdtemp(prefix="bench-scene-")), w, h)
+        sim.render("front")  # warm up
+        start = time.perf_counter()
+        for _ in range(frames):
+            sim.render("front")
+        wall = time.perf_counter() - start
+        sim.close()
+        out[f"{w}x{h}"] = {"ms_per_frame": 1000 * wall / frames, "fps": frames / wall}
+    return out
 
 
 def titration_rtf(backend: str, sim_s: float = 60.0) -> dict:
@@ -116,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    result = {"render": render_rate(),
+    result = {"render": render_rate(), "scene_camera": scene_camera_rate(),
               "titration": {b: titration_rtf(b, args.sim_s) for b in ("kinematic", "mujoco")},
               "mujoco_version": mujoco.__version__, "commit": commit(), "machine": machine()}
     Path(args.out).write_text(json.dumps(result, indent=2))

@@ -55,6 +55,19 @@ def load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def mujoco_library_row(lib: dict) -> tuple[str, str]:
+    """Scenarios run with arm_backend mujoco against the kinematic library's figures (bench/mujoco_library.py)."""
+    rows = lib["scenarios"]
+    ok = sum(1 for r in rows.values() for run in r["runs"] if run["outcome_ok"])
+    runs = sum(len(r["runs"]) for r in rows.values())
+    kin = [r["kinematic"]["expected_behaviour"] for r in rows.values() if r.get("kinematic")]
+    det = sum((r["mujoco"] or {}).get("faults_detected") or 0 for r in rows.values())
+    inj = sum((r["mujoco"] or {}).get("faults_injected") or 0 for r in rows.values())
+    return ("library with mujoco (goal: the kinematic figures)",
+            f"now {ok} of {runs} runs as expected over {len(rows)} scenarios, faults detected {det}/{inj} "
+            f"(kinematic: {100 * min(kin):.0f} % as expected on each)" if kin else f"now {ok} of {runs} as expected")
+
+
 def table() -> str:
     rows = []
     twin = load("twin")
@@ -78,6 +91,9 @@ def table() -> str:
             for run in (physics.get("scenario_once") or {}).get("runs", []):
                 rows.append((f"whole graph once, {run['scenario']}", f"{run['outcome']}, {run['wall_s']:.0f} s wall, "
                              f"{run['real_time_factor']:.1f}x"))
+        lib = load("mujoco_library")
+        if lib:
+            rows.append(mujoco_library_row(lib))
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
     demo = load("demo")
@@ -380,6 +396,7 @@ def main() -> int:
     ok &= run("piper", ["bench/piper.py"])
     ok &= run("latency", ["bench/latency.py"])
     ok &= run("physics", ["bench/physics.py"])
+    ok &= run("mujoco library", ["bench/mujoco_library.py"], timeout=4 * 3600)
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
     ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)

@@ -18,6 +18,7 @@ from agentchemist_ros.common.qos import SENSOR  # noqa: E402
 from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl  # noqa: E402
+from agentchemist.sim.mjcf_scene import CAMERA_SIZE  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 REQUIRES_GL = pytest.mark.skipif(not select_gl(), reason=NO_GL_REASON)
@@ -75,9 +76,9 @@ def test_mujoco_backend_follows_a_trajectory_and_publishes_rgbd(ros):
     assert spin_until(executor, lambda: len(frames) == 3 * len(cameras), 60.0), sorted(frames)
     for c in cameras:
         rgb, depth, info = frames[(c, "rgb")], frames[(c, "depth")], frames[(c, "info")]
-        assert (rgb.width, rgb.height, depth.width, depth.height) == (320, 240, 320, 240)
+        assert (rgb.width, rgb.height, depth.width, depth.height) == (*CAMERA_SIZE, *CAMERA_SIZE)  # the robot's
         assert depth.encoding == "16UC1" and depth.header.frame_id == rgb.header.frame_id == f"{c}_camera"
-        assert info.k[0] > 100 and info.k[2] == pytest.approx(160.0)
+        assert info.k[0] > 100 and info.k[2] == pytest.approx(CAMERA_SIZE[0] / 2.0)
         values = np.frombuffer(bytes(depth.data), dtype=np.uint16)
         assert (values > 0).mean() > 0.3 and values[values > 0].min() > 10  # metres of scene, in mm
     for n in (sim, probe):

@@ -160,3 +160,22 @@ def test_three_cameras_render_colour_and_aligned_plausible_depth(arms, tmp_path)
     v = -frame.k[1, 1] * rel[1] / z + frame.k[1, 2]
     seen = frame.depth[int(v) - 2:int(v) + 3, int(u) - 2:int(u) + 3]
     assert abs(float(np.median(seen)) - z) < 0.04, (float(np.median(seen)), z)
+
+
+def test_the_gripper_moves_at_its_speed_when_given_one(scene_bodies, tmp_path):
+    """With the Piper's gripper speed the opening ramps to a command (the twin's gripper model, which
+    squeezes the pipette's bulb, follows it at that speed) instead of jumping there in a few steps."""
+    sim = MujocoArms(scene_bodies, (REPO / "urdf" / "agentchemist_aloha.urdf").read_text(), tmp_path,
+                     gripper_speed_m_s=0.05)
+    try:
+        opening = lambda: float(sim.data.qpos[sim.model.joint("right_gripper").qposadr[0]])  # noqa: E731
+        start = opening()
+        sim.set_gripper("right", start - 0.05)
+        sim.settle(0.5)
+        assert abs(opening() - (start - 0.025)) < 0.003  # half way after half the time
+        sim.settle(0.8)
+        assert abs(opening() - (start - 0.05)) < 0.001
+        with pytest.raises(ValueError):
+            MujocoArms(scene_bodies, "", tmp_path, gripper_speed_m_s=float("nan"))
+    finally:
+        sim.close()

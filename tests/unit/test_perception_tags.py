@@ -1,5 +1,6 @@
 """TagFinder: one tag's centre and side, searched near its last place first, then in the whole frame."""
 import numpy as np
+import pytest
 
 from agentchemist.perception.tags import TagFinder
 from agentchemist.sim.markers import marker_image
@@ -32,3 +33,13 @@ def test_another_tag_or_none_is_not_found():
     grey, (u, v, side) = _frame(marker_id=2)
     assert TagFinder(1, 3.0).find(grey) is None
     assert TagFinder(1, 3.0).find(np.full((480, 640), 255, np.uint8), (u, v, side)) is None
+
+
+def test_tag_aspect_reads_the_view_from_the_tags_shape_whatever_its_rotation():
+    from agentchemist.perception.tags import tag_aspect
+
+    square = np.array([[10, 10], [30, 10], [30, 30], [10, 30]], float)
+    flat = np.array([[10, 10], [30, 10], [30, 21], [10, 21]], float)  # seen from 56 deg above: cos = 0.55
+    assert tag_aspect(square) == pytest.approx(1.0)
+    assert tag_aspect(flat) == pytest.approx(0.55)
+    assert tag_aspect(np.roll(flat, 1, axis=0)) == pytest.approx(0.55)  # the printed tag turned a quarter

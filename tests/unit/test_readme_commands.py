@@ -23,6 +23,8 @@ NOT_HERE = [
     (r"^ros2 launch ", "ros2 launch is not installed on the test machines (launch files are checked structurally)"),
     (r"^agentchemist run\b", "the whole graph for minutes (the graph tests run it)"),
     (r"^agentchemist scenario run\b", "the whole graph for minutes per run (tests/graph/test_scenario_runner.py)"),
+    (r"^python bench/mujoco_library\.py\b", "the whole graph with MuJoCo for tens of minutes (a benchmark; "
+                                           "tests/unit/test_arm_backends.py covers the backend)"),
     (r"^agentchemist report runs/<experiment_id>", "needs a stored run (tests/unit/test_report_newcomer.py)"),
     (r"^agentchemist bag (record|info|play)\b", "needs a running graph or the bag it records (tests/graph, tests/replay)"),
     (r"^agentchemist ph-calibrate ", "writes the user's electrode store (tests/unit/test_electrode_calibration.py "

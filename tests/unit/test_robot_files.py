@@ -206,7 +206,7 @@ def test_every_hardware_variant_expands_to_a_valid_model(hardware):
             name = link[:-len("_camera_link")]
             assert sensor.get("type") == "rgbd_camera" and sensor.findtext("topic") == f"camera/{name}"
             assert sensor.findtext("gz_frame_id") == f"{name}_camera"
-            assert (sensor.findtext("camera/image/width"), sensor.findtext("camera/image/height")) == ("320", "240")
+            assert (sensor.findtext("camera/image/width"), sensor.findtext("camera/image/height")) == ("640", "480")
         state_only = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
                       if j.find("command_interface") is None}
         assert state_only == {"left_gripper_centering", "right_gripper_centering"}

@@ -2,9 +2,14 @@
 
 The beaker is found by its ArUco tag (:data:`agentchemist.bench.tags.MARKER_TABLE`, id 1 for
 ``beaker_main``). The tag's side length gives the image scale, so the search region below the tag is
-written in tag sides and works at any camera resolution. Inside that region the liquid is the largest
-connected blob of coloured pixels: grey bench, white glass highlights, the black probe and the white
-tag quiet zone all have low saturation or extreme brightness and drop out of the mask.
+written in tag sides and works at any camera resolution. The tag's shape says where the camera looks from:
+a tag seen about straight on (the twin's drawing, a camera level with the bench) is square and the liquid
+shows through the glass below the label; a tag much flatter than wide is seen from well above (the robot's
+front camera, 1.2 m up, sees the labels 50-60 deg off their normal), and such a camera looks down into the
+beaker and sees the liquid's surface above the label, so the region is mirrored above the tag. Inside
+that region the liquid is the largest connected blob of coloured pixels: grey bench, white glass
+highlights, the black probe and the white tag quiet zone all have low saturation or extreme brightness and
+drop out of the mask.
 
 The hue of the blob is the circular mean of the per-pixel hue weighted by saturation: hue is an angle
 (350 deg and 10 deg average to 0 deg, not 180 deg), and weakly coloured pixels (glass edges, blends
@@ -27,7 +32,7 @@ import cv2
 import numpy as np
 
 from agentchemist.bench.tags import MARKER_TABLE
-from agentchemist.perception.tags import TagFinder
+from agentchemist.perception.tags import TagFinder, tag_aspect
 
 __all__ = [
     "BeakerColourTracker",
@@ -120,6 +125,7 @@ class LiquidRegionConfig:
     min_pixels: int = 30                        #: a blob smaller than this is not the liquid
     marker_memory_s: float = 5.0                #: reuse the last tag location this long while it is hidden
     search_pad_sides: float = 3.0               #: look for the tag near its last location first
+    from_above_aspect: float = 0.8              #: a tag flatter than this (height / width) is seen from above
 
     def __post_init__(self):
         if self.marker_id not in MARKER_TABLE or MARKER_TABLE[self.marker_id].kind != "beaker":
@@ -132,6 +138,8 @@ class LiquidRegionConfig:
             raise ValueError("need 0 <= min_saturation < 1 and 0 <= min_value < max_value <= 1")
         if self.min_pixels < 1:
             raise ValueError(f"min_pixels must be >= 1, got {self.min_pixels}")
+        if not 0.0 < self.from_above_aspect <= 1.0:
+            raise ValueError(f"from_above_aspect must be in (0, 1], got {self.from_above_aspect}")
         if not (self.marker_memory_s >= 0 and self.search_pad_sides > 0):
             raise ValueError("marker_memory_s must be >= 0 and search_pad_sides > 0")
 
@@ -158,6 +166,7 @@ class _TagLocation:
     v: float
     side_px: float
     stamp: float
+    from_above: bool = False
 
 
 class BeakerColourTracker:
@@ -188,15 +197,16 @@ class BeakerColourTracker:
         h, w = image_rgb.shape[:2]
         x0 = int(np.clip(math.floor(tag.u + c.search_du[0] * tag.side_px), 0, w))
         x1 = int(np.clip(math.ceil(tag.u + c.search_du[1] * tag.side_px), 0, w))
-        y0 = int(np.clip(math.floor(tag.v + c.search_dv[0] * tag.side_px), 0, h))
-        y1 = int(np.clip(math.ceil(tag.v + c.search_dv[1] * tag.side_px), 0, h))
+        dv0, dv1 = (-c.search_dv[1], -c.search_dv[0]) if tag.from_above else c.search_dv
+        y0 = int(np.clip(math.floor(tag.v + dv0 * tag.side_px), 0, h))
+        y1 = int(np.clip(math.ceil(tag.v + dv1 * tag.side_px), 0, h))
         if x1 - x0 < 2 or y1 - y0 < 2:
             raise NoLiquidColourError(f"the region below tag {c.marker_id} lies outside the image")
         roi = image_rgb[y0:y1, x0:x1]
         blob = self._liquid_blob(roi)
         if blob is None:
             raise NoLiquidColourError(
-                f"fewer than {c.min_pixels} coloured pixels below tag {c.marker_id} "
+                f"fewer than {c.min_pixels} coloured pixels {'above' if tag.from_above else 'below'} tag {c.marker_id} "
                 f"(region {x0}..{x1} x {y0}..{y1} px): empty beaker, colourless liquid or glare")
         mask, (bx, by, bw, bh) = blob
         stats = hue_statistics(roi, min_saturation=c.min_saturation, min_value=c.min_value,
@@ -217,7 +227,8 @@ class BeakerColourTracker:
         last = self._tag
         found = self._finder.find(grey, (last.u, last.v, last.side_px) if last is not None else None)
         if found is not None:
-            self._tag = _TagLocation(*found, now)
+            above = tag_aspect(self._finder.corners) < c.from_above_aspect
+            self._tag = _TagLocation(*found, now, above)
             return self._tag, True
         if self._tag is not None and 0.0 <= now - self._tag.stamp <= c.marker_memory_s:
             return self._tag, False

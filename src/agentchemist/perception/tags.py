@@ -17,7 +17,7 @@ import numpy as np
 
 from agentchemist.bench.tags import ARUCO_DICTIONARY
 
-__all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_markers"]
+__all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_markers", "tag_aspect"]
 
 #: (u, v, side): the tag's centre and mean side length, in image pixels
 Tag = tuple[float, float, float]
@@ -48,6 +48,9 @@ class TagFinder:
         self.marker_id = int(marker_id)
         self.search_pad_sides = float(search_pad_sides)
         self._detector = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
+        #: the last found tag's four corners (image px, OpenCV's order: top-left, top-right, bottom-right,
+        #: bottom-left of the printed tag), for what its shape says about the view (see :func:`tag_aspect`)
+        self.corners: np.ndarray | None = None
 
     def find(self, grey: np.ndarray, near: Tag | None = None) -> Tag | None:
         """The tag in a grey image, or None; ``near`` is where it was last seen (searched first)."""
@@ -73,5 +76,20 @@ class TagFinder:
                 pts = quad.reshape(-1, 2).astype(np.float64)
                 side = float(np.mean(np.linalg.norm(pts - np.roll(pts, 1, axis=0), axis=1)))
                 centre = pts.mean(axis=0)
+                self.corners = pts + (ox, oy)
                 return float(centre[0]) + ox, float(centre[1]) + oy, side
         return None
+
+
+def tag_aspect(corners: np.ndarray) -> float:
+    """Height over width of a tag's image: the mean length of its two edges that run nearer the image's
+    vertical over that of the other two (whatever the tag's own rotation: its corners come in the printed
+    tag's order). A square tag on an upright face seen straight on is 1; seen from above at an angle a off
+    its normal its height shrinks to about cos(a) of its width (55 deg above the label: about 0.57)."""
+    pts = np.asarray(corners, dtype=np.float64).reshape(4, 2)
+    edges = np.roll(pts, -1, axis=0) - pts          # 0->1, 1->2, 2->3, 3->0
+    lengths = np.linalg.norm(edges, axis=1)
+    pair_a, pair_b = (lengths[0] + lengths[2]) / 2.0, (lengths[1] + lengths[3]) / 2.0
+    a_upright = abs(edges[0, 1]) + abs(edges[2, 1]) > abs(edges[0, 0]) + abs(edges[2, 0])
+    height, width = (pair_a, pair_b) if a_upright else (pair_b, pair_a)
+    return float(height / width) if width > 0 else 1.0

@@ -68,9 +68,21 @@ class MujocoBackend(KinematicArms):
         from agentchemist.sim.mujoco_arms import MujocoArms, Trajectory
         from agentchemist.sim.scene_model import twin_scene
 
-        cams = twin.scenario.cameras
+        from agentchemist.sim.mjcf_scene import CAMERA_SIZE
+
         self._trajectory = Trajectory
-        self.physics = MujocoArms(twin_scene(twin), urdf_text, asset_dir, cams.width, cams.height)
+        # The renders are the robot's 640 x 480, not the scenario's drawing size (cameras.width x height,
+        # the 2-D drawing's): the tags are read at the resolution the robot's cameras have.
+        # The physical gripper moves at the twin's gripper speed (the Piper's): the twin's gripper model,
+        # which squeezes the pipette's bulb and draws, follows the simulated opening, and a gripper that
+        # jumped there would be reported done (joint_states) before the twin's had got there.
+        self.physics = MujocoArms(twin_scene(twin), urdf_text, asset_dir, *CAMERA_SIZE,
+                                  gripper_speed_m_s=twin.scenario.robot.gripper_max_speed_m_s)
+        model = self.physics.model
+        # Fixed labware bodies and where the scene put them: a bench change in the twin (an item taken away
+        # or moved, by a fault or by the robot's own carry) moves them before the next render.
+        self._fixed = {b.name: model.body(b.name).id for b in twin_scene(twin) if not b.free and b.name != "bench"}
+        self._bench_key = _bench_key(twin.scene_state())  # the bench the scene was built from
         self._liquid = self.physics.model.geom(f"{twin.scenario.beaker.id}_liquid").id if _has_geom(
             self.physics.model, f"{twin.scenario.beaker.id}_liquid") else None
         self._offset = twin.t - self.physics.t  # physics time starts at 0 (after settling), the twin's at t
@@ -102,12 +114,29 @@ class MujocoBackend(KinematicArms):
 
     def render(self, camera: str, now: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         self.step(now)
+        state = self.twin.scene_state()
+        self._follow_bench(state)
         if self._liquid is not None:
-            state = self.twin.scene_state()
             r, g, b = state["solution_rgb"]
             self.physics.model.geom_rgba[self._liquid] = (r / 255.0, g / 255.0, b / 255.0, 0.85)
         frame = self.physics.render(camera)
         return frame.rgb, frame.depth, frame.k
+
+    def _follow_bench(self, state: dict) -> None:
+        """Fixed labware where the twin's bench has it now; an item gone from the bench goes under the floor
+        (out of every camera's view). Only items in the scene at the start can come and go."""
+        key = _bench_key(state)
+        if key == self._bench_key:
+            return
+        self._bench_key = key
+        from agentchemist.sim.scene_model import FLOOR_Z, twin_scene
+
+        now = {b.name: b for b in twin_scene(self.twin)}
+        model = self.physics.model
+        for name, body_id in self._fixed.items():
+            body = now.get(name)
+            model.body_pos[body_id] = body.pos if body is not None else (0.0, 0.0, FLOOR_Z - 5.0)
+        self.physics.forward()
 
     def _sync(self) -> None:
         """The twin's arms are where the simulated ones are; its grippers head for the simulated openings."""
@@ -135,6 +164,10 @@ def make_arm_backend(name: str, twin: Any, urdf_file: Path | None = None, asset_
 def _refused(exc: Exception) -> CommandResult:
     """A command the twin refused (non-finite or malformed): nothing moves; the reason says why."""
     return CommandResult(None, clamped=False, accepted=False, reason=f"command refused: {exc}")
+
+
+def _bench_key(state: dict) -> tuple:
+    return tuple((i.id, i.present, tuple(i.position), i.on) for i in state["items"])
 
 
 def _has_geom(model: Any, name: str) -> bool:

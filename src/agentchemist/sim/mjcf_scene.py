@@ -29,10 +29,14 @@ import mujoco  # noqa: E402
 from agentchemist.bench.robot import SIDES
 from agentchemist.sim.scene_model import FLOOR_Z, SceneBody, SceneGeom, quat_wxyz, write_tag_textures
 
-__all__ = ["ARM_KP", "CAMERAS", "CAMERA_FOVY_DEG", "GRIPPER_KP", "build_mjcf", "load_scene"]
+__all__ = ["ARM_KP", "CAMERAS", "CAMERA_FOVY_DEG", "CAMERA_SIZE", "GRIPPER_KP", "build_mjcf", "load_scene"]
 
 CAMERAS = ("front", "left_wrist", "right_wrist")
 CAMERA_FOVY_DEG = 58.0
+#: The robot's cameras' colour stream (w, h) px: its Orbbec / RealSense units run at 640 x 480
+#: (launch/agentchemist_robot_drivers.py). The twin's MuJoCo backend renders at this size, so the scene
+#: check reads the tags at the resolution the robot has (at 320 x 240 none of them decodes).
+CAMERA_SIZE = (640, 480)
 ARM_KP, ARM_KV, ARMATURE = 300.0, 8.0, 0.02     # N m/rad, N m s/rad, kg m^2
 GRIPPER_KP, GRIPPER_KV = 400.0, 8.0             # N/m (a 10 N squeeze at 25 mm past contact), N s/m
 FINGER_FRICTION = "1.2 0.02 0.002"
@@ -164,9 +168,10 @@ def _world(root: ET.Element, bodies: list[SceneBody], textures: dict[int, Path])
         if body.tag is not None:
             s = body.tag.side_m * (1.0 + 2.0 * 0.25)
             # A box's -x face shows the 2-D texture upright when the label is turned a quarter about x.
+            tilt = body.tag.tilt_rad  # about y: the face's normal (-x) turns up by tilt
             ET.SubElement(el, "geom", name=f"{body.name}_tag", type="box", size=_fmt((0.0005, s / 2.0, s / 2.0)),
-                          pos=_fmt(body.tag.pos), material=body.tag.texture, contype="0", conaffinity="0",
-                          mass="0")
+                          pos=_fmt(body.tag.pos), quat=_fmt((math.cos(tilt / 2.0), 0.0, math.sin(tilt / 2.0), 0.0)),
+                          material=body.tag.texture, contype="0", conaffinity="0", mass="0")
 
 
 def _geom(g: SceneGeom, name: str, body: SceneBody) -> ET.Element:

@@ -64,7 +64,14 @@ class MujocoArms:
     """The physics of the arms and the lab; ``t`` is its own sim time (s)."""
 
     def __init__(self, bodies: Iterable[SceneBody], urdf_text: str, asset_dir: Path, width: int = 320,
-                 height: int = 240) -> None:
+                 height: int = 240, gripper_speed_m_s: float | None = None) -> None:
+        """``gripper_speed_m_s``: the gripper's target moves toward a commanded opening at this speed, as
+        the Piper's gripper firmware drives it (None: the target jumps, the actuator's force limit alone
+        sets the pace)."""
+        if gripper_speed_m_s is not None and not (math.isfinite(gripper_speed_m_s) and gripper_speed_m_s > 0):
+            raise ValueError(f"gripper_speed_m_s must be > 0, got {gripper_speed_m_s!r}")
+        self.gripper_speed = gripper_speed_m_s
+        self._grip_goal: dict[str, float] = {}
         self.model, self.mjcf = load_scene(bodies, urdf_text, Path(asset_dir))
         self.data = mujoco.MjData(self.model)
         self.width, self.height = int(width), int(height)
@@ -74,7 +81,7 @@ class MujocoArms:
         self._vadr = {n: int(self.model.joint(n).dofadr[0]) for n in JOINT_NAMES}
         self._traj: dict[str, tuple[Trajectory, np.ndarray]] = {}
         for side in SIDES:
-            self.set_gripper(side, self.model.actuator_ctrlrange[self._act[f"{side}_gripper"]][1])
+            self.set_targets([f"{side}_gripper"], [self.model.actuator_ctrlrange[self._act[f"{side}_gripper"]][1]])
             self.data.qpos[self._qadr[f"{side}_gripper"]] = self.data.ctrl[self._act[f"{side}_gripper"]]
         mujoco.mj_forward(self.model, self.data)
         self.settle(0.5)
@@ -103,7 +110,10 @@ class MujocoArms:
             self.data.ctrl[self._act[name]] = min(max(float(value), lo), hi)
 
     def set_gripper(self, side: str, opening_m: float) -> None:
-        self.set_targets([f"{check_side(side)}_gripper"], [opening_m])
+        if self.gripper_speed is None:
+            self.set_targets([f"{check_side(side)}_gripper"], [opening_m])
+        else:  # step_to moves the target there at the gripper's speed
+            self._grip_goal[check_side(side)] = float(opening_m)
 
     # ----------------------------------------------------------------- time
     def step_to(self, t: float) -> None:
@@ -114,7 +124,17 @@ class MujocoArms:
                 self.set_targets(traj.joints, traj.at(self.data.time, begin))
                 if self.data.time > traj.end:
                     del self._traj[side]
+            for side, goal in list(self._grip_goal.items()):
+                a = self._act[f"{side}_gripper"]
+                now, reach = float(self.data.ctrl[a]), self.gripper_speed * dt
+                self.set_targets([f"{side}_gripper"], [min(max(goal, now - reach), now + reach)])
+                if abs(goal - now) <= reach:
+                    del self._grip_goal[side]
             mujoco.mj_step(self.model, self.data)
+
+    def forward(self) -> None:
+        """Recompute positions after the model changed (a fixed body moved), without advancing time."""
+        mujoco.mj_forward(self.model, self.data)
 
     def settle(self, seconds: float) -> None:
         self.step_to(self.t + seconds)

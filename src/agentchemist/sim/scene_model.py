@@ -32,14 +32,21 @@ __all__ = ["FLOOR_Z", "SceneBody", "SceneGeom", "TagLabel", "scene_bodies", "twi
 
 #: Floor height in base_link (m): the URDF's base_footprint is 0.05 m below base_link.
 FLOOR_Z = -0.05
-#: Printed tag side (m) on an item: the drawing's 18 design px at its 0.050/46 m per px (about 20 mm).
-TAG_SIDE_M = 0.0196
+#: Printed tag side (m) on an item. Sized for the camera that reads it, not taken from the 2-D drawing's
+#: scale (18 design px, about 20 mm): the front camera (640 x 480, 58 deg vertical field, 1.2 m up) sees
+#: the labels 0.6-0.7 m away and 50-60 deg off their normal, where a 20 mm tag is about 13 x 7 px,
+#: under 1.5 px per cell vertically, and OpenCV's ArUco detector decodes only the nearest three of seven
+#: (measured on the MuJoCo render). 30 mm tags are about 20 x 11 px there and all the task's tags decode;
+#: with their 25 % quiet zone a label is 45 mm wide, which fits the 50 mm face of a 100 mL beaker.
+TAG_SIDE_M = 0.030
 TAG_QUIET = 0.25   # white margin around the tag, as a fraction of its side
 WALL_SLABS = 16    # slabs around a hollow beaker
 WALL_M = 0.002     # glass wall thickness (m)
 GLASS_RGBA = (0.85, 0.92, 0.97, 0.35)
 BULB_KIND_MASS_KG = 0.012  # a rubber-bulb pipette, glass tube and bulb
 FREE_KINDS = ("pipette",)
+FLAG_KINDS = ("pipette", "ph_probe")  # thin items whose tag is a flag at their top
+PROBE_FLAG_TILT_RAD = 0.6
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class TagLabel:
     marker_id: int
     pos: tuple[float, float, float]
     side_m: float = TAG_SIDE_M
+    tilt_rad: float = 0.0   #: turned about the body's y axis, face up toward a camera above (a flag)
 
     @property
     def texture(self) -> str:
@@ -157,9 +165,17 @@ def _item(item_id: str, kind: str, marker_id: int, specs: list[MarkerSpec]) -> S
     half_x = max(g.size[0] / 2.0 - g.pos[0] for g in geoms if g.name in ("body", "wall_0", "part"))
     tag = None
     if marker_id >= 0:
-        # On the front face (-x, toward the robot), at mid height of the body, just proud of the surface.
-        z = 0.0 if kind != "pipette" else body.scale[2] / 2.0 - TAG_SIDE_M
-        tag = TagLabel(marker_id, (-half_x - 0.0015, 0.0, z))
+        # On the front face (-x, toward the robot), at mid height of the body, just proud of the surface;
+        # on the pipette and the pH probe a flag near the top: their lower part stands in the liquid and
+        # behind the beaker's glass, where no camera reads a tag.
+        z = 0.0 if kind not in FLAG_KINDS else body.scale[2] / 2.0 - TAG_SIDE_M * (0.5 + TAG_QUIET)
+        tilt = PROBE_FLAG_TILT_RAD if kind == "ph_probe" else 0.0
+        # A tilted label turns about its centre: stand it off by its half height's run so it clears the rod.
+        out = TAG_SIDE_M * (0.5 + TAG_QUIET) * math.sin(tilt)
+        # The probe's flag stands beside the rod, toward the robot's left (+y, away from the beaker's centre,
+        # which the probe stands right of), so it does not hide the beaker's mouth and the liquid in it.
+        side = TAG_SIDE_M * (0.5 + TAG_QUIET) if kind == "ph_probe" else 0.0
+        tag = TagLabel(marker_id, (-half_x - 0.0015 - out, side, z), tilt_rad=tilt)
     free = kind in FREE_KINDS
     return SceneBody(item_id, kind, origin, tuple(geoms), free=free, mass_kg=BULB_KIND_MASS_KG if free else 0.0,
                      tag=tag)

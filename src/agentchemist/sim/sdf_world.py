@@ -142,7 +142,7 @@ def _model(body: SceneBody, textures: dict[int, Path]) -> ET.Element:
     if body.tag is not None and body.tag.marker_id in textures:
         side = body.tag.side_m * 1.5
         visual = ET.SubElement(link, "visual", name="tag")
-        _text(visual, "pose", _fmt((*body.tag.pos, 0, 0, 0)))
+        _text(visual, "pose", _fmt((*body.tag.pos, 0, body.tag.tilt_rad, 0)))  # pitch: a flag turned up
         _text(ET.SubElement(ET.SubElement(visual, "geometry"), "box"), "size", _fmt((0.001, side, side)))
         material = ET.SubElement(visual, "material")
         _text(material, "diffuse", "1 1 1 1")

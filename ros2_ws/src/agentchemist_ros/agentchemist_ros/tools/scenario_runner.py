@@ -57,12 +57,15 @@ def _rss_mb() -> float:
     return math.nan
 
 
-def _seeded_scenario(src: Path, seed: int, out_dir: Path) -> Path:
+def _seeded_scenario(src: Path, seed: int, out_dir: Path, arm_backend: str = "") -> Path:
+    """The scenario with its seed (and, when given, its ``arm_backend`` key) as the run's own file."""
     from agentchemist.sim.scenario import read_scenario_yaml, scenario_from_dict
     import yaml
 
     data = read_scenario_yaml(src)
     data["seed"] = int(seed)
+    if arm_backend:
+        data["arm_backend"] = arm_backend
     scenario_from_dict(data, source=str(src))  # refuse a bad file here, with its own name in the error
     out = out_dir / f"{src.stem}.seed{seed}.yaml"
     out.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -93,6 +96,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds for the whole run")
+    p.add_argument("--arm-backend", default="", choices=("", "kinematic", "mujoco"))
     p.add_argument("--trace-memory", type=int, default=None, metavar="FRAMES",
                    help="memory checkpoints after each experiment to memory_trace.json beside --out (see "
                         "common/memory_trace.py); FRAMES > 0 also runs tracemalloc with that many frames to say "
@@ -105,7 +109,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     src = Path(args.scenario)
     runs = Path(args.runs)
     runs.mkdir(parents=True, exist_ok=True)
-    scenario_file = _seeded_scenario(src, args.seed, runs)
+    scenario_file = _seeded_scenario(src, args.seed, runs, args.arm_backend)
     sc = load_scenario(scenario_file)
     record = RunRecord(scenario=sc.name, file=str(src), seed=args.seed, outcome="crashed", success=False,
                        message="", experiments=sc.repeat)
@@ -236,14 +240,16 @@ def _write_memory_trace(path: Path, checkpoints: list) -> None:
 
 
 # =========================================================================================== parent
-def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float) -> list[str]:
+def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float, arm_backend: str = "") -> list[str]:
     return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker", "--scenario", str(scenario),
-            "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout)]
+            "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout),
+            *(["--arm-backend", arm_backend] if arm_backend else [])]
 
 
 def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir: Path, timeout: float = 900.0,
-                  progress=None) -> list[dict]:
-    """Run every (scenario, seed) in worker processes, `jobs` at a time; returns the scored rows."""
+                  progress=None, arm_backend: str = "") -> list[dict]:
+    """Run every (scenario, seed) in worker processes, `jobs` at a time; returns the scored rows.
+    ``arm_backend`` (kinematic | mujoco) overrides every scenario's ``arm_backend`` key; empty keeps it."""
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.scoring import RunRecord, score_run
 
@@ -266,7 +272,7 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                 # Twin runs stay on this machine: never on the robot's network.
                 env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
                 log = open(job_dir / "worker.log", "w")
-                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout), env=env, stdout=log,
+                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout, arm_backend), env=env, stdout=log,
                                         stderr=subprocess.STDOUT)
                 running[slot] = (proc, f, sc, seed, out, log, time.monotonic(), lock)
         time.sleep(0.2)
@@ -287,6 +293,7 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                                 wall_s=time.monotonic() - t0)
             row = score_run(sc, rec)
             row["run_dir"] = str(out.parent)
+            row["arm_backend"] = arm_backend or sc.arm_backend
             row["report_path"] = rec.report_path or ""
             rows.append(row)
             if progress:
@@ -351,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write every run's scores and the summary here")
     p.add_argument("--runs", help="where the runs go (default: a new folder under the runs directory)")
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds per run before it is a timeout")
+    p.add_argument("--arm-backend", default="", choices=("kinematic", "mujoco"),
+                   help="run every scenario with this arm backend (overrides the scenario's arm_backend key)")
     args = p.parse_args(argv)
     if args.seeds < 1 or not 1 <= args.jobs <= 10:
         p.error("--seeds must be >= 1 and --jobs between 1 and 10")
@@ -372,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         rows = run_scenarios([Path(f) for f in args.files], seeds=args.seeds, jobs=args.jobs, runs_dir=runs,
-                             timeout=args.timeout, progress=progress)
+                             timeout=args.timeout, progress=progress, arm_backend=args.arm_backend)
     except (ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
