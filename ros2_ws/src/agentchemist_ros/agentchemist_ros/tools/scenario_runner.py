@@ -97,7 +97,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds for the whole run")
-    p.add_argument("--apart", default=",".join(DEFAULT_APART),
+    p.add_argument("--apart", default="",
                    help="agents run in a second process (tools/agents_apart.py); empty: all in one process")
     p.add_argument("--trace-memory", type=int, default=None, metavar="FRAMES",
                    help="memory checkpoints after each experiment to memory_trace.json beside --out (see "
@@ -120,7 +120,8 @@ def worker_main(argv: list[str] | None = None) -> int:
     # Cameras at 1 Hz (as the graph tests): the node's economical default (0.5 Hz) is too slow for the
     # colour endpoint to settle between drops, and the scenarios' 2 Hz costs a quarter more wall time
     # on 2 cores for nothing the supervisors need.
-    apart = tuple(a for a in args.apart.split(",") if a)
+    # Memory tracing reads this process: every node in it, so the trace says which one holds what.
+    apart = () if tracing else tuple(a for a in args.apart.split(",") if a)
     sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), **({"max_lead_s": LEAD_S} if apart else {})}
     graph = Graph(scenario_file, runs, overrides={"lab_sim": sim}, without=apart)
     probe = Node("scenario_probe")
@@ -253,14 +254,14 @@ def _write_memory_trace(path: Path, checkpoints: list) -> None:
 
 # =========================================================================================== parent
 def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float,
-              apart: tuple[str, ...] = DEFAULT_APART) -> list[str]:
+              apart: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker", "--scenario", str(scenario),
             "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout),
             "--apart", ",".join(apart)]
 
 
 def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir: Path, timeout: float = 900.0,
-                  progress=None, apart: tuple[str, ...] = DEFAULT_APART) -> list[dict]:
+                  progress=None, apart: tuple[str, ...] = ()) -> list[dict]:
     """Run every (scenario, seed) in worker processes, `jobs` at a time; returns the scored rows."""
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.scoring import RunRecord, score_run
@@ -369,9 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write every run's scores and the summary here")
     p.add_argument("--runs", help="where the runs go (default: a new folder under the runs directory)")
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds per run before it is a timeout")
-    p.add_argument("--apart", default=",".join(DEFAULT_APART),
-                   help="agents in a second process beside the twin's (both cores; tools/agents_apart.py); "
-                        "empty: the whole graph in one process")
+    p.add_argument("--apart", default="", metavar="AGENTS",
+                   help="agents in a second process beside the twin's (both cores; tools/agents_apart.py, e.g. "
+                        f"{','.join(DEFAULT_APART)}); default: the whole graph in one process")
     args = p.parse_args(argv)
     if args.seeds < 1 or not 1 <= args.jobs <= 10:
         p.error("--seeds must be >= 1 and --jobs between 1 and 10")
