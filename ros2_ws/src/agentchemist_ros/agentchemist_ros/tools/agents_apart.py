@@ -14,10 +14,10 @@ The dispenser, the supervisor that judges its endpoint, and the audio supervisor
 drive the supervisor's state machine stay with the twin, in the FIFO order of one executor.
 
 Opt-in (scenario runner --apart, demo --two-processes), not the default: a titration completes with the
-same drops and no anomaly, but not the same run as in one process (hcl_naoh seed 1: task 2611-2633 s on
-the twin's clock against 2592.7-2593.3 s in one process, equivalence error -0.51 and -0.55 drops against
--0.05 to -0.07; bench/results/rtf.json). Not explained yet; the one-process graph is not immune either:
-beside a CPU hog the same run gave -0.33 drops (bench/results/rtf_outcomes.json).
+same drops and no anomaly, but not quite the same run as in one process (hcl_naoh seed 1: task
+2596-2633 s on the twin's clock against 2592.7-2593.3 s in one process, equivalence error -0.23, -0.51 and
+-0.55 drops against -0.05 to -0.07; bench/results/rtf.json). Not explained yet; the one-process graph is
+not immune either: beside a CPU hog the same run gave -0.33 drops (bench/results/rtf_outcomes.json).
 """
 from __future__ import annotations
 
