@@ -96,6 +96,9 @@ def table() -> str:
             rows.append(mujoco_library_row(lib))
         rows.append(("pH solver per titration point", f"{1e6 * s['scalar_activity_s_per_point']:.0f} us scalar (Davies), "
                      f"{1e6 * s['vectorised_s_per_point']:.1f} us vectorised"))
+    rtf = load("rtf")
+    if rtf:
+        rows.append(rtf_row(rtf))
     demo = load("demo")
     if demo:
         rows.append(("make demo (HCl/NaOH worked example, whole graph)",
@@ -254,6 +257,21 @@ def adaptive_row(result: dict) -> tuple[str, str]:
                    f"{result['load_avg_1min']['start']:.1f}-{result['load_avg_1min']['end']:.1f})")
 
 
+def rtf_row(rtf: dict) -> tuple[str, str]:
+    """bench/rtf.py: the real-time factor of the whole titration, per configuration, with the load."""
+    parts = []
+    for r in rtf["runs"]:
+        if "real_time_factor" not in r:
+            parts.append(f"{r['config']}: {r.get('error', 'failed')}")
+            continue
+        load = f"load {r['load_before'][0]:.0f}->{r['load_after'][0]:.0f}"
+        parts.append(f"{r['processes']} process{'es' if r['processes'] > 1 else ''} {r['real_time_factor']:.1f}x "
+                     f"({r['task_s']:.0f} s twin / {r['task_wall_s']:.0f} s wall, {r['cpu_s']:.0f} CPU s, {load}, "
+                     f"{r['outcome']}, {r['drops_landed']} drops, eq err {r['equivalence_error_drops'][0]:+.2f} drops)")
+    return (f"full HCl/NaOH titration real-time factor (goal >= {rtf['goal_real_time_factor']:.0f}x on 2 cores; "
+            f"{rtf['commit']})", "; ".join(parts))
+
+
 def fault_campaign_row(faults: dict) -> tuple[str, str]:
     """Goal: every case held, named, nothing acknowledged lost, honest (table: bench/results/fault_campaign.md)."""
     summary = faults["summary"]
@@ -388,6 +406,7 @@ def main() -> int:
     runs = sorted((REPO / "runs" / "bench").glob("exp-*/ground_truth.json"), key=lambda p: p.stat().st_mtime)
     if runs:
         ok &= run("fusion", ["bench/fusion_error.py", str(runs[-1].parent)])
+    ok &= run("real-time factor", ["bench/rtf.py"])
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("audio two drops", ["bench/audio_two_drops.py"])
     ok &= run("dispenser", ["bench/dispenser.py"])

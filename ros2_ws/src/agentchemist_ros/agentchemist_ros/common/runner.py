@@ -3,9 +3,11 @@
 Every node keeps its callbacks short and its long actions as coroutines, so it runs on any executor.
 A node in its own process (ros2 run / launch) spins a MultiThreadedExecutor. The one-process graph
 (graph.py: the demo and graph tests) uses rclpy's EventsExecutor where the installed rclpy has it
-(Jazzy: rclpy.experimental), measured here at about twice the callback rate; in a separate process
+(Jazzy: rclpy.experimental), measured here at about twice the callback rate, without its busy loop over
+waiting coroutines (common/quiet_events.py); in a separate process
 spinning with EventsExecutor.spin() a node missed latched messages here, so it is not the default there.
-AGENTCHEMIST_EXECUTOR=multi|events overrides the choice.
+AGENTCHEMIST_EXECUTOR=multi|events|rclpy_events overrides the choice (rclpy_events: rclpy's own, busy loop
+included, for comparisons).
 """
 import os
 
@@ -16,12 +18,15 @@ from agentchemist_ros.common.heartbeats import start_heartbeat
 
 
 def make_executor(threads: int = 4, default: str = "events"):
-    if os.environ.get("AGENTCHEMIST_EXECUTOR", default) == "events":
-        try:
-            from rclpy.experimental import EventsExecutor
-            return EventsExecutor()
-        except ImportError:
-            pass
+    choice = os.environ.get("AGENTCHEMIST_EXECUTOR", default)
+    if choice == "rclpy_events":
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    if choice == "events":
+        from agentchemist_ros.common.quiet_events import quiet_events_executor
+        executor = quiet_events_executor()
+        if executor is not None:
+            return executor
     return MultiThreadedExecutor(num_threads=threads)
 
 

@@ -9,6 +9,7 @@ import math
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import rclpy
@@ -29,6 +30,7 @@ from agentchemist_interfaces.msg import AudioEvent, ChemicalReading, FsmState, F
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.timeconv import to_sec
+from agentchemist_ros.tools.agents_apart import DEFAULT_APART, LEAD_S, agents_apart
 from agentchemist_ros.tools.graph import Graph, ensure_init
 
 
@@ -167,13 +169,18 @@ def main(argv=None):
     parser.add_argument("--instruction", help="instruction to run instead of the scenario's")
     parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
+    parser.add_argument("--two-processes", action="store_true",
+                        help="the agents that only listen during a titration in a second process, so the graph "
+                             "uses two cores (tools/agents_apart.py; not yet the same run as in one process)")
     args = parser.parse_args(argv)
     console = Console(soft_wrap=True)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # piped output appears as it is printed, not at the end
     scenario = load_scenario(args.scenario)
     ensure_init()
-    graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf)
+    apart = DEFAULT_APART if args.two_processes else ()
+    graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf, without=apart,
+                  overrides={"lab_sim": {"max_lead_s": LEAD_S}} if apart else None)
     watcher = Watcher()
     graph.executor.add_node(watcher)
     stop = threading.Event()
@@ -181,6 +188,8 @@ def main(argv=None):
     spinner.start()
     instruction = args.instruction or scenario.instruction
     console.print(f"[bold]Instruction:[/bold] {escape(instruction)}")
+    processes = ExitStack()
+    processes.enter_context(agents_apart(args.scenario, args.runs, apart, watcher))
     start = time.monotonic()
     watcher.start(instruction)
     if console.is_terminal:
@@ -199,6 +208,7 @@ def main(argv=None):
                 last = wall
             time.sleep(0.25)
         print(progress_line(watcher, time.monotonic() - start), flush=True)
+    processes.close()
     stop.set()
     spinner.join(timeout=5)
     result = watcher.result

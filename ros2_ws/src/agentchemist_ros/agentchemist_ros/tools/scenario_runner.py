@@ -19,7 +19,10 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+from agentchemist_ros.tools.agents_apart import DEFAULT_APART
 
 __all__ = ["main", "run_scenarios", "worker_main"]
 
@@ -88,6 +91,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     from agentchemist_ros.common import memory_trace, topics
     from agentchemist_ros.common.qos import RELIABLE
     from agentchemist_ros.common.timeconv import to_sec
+    from agentchemist_ros.tools.agents_apart import LEAD_S, agents_apart
     from agentchemist_ros.tools.graph import Graph, ensure_init
 
     p = argparse.ArgumentParser(prog="scenario_runner --worker")
@@ -97,6 +101,8 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds for the whole run")
     p.add_argument("--arm-backend", default="", choices=("", "kinematic", "mujoco"))
+    p.add_argument("--apart", default="",
+                   help="agents run in a second process (tools/agents_apart.py); empty: all in one process")
     p.add_argument("--trace-memory", type=int, default=None, metavar="FRAMES",
                    help="memory checkpoints after each experiment to memory_trace.json beside --out (see "
                         "common/memory_trace.py); FRAMES > 0 also runs tracemalloc with that many frames to say "
@@ -118,7 +124,10 @@ def worker_main(argv: list[str] | None = None) -> int:
     # Cameras at 1 Hz (as the graph tests): the node's economical default (0.5 Hz) is too slow for the
     # colour endpoint to settle between drops, and the scenarios' 2 Hz costs a quarter more wall time
     # on 2 cores for nothing the supervisors need.
-    graph = Graph(scenario_file, runs, overrides={"lab_sim": {"camera_rate_hz": min(1.0, sc.cameras.rate_hz)}})
+    # Memory tracing reads this process: every node in it, so the trace says which one holds what.
+    apart = () if tracing else tuple(a for a in args.apart.split(",") if a)
+    sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), **({"max_lead_s": LEAD_S} if apart else {})}
+    graph = Graph(scenario_file, runs, overrides={"lab_sim": sim}, without=apart)
     probe = Node("scenario_probe")
     anomalies: list[dict] = []
     probe.create_subscription(Anomaly, topics.ANOMALIES, lambda m: anomalies.append({
@@ -150,7 +159,10 @@ def worker_main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     deadline = start + args.timeout
     results: list = []
+    task_wall = 0.0
+    apart_process = ExitStack()
     try:
+        apart_process.enter_context(agents_apart(scenario_file, runs, apart, probe))
         if not client.wait_for_server(timeout_sec=60):
             raise RuntimeError("the planner's RunExperiment server did not come up")
         if tracing:
@@ -162,6 +174,7 @@ def worker_main(argv: list[str] | None = None) -> int:
                     time.sleep(0.05)
                 if not fut.done() or not fut.result().success:
                     raise RuntimeError("the twin did not put a fresh sample on the bench")
+            goal_wall = time.monotonic()
             sent = client.send_goal_async(RunExperiment.Goal(instruction=sc.instruction))
             while not sent.done() and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -176,6 +189,7 @@ def worker_main(argv: list[str] | None = None) -> int:
                 record.outcome, record.message = "timeout", f"no result within {args.timeout:.0f} s (experiment {i + 1})"
                 break
             results.append(res_future.result().result)
+            task_wall += time.monotonic() - goal_wall  # wall time of the experiments alone (bench/rtf.py)
             record.memory_per_experiment_mb.append(_rss_mb())
             if tracing:
                 checkpoints.append(memory_trace.take(f"after experiment {i + 1}", _rss_mb()))
@@ -194,6 +208,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     finally:
         record.wall_s = time.monotonic() - start
         memory.append(_rss_mb())
+        apart_process.close()
         stop.set()
         thread.join(timeout=10)
         graph.shutdown()
@@ -223,6 +238,8 @@ def worker_main(argv: list[str] | None = None) -> int:
             record.task_s = sum(durations)
     record.anomalies = anomalies
     record.memory_mb = memory
+    record.task_wall_s = task_wall  # not a RunRecord field: read from run_record.json by bench/rtf.py
+    record.processes = 2 if apart else 1
     if checkpoints:
         _write_memory_trace(Path(args.out).with_name("memory_trace.json"), checkpoints)
     Path(args.out).write_text(json.dumps(record.__dict__, default=float, indent=1))
@@ -240,16 +257,18 @@ def _write_memory_trace(path: Path, checkpoints: list) -> None:
 
 
 # =========================================================================================== parent
-def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float, arm_backend: str = "") -> list[str]:
+def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float, arm_backend: str = "",
+              apart: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker", "--scenario", str(scenario),
             "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout),
-            *(["--arm-backend", arm_backend] if arm_backend else [])]
+            *(["--arm-backend", arm_backend] if arm_backend else []), "--apart", ",".join(apart)]
 
 
 def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir: Path, timeout: float = 900.0,
-                  progress=None, arm_backend: str = "") -> list[dict]:
+                  progress=None, arm_backend: str = "", apart: tuple[str, ...] = ()) -> list[dict]:
     """Run every (scenario, seed) in worker processes, `jobs` at a time; returns the scored rows.
-    ``arm_backend`` (kinematic | mujoco) overrides every scenario's ``arm_backend`` key; empty keeps it."""
+    ``arm_backend`` (kinematic | mujoco) overrides every scenario's ``arm_backend`` key; empty keeps it.
+    ``apart``: agents in a second process (tools/agents_apart.py); empty: the whole graph in one process."""
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.scoring import RunRecord, score_run
 
@@ -272,7 +291,7 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                 # Twin runs stay on this machine: never on the robot's network.
                 env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
                 log = open(job_dir / "worker.log", "w")
-                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout, arm_backend), env=env, stdout=log,
+                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout, arm_backend, apart), env=env, stdout=log,
                                         stderr=subprocess.STDOUT)
                 running[slot] = (proc, f, sc, seed, out, log, time.monotonic(), lock)
         time.sleep(0.2)
@@ -360,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds per run before it is a timeout")
     p.add_argument("--arm-backend", default="", choices=("kinematic", "mujoco"),
                    help="run every scenario with this arm backend (overrides the scenario's arm_backend key)")
+    p.add_argument("--apart", default="", metavar="AGENTS",
+                   help="agents in a second process beside the twin's (both cores; tools/agents_apart.py, e.g. "
+                        f"{','.join(DEFAULT_APART)}); default: the whole graph in one process")
     args = p.parse_args(argv)
     if args.seeds < 1 or not 1 <= args.jobs <= 10:
         p.error("--seeds must be >= 1 and --jobs between 1 and 10")
@@ -381,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         rows = run_scenarios([Path(f) for f in args.files], seeds=args.seeds, jobs=args.jobs, runs_dir=runs,
-                             timeout=args.timeout, progress=progress, arm_backend=args.arm_backend)
+                             timeout=args.timeout, progress=progress, arm_backend=args.arm_backend,
+                             apart=tuple(a for a in args.apart.split(",") if a))
     except (ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
