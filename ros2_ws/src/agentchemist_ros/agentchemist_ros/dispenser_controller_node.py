@@ -6,9 +6,8 @@ action result); this node translates messages, declares parameters, and owns the
 the QoS and the lock. It sends gripper (drops, calibration) or arm (solid_pour) commands and publishes
 QuantityEstimates, anomalies, `tap`s and its DispenserState (goal start, every controller transition, goal
 end; the audio supervisor and the recorder read it). A bad goal is refused with its reason; nothing moves.
-The vision supervisor's `hold` / `release` / `resume` messages pace it; holds outlive a goal. Calibrate's
-callback is a coroutine awaiting a Future that the timer completes, so no executor thread is blocked
-(common/waiting.py); it is refused while a Dispense goal runs, and Dispense while it runs.
+The vision supervisor's `hold` / `release` / `resume` messages pace it; holds outlive a goal. Calibrate is a
+coroutine awaiting a Future the timer completes (common/waiting.py), refused while a Dispense goal runs.
 """
 import json
 import threading
@@ -53,6 +52,9 @@ class DispenserControllerNode(GuardedNode):
     config = property(lambda self: self.session.config)
     controller = property(lambda self: self.session.running(DROPS))
     procedure = property(lambda self: self.session.running(CALIBRATION))
+    # A hold, or a reading that stops the squeeze, is carried out on arrival on a wall clock; the twin waits for
+    # each tick's answer (lock-step), so there it would only add a second command to the tick.
+    wall_clock = property(lambda self: not self.get_clock().ros_time_is_active)
 
     def __init__(self, **kwargs):
         super().__init__("dispenser_controller", **kwargs)
@@ -67,9 +69,7 @@ class DispenserControllerNode(GuardedNode):
         self.input_wait_s = declare(self, "input_wait_s", 15.0, "Wall seconds a goal waits, the twin's clock held, for "
                                     "its inputs to reach this node", low=0.0, high=300.0)
         rgroup = ReentrantCallbackGroup()
-        # The control timer, the pH readings and the supervisor's messages share one exclusive group: a hold (or
-        # a reading that stops the squeeze) is carried out on arrival, not at the next tick (bench/latency.py).
-        control = MutuallyExclusiveCallbackGroup()
+        control = MutuallyExclusiveCallbackGroup()  # the timer, readings and messages: an update never runs twice
         self.cmd_pub = self.create_publisher(Float64MultiArray, topics.gripper_command_topic(self.session.side), 10)
         self.arm_pubs = {s: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(s), 10)
                          for s in topics.SIDES}
@@ -116,7 +116,7 @@ class DispenserControllerNode(GuardedNode):
                 update_now = self.session.on_ph(to_sec(msg.header.stamp), msg.value, msg.noise)
             except ReadingError:
                 return  # refused and never acted on; the vision supervisor reports it, once per episode
-        if update_now:
+        if update_now and self.wall_clock:
             self.step()
 
     def on_joints(self, msg):
@@ -162,7 +162,7 @@ class DispenserControllerNode(GuardedNode):
             with self.lock:
                 holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == "hold")
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {holds or 'none'}")
-            if msg.symbol == "hold":
+            if msg.symbol == "hold" and self.wall_clock:
                 self.step()
 
     # ------------------------------------------------------------------ control loop
