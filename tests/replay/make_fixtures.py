@@ -74,7 +74,6 @@ Takes about 30 s of wall time per run. Commit the outputs.
 import argparse
 import json
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -86,11 +85,15 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-# A private DDS domain: other graphs on this machine must not leak into the recording.
-os.environ["ROS_DOMAIN_ID"] = os.environ.get("AGENTCHEMIST_FIXTURE_DOMAIN", str(random.randint(101, 200)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AGENTCHEMIST_CONFIG_DIR", str(REPO / "config"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# A private DDS domain, claimed with the scenario runner's lock files: a random one once landed on a library
+# run's domain, and each graph received the other's plan and audio.
+from agentchemist_ros.tools.scenario_runner import claim_domain  # noqa: E402
+
+_DOMAIN, _DOMAIN_LOCK = claim_domain()  # held while this process runs
+os.environ["ROS_DOMAIN_ID"] = os.environ.get("AGENTCHEMIST_FIXTURE_DOMAIN", str(_DOMAIN))
 
 import rclpy  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
