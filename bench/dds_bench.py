@@ -20,7 +20,6 @@ import platform
 import random
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -88,24 +87,20 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Spinner:
-    """Spins `node` on a thread of this process with a single-threaded executor until `close`."""
+    """Spins `node` on a thread of this process with a single-threaded executor until `close`
+    (tools/graph.background_spin's loop, at a 10 ms period for the probes' timing)."""
 
     def __init__(self, node):
         from rclpy.executors import SingleThreadedExecutor
+        from agentchemist_ros.tools.graph import background_spin
         self.node = node
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.01)
+        self._spinning = background_spin(lambda period: self.executor.spin_once(timeout_sec=period), 0.01)
+        self._spinning.__enter__()
 
     def close(self):
-        self._stop.set()
-        self.thread.join(5)
+        self._spinning.__exit__(None, None, None)
         self.executor.remove_node(self.node)
 
 

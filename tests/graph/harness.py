@@ -3,6 +3,10 @@ RunExperiment goal), and hand back what the tests grade: the action result, the 
 ground truth and whatever a probe node collected on the way."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -168,3 +172,20 @@ def run_experiment(scenario: str | Path, runs: str | Path, *, instruction: str |
         rclpy.try_shutdown()
     assert result_future.done(), f"the experiment did not finish within {wall_limit_s:.0f} s"
     return GraphRun(result_future.result().result, truth, extra, feedback, leftovers)
+
+
+def run_worker(scenario: Path, out_dir: Path, *extra: str, worker_timeout_s: float, timeout_s: float) -> dict:
+    """One scenario-runner worker in its own process and a ROS domain claimed from the runner's locks, on
+    `scenario` (seed 1, runs in out_dir/runs); its run_record.json. `extra`: more worker arguments."""
+    from agentchemist_ros.tools.scenario_runner import claim_domain
+    domain, lock = claim_domain()
+    try:
+        env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+        proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker",
+                               "--scenario", str(scenario), "--seed", "1", "--runs", str(out_dir / "runs"),
+                               "--out", str(out_dir / "run_record.json"), "--timeout", str(worker_timeout_s), *extra],
+                              env=env, capture_output=True, text=True, timeout=timeout_s)
+    finally:
+        lock.close()
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads((out_dir / "run_record.json").read_text())

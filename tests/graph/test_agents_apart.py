@@ -3,10 +3,7 @@ the twin's (both cores), the twin's clock held within their acknowledged progres
 completes with every landed drop recorded, no anomaly, and the report written by the summarizer apart.
 
 Slow (a whole titration, two processes): about 2-4 min on 2 shared cores."""
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -15,8 +12,8 @@ pytest.importorskip("rclpy")
 
 from agentchemist.sim.scenario import read_scenario_yaml  # noqa: E402
 from agentchemist_ros.tools.agents_apart import DEFAULT_APART  # noqa: E402
-from agentchemist_ros.tools.scenario_runner import claim_domain  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import run_worker  # noqa: E402
 
 
 @pytest.mark.slow
@@ -25,18 +22,7 @@ def test_a_titration_with_the_listening_agents_in_a_second_process(tmp_path):
     data = read_scenario_yaml(REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml")
     scenario = tmp_path / "hcl_short.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    domain, lock = claim_domain()
-    try:
-        env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker",
-                               "--scenario", str(scenario), "--seed", "1", "--runs", str(tmp_path / "runs"),
-                               "--out", str(tmp_path / "run_record.json"), "--timeout", "600",
-                               "--apart", ",".join(DEFAULT_APART)], env=env, capture_output=True, text=True,
-                              timeout=800)
-    finally:
-        lock.close()
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    record = json.loads((tmp_path / "run_record.json").read_text())
+    record = run_worker(scenario, tmp_path, "--apart", ",".join(DEFAULT_APART), worker_timeout_s=600, timeout_s=800)
     log = (tmp_path / "runs" / "agents_apart.log").read_text()
     assert record["processes"] == 2 and "recorder" in log and "summarizer" in log
     assert record["success"] and record["outcome"] == "completed", record["message"]

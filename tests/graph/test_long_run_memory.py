@@ -13,9 +13,6 @@ To see which node holds what, run the worker with tracemalloc (several times slo
         --out DIR/run_record.json --trace-memory 25     # -> DIR/memory_trace.json, growth by node
 """
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -23,8 +20,8 @@ import yaml
 pytest.importorskip("rclpy")
 
 from agentchemist.sim.scenario import read_scenario_yaml  # noqa: E402
-from agentchemist_ros.tools.scenario_runner import claim_domain  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.graph.harness import run_worker  # noqa: E402
 
 EXPERIMENTS = 5
 MAX_BLOCKS_PER_EXPERIMENT = 1500  # after the fixes: about 300 (a drop's audio label, rclpy's goal results)
@@ -39,17 +36,7 @@ def test_back_to_back_experiments_do_not_grow_the_process(tmp_path):
     data["name"], data["repeat"] = "hcl_short_repeat", EXPERIMENTS
     scenario = tmp_path / "hcl_short_repeat.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    domain, lock = claim_domain()
-    try:
-        env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        proc = subprocess.run([sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker",
-                               "--scenario", str(scenario), "--seed", "1", "--runs", str(tmp_path / "runs"),
-                               "--out", str(tmp_path / "run_record.json"), "--timeout", "1200",
-                               "--trace-memory", "0"], env=env, capture_output=True, text=True, timeout=1500)
-    finally:
-        lock.close()
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    record = json.loads((tmp_path / "run_record.json").read_text())
+    record = run_worker(scenario, tmp_path, "--trace-memory", "0", worker_timeout_s=1200, timeout_s=1500)
     assert record["success"] and len(record["memory_per_experiment_mb"]) == EXPERIMENTS, record["message"]
     trace = json.loads((tmp_path / "memory_trace.json").read_text())
     checkpoints = trace["checkpoints"]  # graph up, then after each experiment
