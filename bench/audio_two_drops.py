@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,9 @@ from agentchemist.perception.audio.evaluation import score_droplets
 from agentchemist.sim.audio import AudioEventTruth, ContactAudioConfig, ContactAudioSynth, drop_train
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
 SR = 48000
 CHUNK = 4800  # 0.1 s, as the twin publishes
 
@@ -75,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "audio_two_drops.json")
     args = p.parse_args(argv)
     result = {"benchmark": "audio_two_drops",
-              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                       text=True).stdout.strip(),
+              "commit": commit(),
               "machine": {"python": platform.python_version(), "processor": platform.machine(),
                           "load_1min": os.getloadavg()[0]}}
     for name, config in (("reonset", DetectorConfig()), ("no_reonset", DetectorConfig(reonset_db=0.0))):

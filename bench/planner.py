@@ -12,21 +12,15 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
 RESULTS = REPO / "bench" / "results"
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run() -> dict:
@@ -50,7 +44,7 @@ def run() -> dict:
         # the same corpus on the parser before the issue-21 changes (commit 37389f1), measured once
         "before_issue21": {"tuned_accuracy": 0.804, "holdout_accuracy": 0.748},
         "latency": report.latency_summary(),
-        "commit": _commit(),
+        "commit": commit(),
         "load_avg_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",
     }

@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +30,10 @@ from agentchemist.sim.lab import LabTwin  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
+
 BUDGET_MS = 1000.0 / 30.0
 
 
@@ -73,11 +77,9 @@ def main() -> None:
     per_frame = np.sum([np.array(v) for v in stages.values() if v], axis=0)
     summary = {k: {"mean_ms": round(float(np.mean(v)), 3), "p95_ms": round(float(np.percentile(v, 95)), 3)}
                for k, v in stages.items() if v}
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     result = {
         "benchmark": "vision_pipeline",
-        "commit": commit,
+        "commit": commit(),
         "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                     "opencv": cv2.__version__},

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,9 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
 
 
 def batch_for(config, seed=0):
@@ -91,8 +93,7 @@ def main() -> int:
     args = ap.parse_args()
     from agentchemist.policy.vla.configuration_vla import paper_config, tiny_config
     torch.set_num_threads(1)
-    result = {"commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                       text=True).stdout.strip(),
+    result = {"commit": commit(),
               "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, no GPU",
               "load_average_before": os.getloadavg(), "threads": 1}
     if args.no_latency and Path(args.out).exists():
