@@ -34,9 +34,12 @@ class InputProgress:
     def __init__(self):
         self.stamp: float | None = None
         self.read_at = 0.0  # monotonic wall time of the latest message read
+        self.on_read = None  # set by acknowledge_clock: a held-back acknowledgement goes out as reading catches up
 
     def read(self, stamp: float) -> None:
         self.stamp, self.read_at = stamp, time.monotonic()
+        if self.on_read is not None:
+            self.on_read()
 
     def reached(self, now: float) -> float:
         """What the node can acknowledge: its clock, held back to the stream while the stream flows."""
@@ -57,8 +60,18 @@ def acknowledge_clock(node, inputs: InputProgress | None = None):
         return None
     pub = node.create_publisher(ClockAck, topics.CLOCK_ACKS, 10)
     name = node.get_fully_qualified_name()
-    def acknowledge():
-        now = node_now(node)
-        pub.publish(ClockAck(stamp=to_msg(inputs.reached(now) if inputs is not None else now), node=name))
+    last = [float("-inf")]
 
+    def acknowledge(force: bool = True):
+        now = node_now(node)
+        reached = inputs.reached(now) if inputs is not None else now
+        if force or reached - last[0] >= period:
+            last[0] = reached
+            pub.publish(ClockAck(stamp=to_msg(reached), node=name))
+
+    if inputs is not None:
+        # The timer runs on the node's clock, which stands while the twin waits for this node: an
+        # acknowledgement held back by the stream must also go out when the stream is read, or the twin
+        # would wait until ack_dead_s and then run on unbounded.
+        inputs.on_read = lambda: acknowledge(force=False)
     return node.create_timer(period, acknowledge)
