@@ -130,3 +130,31 @@ def test_beside_gazebo_follows_the_external_clock(ros):
     assert json.loads(json.dumps(sim.twin.truth_summary(), default=float))["t"] == pytest.approx(sim.t)
     for n in (sim, probe):
         n.destroy_node()
+
+
+def test_a_held_tick_goes_out_when_the_controller_answers(ros):
+    """While a controller streams gripper commands each tick waits for its answer; the tick goes out when
+    the answer arrives, not at the timer's next period (which halved the twin's pace). The timer here is
+    50 s of wall time, so every tick below is one the test or an answer caused."""
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO),
+                                          Parameter("real_time_factor", value=0.001)])
+    probe = Node("answer_probe")
+    pub = probe.create_publisher(Float64MultiArray, topics.gripper_command_topic(sim.pipette_side), 10)
+    executor = make_executor()
+    executor.add_node(sim)
+    executor.add_node(probe)
+    assert spin_until(executor, lambda: pub.get_subscription_count() > 0, 10.0)
+    period = sim.config.clock_period
+    for _ in range(4):  # a controller that answers every tick: streaming from now on
+        sim.tick()
+        sim.on_gripper(sim.pipette_side, Float64MultiArray(data=[0.03]))
+    t0 = sim.t
+    sim.tick()  # goes out; its answer is awaited
+    assert sim.t == pytest.approx(t0 + period)
+    sim.tick()  # the timer's next period comes before the answer: held
+    assert sim.held and sim.t == pytest.approx(t0 + period)
+    pub.publish(Float64MultiArray(data=[0.03]))  # the answer, through DDS
+    assert spin_until(executor, lambda: sim.t > t0 + 1.5 * period, 10.0), "the held tick did not go out"
+    assert sim.t == pytest.approx(t0 + 2 * period) and not sim.held
+    for n in (sim, probe):
+        n.destroy_node()

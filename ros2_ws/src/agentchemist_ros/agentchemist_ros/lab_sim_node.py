@@ -31,7 +31,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 from agentchemist.paths import scene_asset_dir, urdf_file
 from agentchemist.policy.primitives import load_poses
@@ -48,6 +48,7 @@ from agentchemist.sim.twin_ph_meter import TwinPhMeter
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, ClockAck, PeerWait
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.markers import marker_msg
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import AUDIO, LATCHED, PEER_WAITS, READINGS, SENSOR
@@ -71,6 +72,7 @@ class LabSimNode(GuardedNode):
         self.lazy = cfg.publish_only_with_subscribers
         self.next_marker_wall = 0.0
         self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s)
+        self.held = False  # the last tick was held by the lockstep
         poses = load_poses()
         self.pipette_side = self.scenario.pipette.held_by
         self.draw = PipetteDraw(self.twin, poses)
@@ -108,10 +110,10 @@ class LabSimNode(GuardedNode):
                                      lambda m, s=s: self.on_gripper(s, m), 10)
             self.create_subscription(JointTrajectory, topics.arm_trajectory_topic(s),
                                      lambda m, s=s: self.on_arm(s, m), 10)
-        self.create_subscription(PeerWait, topics.PEER_WAITS, lambda m: self.lockstep.peer_wait(
-            m.node, m.count, time.monotonic()), PEER_WAITS)
-        self.create_subscription(ClockAck, topics.CLOCK_ACKS, lambda m: self.lockstep.acked(
-            m.node, to_sec(m.stamp), time.monotonic()), 50)
+        self.create_subscription(PeerWait, topics.PEER_WAITS, lambda m: self.released(self.lockstep.peer_wait(
+            m.node, m.count, time.monotonic())), PEER_WAITS)
+        self.create_subscription(ClockAck, topics.CLOCK_ACKS, lambda m: self.released(self.lockstep.acked(
+            m.node, to_sec(m.stamp), time.monotonic())), 50)
         self.create_service(InjectFault, "/lab_sim/inject_fault", self.on_inject_fault)
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.serial = cfg.serial_bench(self.context, self.twin, self.streams)  # instruments serial: docs/robot.md
@@ -130,6 +132,7 @@ class LabSimNode(GuardedNode):
         result = self.arms.command_gripper(side, float(msg.data[0]), self.t)
         if result.clamped or not result.accepted:
             self.get_logger().warn(f"{side} gripper command clamped or refused: {result.reason}")
+        self.released()
 
     def on_arm(self, side, msg):
         if not msg.points:
@@ -176,9 +179,17 @@ class LabSimNode(GuardedNode):
         return response
 
     # ------------------------------------------------------------------ pacing
+    def released(self, _=None):
+        """A held tick goes out when what it waited for arrives, not at the timer's next period: waiting
+        for the period doubled the wall time per tick while a controller streams (the twin ran at half its
+        pace). The pace stays bounded: each such tick takes the place of a timer tick that was held."""
+        if self.held:
+            self.tick()
+
     def tick(self):
         cfg = self.config
-        if cfg.publish_clock and self.lockstep.hold(time.monotonic(), self.t):
+        self.held = cfg.publish_clock and self.lockstep.hold(time.monotonic(), self.t)
+        if self.held:
             return
         self.lockstep.ticked()
         if cfg.publish_clock:
@@ -254,30 +265,11 @@ class LabSimNode(GuardedNode):
     def publish_markers(self):
         """The bench as it is now, one MarkerArray (every item's markers: ADD, or DELETE when gone)."""
         stamp = to_msg(self.t)
-        self.marker_pub.publish(MarkerArray(markers=[_marker_msg(s, stamp) for s in twin_markers(self.twin)]))
+        self.marker_pub.publish(MarkerArray(markers=[marker_msg(s, stamp) for s in twin_markers(self.twin)]))
 
     def real_time_factor(self) -> float:
         wall = time.monotonic() - self.wall_started
         return (self.t - self.sim_started) / wall if wall > 0 else 0.0
-
-
-_SHAPES = {"cube": Marker.CUBE, "cylinder": Marker.CYLINDER, "sphere": Marker.SPHERE,
-           "text": Marker.TEXT_VIEW_FACING}
-
-
-def _marker_msg(spec, stamp) -> Marker:
-    """visualization_msgs/Marker of a bench_view.MarkerSpec (lifetime 0: it stays until replaced)."""
-    msg = Marker(header=Header(stamp=stamp, frame_id=spec.frame), ns=spec.ns, id=spec.id)
-    if spec.action == "delete":
-        msg.action = Marker.DELETE
-        return msg
-    msg.action, msg.type, msg.text = Marker.ADD, _SHAPES[spec.shape], spec.text
-    p, q = msg.pose.position, msg.pose.orientation
-    p.x, p.y, p.z = (float(v) for v in spec.position)
-    q.x, q.y, q.z, q.w = (float(v) for v in spec.orientation)
-    msg.scale.x, msg.scale.y, msg.scale.z = (float(v) for v in spec.scale)
-    msg.color.r, msg.color.g, msg.color.b, msg.color.a = (float(v) for v in spec.rgba)
-    return msg
 
 
 def _blank():
