@@ -191,14 +191,26 @@ def test_topic_filter_remap_start_offset_and_clock(tmp_path):
 def test_loop_and_rate(tmp_path):
     bag = write_strings(tmp_path / "l", 5, step_ns=100_000_000)  # 0.4 s of bag time
     player = BagPlayer(bag, PlaybackOptions(rate=4.0, loop=True), keep_log=True)
-    stopper = threading.Timer(0.5, player.stop_event.set)  # 0.1 s per pass: about 5 passes
+
+    def stop_after_three_passes():  # on a condition, not a wall time: a loaded machine plays fewer passes
+        deadline = time.monotonic() + 60.0
+        while player.stats.passes < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        player.stop_event.set()
+
+    stopper = threading.Thread(target=stop_after_three_passes)
     stopper.start()
     stats = player.play()
+    stopper.join()
     player.destroy_node()
     assert stats.passes >= 3 and stats.messages >= 15
     first_pass = stats.log[:5]
     errors = timing_errors([p.timestamp for p in first_pass], [p.wall for p in first_pass], rate=4.0)
-    assert max(abs(e) for e in errors) < 0.02
+    # At 4x the messages are due 25 ms apart: one played early would show the rate was not applied, so
+    # none may be. How late they come is the scheduler's (bench/bag_timing.py measures it: p95 3-5 ms).
+    assert min(errors) > -0.002, errors
+    # Played at 1x, the fifth would be 0.3 s late: 0.25 s leaves the scheduler a loaded machine's pauses.
+    assert max(errors) < 0.25, errors
 
 
 def test_unknown_type_and_damaged_bag_play_what_they_can(tmp_path):

@@ -51,9 +51,13 @@ def _replay(case: Case, runs: Path) -> dict:
     nodes = [RecorderNode(parameter_overrides=params, start_parameter_services=False),
              SummarizerNode(parameter_overrides=[*params, Parameter("report_in_process", value=True)],
                             start_parameter_services=False)]
-    # Neither node has a timer: /clock only needs to move with the messages.
+    # /clock moves with the messages, and one second past the last: the recorder publishes its records
+    # with its status (every 0.5 s), after one flush; live, the clock ran on past the bag's end.
+    from agentchemist.bag import BagReader
+    with BagReader(case.bag) as reader:
+        end_s = reader.info().end_ns / 1e9
     result = replay(case.bag, nodes, in_bag(case.bag, INPUTS), OUTPUTS, senders={"recorder", "summarizer"},
-                    clock_step_s=0.0, drain_on_clock=False)
+                    clock_step_s=0.0, drain_on_clock=False, clock_ticks_s=(end_s + 1.0,))
     records = result.probe.on(topics.RECORDS)
     written = [m for m in result.probe.on(topics.MESSAGES) if m.sender == "summarizer"]
     report = json.loads(Path(json.loads(written[0].payload_json)["json"]).read_text()) if written else None

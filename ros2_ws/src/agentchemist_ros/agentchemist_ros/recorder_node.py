@@ -62,7 +62,8 @@ class RecorderNode(GuardedNode):
         self.create_service(QueryRecords, topics.QUERY_RECORDS, self.query)
         # The run depends on its record (agentchemist.fsm.record_watch): the status acknowledges a plan and
         # then says, every status_period_s, that what arrived is durable.
-        self.records = 0
+        self.records = 0  # published (acknowledged) in this experiment
+        self.unacked = []  # records stored but not yet flushed and published
         self.status_pub = self.create_publisher(RecorderStatus, topics.RECORDER_STATUS, LATCHED)
         self.create_timer(self.config.status_period_s, self.publish_status)
 
@@ -93,6 +94,8 @@ class RecorderNode(GuardedNode):
             if self.recording is None:
                 return
             closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)), calendar=calendar_now())
+            if closed is not None:  # the stop record is flushed, and with it every record before it
+                self.acknowledge()
         if closed is not None:
             self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
                                               sender=self.get_name(), receiver="summarizer", symbol="record_closed",
@@ -121,26 +124,31 @@ class RecorderNode(GuardedNode):
                                                      start=to_sec(msg.start), end=to_sec(msg.end))))
 
     def record(self, apply):
-        """Apply an input to the experiment being recorded (none: dropped) and publish the records it made,
-        under the lock so that records go out in the order they were stored."""
+        """Apply an input to the experiment being recorded (none: dropped); the records it made wait for
+        the next status, which makes them durable with one flush and publishes them in the order stored."""
         with self.lock:
             if self.recording is None:
                 return
-            for record in apply(self.recording) or ():
-                self.records += 1
-                self.record_pub.publish(FusedRecord(
-                    stamp=to_msg(record.stamp), experiment_id=record.experiment_id, seq=record.seq,
-                    quantity=record.quantity, unit=record.unit,
-                    value=float(record.value) if math.isfinite(record.value) else float("nan"),
-                    confidence=float(record.confidence), channels=list(record.channels),
-                    channel_values=[float(v) for v in record.channel_values],
-                    channel_confidences=[float(c) for c in record.channel_confidences],
-                    fsm_state=record.fsm_state, subtask_id=record.subtask_id,
-                    quality_flags=list(record.quality_flags)))
+            self.unacked.extend(apply(self.recording) or ())
             for n in self.recording.take_notices():  # what it found wrong with the data itself
                 self.anomaly_pub.publish(make_anomaly(
                     now=n.stamp, experiment_id=self.experiment_id, source=self.get_name(), kind=n.kind,
                     severity=n.severity, description=n.description, resolved=n.resolved))
+
+    def acknowledge(self):
+        """Publish the records made durable since the last call (the caller flushed or closed the store)."""
+        for record in self.unacked:
+            self.records += 1
+            self.record_pub.publish(FusedRecord(
+                stamp=to_msg(record.stamp), experiment_id=record.experiment_id, seq=record.seq,
+                quantity=record.quantity, unit=record.unit,
+                value=float(record.value) if math.isfinite(record.value) else float("nan"),
+                confidence=float(record.confidence), channels=list(record.channels),
+                channel_values=[float(v) for v in record.channel_values],
+                channel_confidences=[float(c) for c in record.channel_confidences],
+                fsm_state=record.fsm_state, subtask_id=record.subtask_id,
+                quality_flags=list(record.quality_flags)))
+        self.unacked.clear()
 
     # ------------------------------------------------------------------ outputs
     def publish_status(self):
@@ -149,6 +157,7 @@ class RecorderNode(GuardedNode):
             now, recording = node_now(self), self.recording
             if recording is not None and not recording.store.closed:
                 recording.store.flush()
+            self.acknowledge()
             degraded = recording is not None and recording.store.degraded
             self.status_pub.publish(RecorderStatus(
                 stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, recording=recording is not None,
@@ -183,7 +192,8 @@ class RecorderNode(GuardedNode):
         """Close the store of the experiment being recorded; return its recording (None if there was none)."""
         recording, self.recording = self.recording, None
         if recording is not None:
-            left = recording.close()
+            left = recording.close()  # writes out what is queued: the records made so far are durable
+            self.acknowledge()
             if left:  # the database stayed down: the run's rows are only in its spill file
                 self.get_logger().warn(left)
                 self.store_failure("spill_unreplayed", left)

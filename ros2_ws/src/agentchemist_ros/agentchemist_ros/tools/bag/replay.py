@@ -94,7 +94,8 @@ class ReplayResult:
 
 def ticked_steps(player: BagPlayer, ticks_ns) -> Iterator[Played | None]:
     """Like `player.steps()` (one pass, /clock before every message) with /clock also at each of `ticks_ns`
-    (sorted bag times): when something outside the bag is due then, e.g. a recorded peer's answer."""
+    (sorted bag times, also after the last message): when something outside the bag is due then, e.g. a
+    recorded peer's answer or a node's timer."""
     ticks = list(ticks_ns)
     i = 0
     for msg in player.reader.messages(list(player.publishers_by_topic)):
@@ -112,6 +113,10 @@ def ticked_steps(player: BagPlayer, ticks_ns) -> Iterator[Played | None]:
         played = player.publish(msg)
         if played is not None:
             yield played
+    for tick in ticks[i:]:  # after the bag's last message: the clock runs on, as it did live
+        if player.clock_ns is None or tick > player.clock_ns:
+            player.publish_clock(tick)
+            yield None
 
 
 def replay(bag: Path, nodes: list[Node], inputs: list[str], outputs: dict[str, tuple[type, object]],
