@@ -73,6 +73,8 @@ class LabSimNode(GuardedNode):
         self.next_marker_wall = 0.0
         self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s)
         self.held = False  # the last tick was held by the lockstep
+        self.release_timer = self.create_timer(1e-4, self._release_tick)  # one-shot: see released()
+        self.release_timer.cancel()
         poses = load_poses()
         self.pipette_side = self.scenario.pipette.held_by
         self.draw = PipetteDraw(self.twin, poses)
@@ -182,7 +184,13 @@ class LabSimNode(GuardedNode):
     def released(self, _=None):
         """A held tick goes out when what it waited for arrives, not at the timer's next period: waiting
         for the period doubled the wall time per tick while a controller streams (the twin ran at half its
-        pace). The pace stays bounded: each such tick takes the place of a timer tick that was held."""
+        pace). Each such tick takes the place of a held timer tick (the pace stays bounded); a one-shot timer
+        queues it behind what has arrived: answers to the last tick's messages act before the next tick."""
+        if self.held:
+            self.release_timer.reset()
+
+    def _release_tick(self):
+        self.release_timer.cancel()
         if self.held:
             self.tick()
 
