@@ -38,8 +38,7 @@ from agentchemist.policy.primitives import (ALIASES, BOTTLE_POSE, BOTTLE_SIDE, P
 __all__ = ["RobotFrames", "SeenObject", "SeenPlan", "SeenTargetConfig", "SeenTargets", "seen_kind"]
 
 TARGET_SOURCES = ("camera", "named")
-#: The pipette is taken from above (the fingers close across the bulb, the tube hangs along the tool axis),
-#: and held so over the beaker: its tip is then straight below the bulb.
+#: The pipette is taken from above: the fingers close across the bulb, the tube hangs along the tool axis.
 DOWN = (0.0, 0.0, -1.0)
 #: A tag farther than this from the camera (m) is not on the bench: a garbage pose.
 MAX_RANGE_M = 5.0
@@ -216,13 +215,15 @@ class SeenTargets:
         g = self.poses.gripper_mm
         if kind == "beaker":
             target = point + np.array([0.0, 0.0, self.config.tip_clearance_m + PIPETTE.tip_below_bulb()])
-            q = self._solve(side, target, self.poses.pose(side, "over_beaker"), obj.id, DOWN)
+            # Position only: straight down is out of the Piper's wrist range (joint5 +-70 deg) that high over the
+            # bench; the tip is taken as below the bulb, as the pipette hangs when held from above.
+            q = self._solve(side, target, self.poses.pose(side, "over_beaker"), obj.id)
             return SeenPlan([self._arm(side, q, current, 2.0, f"move over {obj.id} (IK)")],
                             f"IK over {obj.id} seen at {where}")
         seed = self.poses.pose(side, "pipette" if kind == "pipette" else BOTTLE_POSE)
         axis = DOWN if kind == "pipette" else None   # the bottle is held from the side (poured by joint6)
-        above = self._solve(side, point + np.array([0.0, 0.0, self.config.approach_height_m]), seed, obj.id, axis)
-        at = self._solve(side, point, above, obj.id, axis)
+        at = self._solve(side, point, seed, obj.id, axis)
+        above = self._above(side, point, at, axis)
         approach = self._arm(side, above, current, 2.0, f"approach {obj.id} (IK)")
         reach = self._arm(side, at, above, 1.0, f"move to {obj.id} (IK)")
         if kind == "pipette":
@@ -254,6 +255,17 @@ class SeenTargets:
                 return hit
         same = [o for o in objects if canonical_kind(o.kind) == kind]
         return same[0] if len(same) == 1 else None  # several and none named: the named pose
+
+    def _above(self, side: str, point: np.ndarray, at: np.ndarray, axis) -> np.ndarray:
+        """The approach: approach_height_m above the grasp point, or lower where the wrist's range ends
+        (tool straight down, the Piper's joint5 +-70 deg limits how high it can be over the bench)."""
+        for k in (1.0, 0.75, 0.5, 0.25):
+            try:
+                return self.ik(side).solve(point + np.array([0.0, 0.0, k * self.config.approach_height_m]), at,
+                                           tool_axis=axis)
+            except IKError:
+                continue
+        return at
 
     def _solve(self, side: str, target: np.ndarray, seed: Sequence[float], what: str, axis=None) -> np.ndarray:
         try:
