@@ -122,6 +122,8 @@ def test_the_bottle_is_taken_at_its_neck_and_lifted_to_the_named_pour_pose(seen,
 def test_no_pose_known_or_target_source_named_keeps_the_named_poses(seen, poses):
     unknown = SeenObject("pipette", "pipette", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0))   # the kinematic twin's
     assert plan(seen, "grasp", {"object": "pipette"}, [unknown]) is None
+    never_set = SeenObject("pipette", "pipette", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))  # geometry_msgs' default
+    assert plan(seen, "grasp", {"object": "pipette"}, [never_set]) is None
     assert plan(seen, "grasp", {"object": "pipette"}, []) is None                      # not seen
     obj = in_camera(seen, "pipette", "pipette", bulb_near_the_taught_pose(seen, poses))
     named = SeenTargets(poses, SeenTargetConfig(target_source="named"))

@@ -75,8 +75,12 @@ class SeenObject:
 
     @property
     def known(self) -> bool:
-        """The contract: a zero quaternion means the pose is not known."""
-        return bool(np.any(np.asarray(self.orientation, float) != 0.0))
+        """The contract: a zero quaternion means the pose is not known. So does a zero position (no tag
+        sits in the camera's lens): a SceneObject whose pose was never set has geometry_msgs' default,
+        position 0 and the identity quaternion (0, 0, 0, 1), which is what a vision supervisor without
+        3-D poses sends."""
+        return bool(np.any(np.asarray(self.orientation, float) != 0.0)) and \
+            bool(np.any(np.asarray(self.position, float) != 0.0))
 
 
 @dataclass(frozen=True)
