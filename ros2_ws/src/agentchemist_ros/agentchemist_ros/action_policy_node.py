@@ -116,8 +116,9 @@ class ActionPolicyNode(GuardedNode):
                                                                          beaker_at)
         except (json.JSONDecodeError, KeyError, PrimitiveError) as exc:
             return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc!r}")
-        except SceneUnavailable as exc:
-            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}")
+        except SceneUnavailable as exc:  # where the beaker stands is not known
+            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}; "
+                              "the robot does not move blind")
         if self.backend != "scripted":
             return self._fail(goal_handle, result, g, f"policy backend '{self.backend}' is not available here")
         if not steps:  # e.g. the beaker already stands where the plan wants it
@@ -198,7 +199,7 @@ class ActionPolicyNode(GuardedNode):
             try:
                 response = await self.describe_scene(self.seen.config.target_scene_timeout_s)
             except SceneUnavailable as exc:
-                self.get_logger().warn(f"{primitive}: the named pose ({exc})")
+                self.get_logger().warn(f"{primitive}: the named pose ({exc})")  # as before the camera
         objects = [SeenObject(o.id, o.kind, (o.pose.position.x, o.pose.position.y, o.pose.position.z),
                               (o.pose.orientation.x, o.pose.orientation.y, o.pose.orientation.z,
                                o.pose.orientation.w)) for o in (response.objects if response else ())]
@@ -235,8 +236,7 @@ class ActionPolicyNode(GuardedNode):
                     why = "the scene service did not answer"
             if not deadline.done():
                 await first_of(resolved_after(self, 0.2, steady=True), deadline)
-        raise SceneUnavailable(f"the scene is unknown: {why} (within {timeout_s:.0f} s); "
-                               "the robot does not move blind")
+        raise SceneUnavailable(f"the scene is unknown: {why} (within {timeout_s:.0f} s)")
 
     def _wait_for(self, step):
         """A Future: True when the measured state reaches the step (after a short settle), False on timeout."""
