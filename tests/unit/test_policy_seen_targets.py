@@ -23,9 +23,12 @@ def poses():
     return load_poses()
 
 
+ALL_KINDS = SeenTargetConfig(camera_kinds=("pipette", "beaker", "solid_bottle"))
+
+
 @pytest.fixture
 def seen(poses):
-    return SeenTargets(poses)
+    return SeenTargets(poses, ALL_KINDS)
 
 
 def in_camera(seen, item_id, kind, grasp_base, rotation=FACING_ROBOT):
@@ -112,6 +115,9 @@ def test_the_bottle_is_taken_at_its_neck_and_lifted_to_the_named_pour_pose(seen,
     neck = NECK
     bottle = in_camera(seen, "solid_bottle", "solid_bottle", neck)
     result = plan(seen, "grasp", {"object": "solid_bottle", "side": "left"}, [bottle])
+    by_default = SeenTargets(poses)           # the bottle is opt-in: the twin's weighing reads the taught pose
+    assert not by_default.needs_scene("grasp", {"object": "solid_bottle"})
+    assert plan(by_default, "grasp", {"object": "solid_bottle", "side": "left"}, [bottle]) is None
     assert [s.label for s in result.steps][-1] == "move to pour_over_beaker"
     assert result.steps[-1].target == poses.pose("left", "pour_over_beaker")   # the tilt convention's pose
     reach = result.steps[2]

@@ -10,8 +10,9 @@ joints. :mod:`agentchemist.bench.grasp_points` says where on the item the hand g
 IK starts from the station's named pose (config/poses.yaml), so the arm stays on the taught branch.
 
 Only the primitives that touch a movable item use it: grasp the pipette (its bulb), position over the
-beaker (the held pipette's tip above the mouth), grasp the solid bottle (its neck), and return the pipette
-to where it was taken. Fixed stations (the titrant bottle, the pour pose, the beaker stations, the
+beaker (the held pipette's tip above the mouth), grasp the solid bottle (its neck; only when
+``camera_kinds`` names it: the twin's weighing effects read the taught pose), and return the pipette to
+where it was taken. Fixed stations (the titrant bottle, the pour pose, the beaker stations, the
 buttons) keep their named poses, and so does everything when no pose is known. A pose that is known but
 bad (not finite, behind the camera, not a unit quaternion, a face turned away, too old, in a frame the
 URDF does not have) or a target out of reach raises PrimitiveError: the robot does not move.
@@ -50,6 +51,10 @@ class SeenTargetConfig:
                                description="Arm targets of grasp / position subtasks: camera (inverse kinematics "
                                            "to where the front camera sees the labware when its 3-D pose is "
                                            "known, else the named pose) | named (always the named poses)")
+    camera_kinds: tuple = param(("pipette", "beaker"), choices=("pipette", "beaker", "solid_bottle"),
+                                description="Labware whose seen pose the targets come from (target_source camera). "
+                                            "solid_bottle is left out by default: the twin's weighing effects "
+                                            "decide the bottle is held from the taught solid_bottle pose")
     target_scene_timeout_s: float = param(2.0, unit="s", low=0.0, high=60.0,
                                           description="Wait this long (wall) for the scene before a grasp or "
                                                       "position subtask; no answer: the named pose")
@@ -188,7 +193,7 @@ class SeenTargets:
     # ------------------------------------------------------------------ planning
     def needs_scene(self, primitive: str, parameters: Mapping | None) -> bool:
         """Whether the primitive's target may come from the scene (putting back the pipette does not)."""
-        return (self.config.target_source == "camera" and seen_kind(primitive, parameters) is not None
+        return (self.config.target_source == "camera" and seen_kind(primitive, parameters) in self.config.camera_kinds
                 and ALIASES.get(primitive, primitive) != "return_pipette")
 
     def plan(self, primitive: str, side: str | None, parameters: Mapping | None, frame: str, stamp: float,
@@ -201,7 +206,7 @@ class SeenTargets:
         p = dict(parameters or {})
         kind = seen_kind(primitive, p)
         side = p.get("side") or side or (BOTTLE_SIDE if kind == "solid_bottle" else "right")
-        if self.config.target_source == "named" or kind is None:
+        if self.config.target_source == "named" or kind not in self.config.camera_kinds:
             return None
         name = ALIASES.get(primitive, primitive)
         if name == "return_pipette":
