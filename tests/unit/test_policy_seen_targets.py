@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("pinocchio")
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from agentchemist.bench.grasp_points import GRASP_POINTS, PIPETTE, TAG_LABEL_M, beaker_size_m  # noqa: E402
+from agentchemist.bench.grasp_points import (GRASP_POINTS, PIPETTE, TAG_LABEL_M, TAG_STANDOFF_M,  # noqa: E402
+                                             beaker_size_m)
 from agentchemist.policy.primitives import PrimitiveError, load_poses, plan_primitive  # noqa: E402
 from agentchemist.policy.seen_targets import (SeenObject, SeenTargetConfig, SeenTargets,  # noqa: E402
                                               seen_kind)
@@ -107,7 +108,7 @@ def test_over_the_beaker_the_held_pipettes_tip_clears_the_rim(seen, poses):
     assert result.note.startswith("IK over beaker_main seen at")
     # the beaker's mouth from its tag: half its height up, its radius plus the label's standoff behind
     d, h = beaker_size_m(100.0)
-    assert GRASP_POINTS["beaker"].offset == pytest.approx((0.0, h / 2, -(d / 2 + 0.0015)))
+    assert GRASP_POINTS["beaker"].offset == pytest.approx((0.0, h / 2, -(d / 2 + 0.002)))
 
 
 def test_the_bottle_is_taken_at_its_neck_and_lifted_to_the_named_pour_pose(seen, poses):
@@ -197,3 +198,5 @@ def test_the_grasp_geometry_is_the_twins_scene(seen):
     assert PIPETTE.bulb_diameter_m == pytest.approx(bench_view.PIPETTE_BULB_PX[0] * bench_view.M_PER_PX)
     assert TAG_LABEL_M == pytest.approx(scene_model.TAG_SIDE_M * (1 + 2 * scene_model.TAG_QUIET))
     assert beaker_size_m(250.0)[0] == pytest.approx(drawing.beaker_size(250.0)[0] * bench_view.M_PER_PX)
+    # the label box (1 mm thick) is centred 1.5 mm in front of the item: its printed face 2 mm proud
+    assert TAG_STANDOFF_M == pytest.approx(0.0015 + 0.0005)

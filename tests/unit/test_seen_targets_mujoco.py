@@ -39,7 +39,8 @@ def seen_by_the_front_camera(arms: MujocoArms, item: str, kind: str) -> SeenObje
     tag = m.geom(f"{item}_tag").id
     g = d.geom_xmat[tag].reshape(3, 3)   # the label box shows its texture upright on its -x face
     r_tag = np.column_stack([-g[:, 1], g[:, 2], -g[:, 0]])
-    p = r_cam.T @ (d.geom_xpos[tag] - p_cam)
+    face = d.geom_xpos[tag] + r_tag[:, 2] * m.geom_size[tag][0]   # the printed face: the box's outer side
+    p = r_cam.T @ (face - p_cam)
     return SeenObject(item, kind, tuple(p), tuple(Rotation.from_matrix(r_cam.T @ r_tag).as_quat()))
 
 

@@ -9,7 +9,7 @@ the beaker's rim). Sizes are the bench's labware as the twin's scene has them (t
 ``sim/scene_model.py``, which tests/unit/test_policy_seen_targets.py checks these numbers against):
 
 - the tag: a printed side of 30 mm with a 25 % quiet zone (a 45 mm label) on the face toward the robot,
-  1.5 mm proud of the item's widest part; at mid height of a beaker or bottle body, as a flag at the top
+  its printed face 2 mm proud of the item's widest part (the pose is the printed tag's centre); at mid height of a beaker or bottle body, as a flag at the top
   of a pipette's tube (its label's top edge level with the top of the tube stood upright).
 - a rubber-bulb pipette: a 63 mm glass tube (58 px), a 12 x 20 mm bulb (11 x 18 px) on top; its flag
   reads upright when the pipette rests in a beaker leaning 12 deg (the drawing's resting pipette), so the
@@ -33,7 +33,7 @@ __all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "TAG_LAB
 MM_PER_DESIGN_PX = 50.0 / 46.0   #: the drawing's scale: a 100 mL low-form beaker, 50 mm, is 46 design px
 TAG_SIDE_M = 0.030               #: printed tag side
 TAG_LABEL_M = TAG_SIDE_M * 1.5   #: with its 25 % quiet zone on each side
-TAG_STANDOFF_M = 0.0015          #: label face in front of the item's widest part
+TAG_STANDOFF_M = 0.002           #: the label's printed face in front of the item's widest part (a 2 mm card)
 
 
 def _px(n: float) -> float:
