@@ -9,8 +9,9 @@ the beaker's rim). Sizes are the bench's labware as the twin's scene has them (t
 ``sim/scene_model.py``, which tests/unit/test_policy_seen_targets.py checks these numbers against):
 
 - the tag: a printed side of 30 mm with a 25 % quiet zone (a 45 mm label) on the face toward the robot,
-  its printed face 2 mm proud of the item's widest part (the pose is the printed tag's centre); at mid height of a beaker or bottle body, as a flag at the top
-  of a pipette's tube (its label's top edge level with the top of the tube stood upright).
+  its printed face 2 mm proud of the item's widest part (the pose is the printed tag's centre); at mid
+  height of a beaker or bottle body, as a flag at the top of a pipette's tube (its label's top edge level
+  with the top of the tube stood upright).
 - a rubber-bulb pipette: a 63 mm glass tube (58 px), a 12 x 20 mm bulb (11 x 18 px) on top; its flag
   reads upright when the pipette rests in a beaker leaning 12 deg (the drawing's resting pipette), so the
   tube leans 12 deg toward the flag's +x.
@@ -90,12 +91,16 @@ def _beaker_mouth(capacity_ml: float = 100.0) -> np.ndarray:
 BOTTLE_DIAMETER_M, BOTTLE_HEIGHT_M = _px(34.0), _px(60.0)
 BOTTLE_NECK_BELOW_TOP_M = 0.010
 
+def _point(kind: str, offset, why: str) -> GraspPoint:
+    return GraspPoint(kind, tuple(float(v) for v in offset), why)
+
+
 GRASP_POINTS: dict[str, GraspPoint] = {
-    "pipette": GraspPoint("pipette", tuple(float(v) for v in PIPETTE.bulb_from_tag()), "the bulb's centre: the jaws close on it"),
-    "beaker": GraspPoint("beaker", tuple(float(v) for v in _beaker_mouth()), "the centre of a 100 mL beaker's mouth"),
-    "solid_bottle": GraspPoint(
-        "solid_bottle", (0.0, BOTTLE_HEIGHT_M / 2.0 - BOTTLE_NECK_BELOW_TOP_M, -(BOTTLE_DIAMETER_M / 2.0 + TAG_STANDOFF_M)),
-        "the bottle's neck, 10 mm below the body's top, on its axis"),
+    "pipette": _point("pipette", PIPETTE.bulb_from_tag(), "the bulb's centre: the jaws close on it"),
+    "beaker": _point("beaker", _beaker_mouth(), "the centre of a 100 mL beaker's mouth"),
+    "solid_bottle": _point("solid_bottle", (0.0, BOTTLE_HEIGHT_M / 2.0 - BOTTLE_NECK_BELOW_TOP_M,
+                                            -(BOTTLE_DIAMETER_M / 2.0 + TAG_STANDOFF_M)),
+                           "the bottle's neck, 10 mm below the body's top, on its axis"),
 }
 
 
