@@ -87,7 +87,7 @@ def test_the_converted_nodes_take_their_parameters_from_config_classes():
         "recorder_node": ["RecorderConfig"], "lab_sim_node": ["LabSimConfig"], "piper_driver_node": ["DriverConfig"],
         "planner_node": ["BackendConfig"], "vision_supervisor_node": ["SupervisionConfig"],
         "dispenser_controller_node": ["DispenserConfig", "SolidPourConfig"],
-        "audio_supervisor_node": ["NoiseConfig"], "action_policy_node": ["VLAServeConfig"]}
+        "audio_supervisor_node": ["NoiseConfig"], "action_policy_node": ["VLAServeConfig", "SeenTargetConfig"]}
 
 
 def test_block_checker_catches_unknown_names_types_ranges_choices_and_dataclass_refusals():

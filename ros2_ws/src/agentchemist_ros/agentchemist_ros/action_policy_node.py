@@ -8,7 +8,10 @@ with a completion report: the result's symbol (e.g. grasp_ok) which the vision s
 The plan's primitive name and parameters choose the motion (grasp the pipette or the solid bottle;
 move_to over the beaker, or carry a beaker to a station). Before carrying a beaker (place / move_to of
 a beaker_*) the node asks the vision supervisor's scene service where the beaker stands; without an
-answer, or with the beaker not in view, the subtask fails: the robot does not move blind.
+answer, or with the beaker not in view, the subtask fails: the robot does not move blind. Before grasping
+the pipette or the solid bottle and positioning over the beaker it asks the scene too: where the item's
+3-D pose is known, the arm goes there by inverse kinematics (agentchemist.policy.seen_targets), else (no
+pose, no answer, target_source:=named) to the named pose as before.
 """
 import json
 import threading
@@ -23,6 +26,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from agentchemist.policy.vla.serve import VLAServeConfig
+from agentchemist.policy.seen_targets import SeenObject, SeenTargetConfig, SeenTargets
 from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker_station, load_poses, needs_beaker_station,
                                             plan_primitive, station_name, stations, step_reached)
 from agentchemist_interfaces.action import ExecuteSubtask
@@ -35,7 +39,7 @@ from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.timeconv import node_now
+from agentchemist_ros.common.timeconv import node_now, to_sec
 from agentchemist_ros.common.waiting import first_of, resolved_after
 from agentchemist_ros.vla_backend import VLABackend
 
@@ -72,6 +76,7 @@ class ActionPolicyNode(GuardedNode):
         self.scene_client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE,
                                                callback_group=ReentrantCallbackGroup())
         self.waits = peer_waits(self)
+        self.seen = SeenTargets(self.poses, declare_config(self, SeenTargetConfig))
         vla_config = declare_config(self, VLAServeConfig)
         self.vla = VLABackend(self, vla_config) if self.backend == "vla" else None
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
@@ -106,11 +111,14 @@ class ActionPolicyNode(GuardedNode):
             beaker_at = None
             if needs_beaker_station(primitive, parameters):
                 beaker_at, parameters = await self.locate_beaker(parameters)
-            steps = plan_primitive(primitive, self.poses, side, parameters, beaker_at)
+            seen = await self.seen_plan(primitive, side, parameters)
+            steps = seen.steps if seen is not None else plan_primitive(primitive, self.poses, side, parameters,
+                                                                         beaker_at)
         except (json.JSONDecodeError, KeyError, PrimitiveError) as exc:
             return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc!r}")
-        except SceneUnavailable as exc:
-            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}")
+        except SceneUnavailable as exc:  # where the beaker stands is not known
+            return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}; "
+                              "the robot does not move blind")
         if self.backend != "scripted":
             return self._fail(goal_handle, result, g, f"policy backend '{self.backend}' is not available here")
         if not steps:  # e.g. the beaker already stands where the plan wants it
@@ -184,10 +192,31 @@ class ActionPolicyNode(GuardedNode):
         self.get_logger().info(f"{parameters.get('object')} stands on the {at} per the front camera")
         return at, parameters
 
-    async def describe_scene(self):
+    async def seen_plan(self, primitive, side, parameters):
+        """Steps to where the camera sees the item (IK), or None: the named pose (no 3-D pose known)."""
+        response = None
+        if self.seen.needs_scene(primitive, parameters):
+            try:
+                response = await self.describe_scene(self.seen.config.target_scene_timeout_s)
+            except SceneUnavailable as exc:
+                self.get_logger().warn(f"{primitive}: the named pose ({exc})")  # as before the camera
+        objects = [SeenObject(o.id, o.kind, (o.pose.position.x, o.pose.position.y, o.pose.position.z),
+                              (o.pose.orientation.x, o.pose.orientation.y, o.pose.orientation.z,
+                               o.pose.orientation.w)) for o in (response.objects if response else ())]
+        with self.lock:
+            joints = dict(self.joints)
+        plan = self.seen.plan(primitive, side, parameters, response.header.frame_id if response else "",
+                              to_sec(response.header.stamp) if response else 0.0, objects, node_now(self),
+                              {s: self.arm(s) for s in topics.SIDES}, joints)
+        if response is not None or plan is not None:
+            self.get_logger().info(f"{primitive}: {plan.note if plan else 'named pose (no 3-D pose seen)'}")
+        return plan
+
+    async def describe_scene(self, timeout_s=None):
         """The vision supervisor's scene, asked until it answers or the wall timeout passes (the camera
         may not have delivered a frame yet)."""
-        deadline = resolved_after(self, self.scene_timeout, steady=True)
+        timeout_s = self.scene_timeout if timeout_s is None else timeout_s
+        deadline = resolved_after(self, timeout_s, steady=True)
         why = "no DescribeScene service"
         while not deadline.done():
             if self.scene_client.service_is_ready():
@@ -207,8 +236,7 @@ class ActionPolicyNode(GuardedNode):
                     why = "the scene service did not answer"
             if not deadline.done():
                 await first_of(resolved_after(self, 0.2, steady=True), deadline)
-        raise SceneUnavailable(f"where the beaker stands is unknown: {why} (within {self.scene_timeout:.0f} s); "
-                               "the robot does not move blind")
+        raise SceneUnavailable(f"the scene is unknown: {why} (within {timeout_s:.0f} s)")
 
     def _wait_for(self, step):
         """A Future: True when the measured state reaches the step (after a short settle), False on timeout."""
