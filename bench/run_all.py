@@ -99,6 +99,9 @@ def table() -> str:
     rtf = load("rtf")
     if rtf:
         rows.append(rtf_row(rtf))
+    contention = load("contention")
+    if contention:
+        rows.append(contention_row(contention))
     demo = load("demo")
     if demo:
         rows.append(("make demo (HCl/NaOH worked example, whole graph)",
@@ -272,6 +275,23 @@ def rtf_row(rtf: dict) -> tuple[str, str]:
             f"{rtf['commit']})", "; ".join(parts))
 
 
+def contention_row(result: dict) -> tuple[str, str]:
+    """bench/contention.py: the library's decisions twice at once and beside a CPU hog vs alone."""
+    parts = []
+    for name, v in result["verdict"].items():
+        load = result["conditions"][name.split(" copy")[0]]
+        differ = ", ".join(f"{d['scenario']} seed {d['seed']}: {d['alone']['outcome']} "
+                           f"{d['alone']['alarm_kinds'] or 'no anomaly'} alone vs {d['here']['outcome']} "
+                           f"{d['here']['alarm_kinds'] or 'no anomaly'}" for d in v["different"])
+        gap = v["largest_equivalence_gap_drops"]
+        parts.append(f"{name}: {v['same_decisions']}/{v['runs']} same (load {load['load_1min_before']:.0f}"
+                     f"->{load['load_1min_after']:.0f}{'; equivalence within %.2f drop' % gap if gap is not None else ''}"
+                     f"{'; ' + differ if differ else ''})")
+    return (f"scenario library, {result['seeds']} seed each: decisions (outcome, anomaly kinds) vs the same run alone "
+            f"(goal: all the same; {result['commit']}, alone load {result['conditions']['alone']['load_1min_before']:.0f})",
+            "; ".join(parts))
+
+
 def fault_campaign_row(faults: dict) -> tuple[str, str]:
     """Goal: every case held, named, nothing acknowledged lost, honest (table: bench/results/fault_campaign.md)."""
     summary = faults["summary"]
@@ -407,6 +427,7 @@ def main() -> int:
     if runs:
         ok &= run("fusion", ["bench/fusion_error.py", str(runs[-1].parent)])
     ok &= run("real-time factor", ["bench/rtf.py"])
+    ok &= run("contention", ["bench/contention.py"], timeout=3 * 3600)
     ok &= run("audio", ["bench/audio_detector.py", "--drops", "100", "--seeds", "1"])
     ok &= run("audio two drops", ["bench/audio_two_drops.py"])
     ok &= run("dispenser", ["bench/dispenser.py"])
