@@ -62,11 +62,12 @@ def load_scene(bodies: Iterable[SceneBody], urdf_text: str, asset_dir: Path) -> 
 
 
 def _mujoco_texture(path: Path) -> Path:
-    """MuJoCo maps a 2-D texture onto a box's -x face transposed and mirrored: store the label so that it
-    shows upright and readable there (checked by detecting the tags in a render)."""
+    """MuJoCo maps a 2-D texture onto a box's -x face mirrored left to right: store the label mirrored so
+    that it shows upright and readable there, as printed (the tag's top edge up: perception reads the
+    item's up from it; tests/unit/test_tag_pose.py checks the corners' order in a render)."""
     image = cv2.imread(str(path))
     out = path.with_name(path.stem + "_mjcf.png")
-    cv2.imwrite(str(out), cv2.flip(cv2.transpose(image), -1))
+    cv2.imwrite(str(out), cv2.flip(image, 1))
     return out
 
 
