@@ -154,7 +154,8 @@ def tag_pose(corners: np.ndarray, camera: CameraModel, depth_m: np.ndarray | Non
     points = _inner_points(quad, camera, depth_m) if depth_m is not None else None
     if points is not None and len(points) >= 6:
         normal = _plane_normal(points)
-        rotation, t = max(solutions, key=lambda s: abs(float(s[1][:, 2] @ normal)))[1:]
+        normal = -normal if normal @ points.mean(axis=0) > 0 else normal  # toward the camera, as the tag's z
+        rotation, t = max(solutions, key=lambda s: float(s[1][:, 2] @ normal))[1:]
     else:
         rotation, t = min(solutions, key=lambda s: s[0])[1:]
     quat = quaternion_xyzw(rotation)
