@@ -163,45 +163,11 @@ def test_a_beaker_one_row_behind_that_lines_up_in_the_image_is_not_on_the_stirre
 
 
 # ---------------------------------------------------------------------------------------- MuJoCo render
-mujoco_scene = pytest.importorskip("agentchemist.sim.mjcf_scene")
-
-
 @pytest.fixture(scope="module")
 def render(tmp_path_factory):
-    from agentchemist.sim.lab import LabTwin
-    from agentchemist.sim.mujoco_arms import intrinsics
-    from agentchemist.sim.mujoco_gl import NO_GL_REASON, select_gl
-    from agentchemist.sim.scenario import load_scenario
-    from agentchemist.sim.scene_model import twin_scene
-    from tests.conftest import REPO
+    from tests.scene_render import front_render
 
-    if not select_gl():
-        pytest.skip(NO_GL_REASON)
-    mujoco = mujoco_scene.mujoco
-    twin = LabTwin(load_scenario(REPO / "config" / "scenarios" / "titration_cluttered.yaml"))
-    bodies = twin_scene(twin)
-    model, _ = mujoco_scene.load_scene(bodies, (REPO / "urdf" / "agentchemist_aloha.urdf").read_text(),
-                                       tmp_path_factory.mktemp("assets"))
-    data = mujoco.MjData(model)
-    while data.time < 0.5:  # the pipette settles on the rim, as in the backend
-        mujoco.mj_step(model, data)
-    w, h = mujoco_scene.CAMERA_SIZE
-    with mujoco.Renderer(model, h, w) as renderer:
-        renderer.update_scene(data, "front")
-        rgb = renderer.render()
-        renderer.enable_depth_rendering()
-        renderer.update_scene(data, "front")
-        depth = renderer.render()
-    cam = model.camera("front").id
-    r_optical = data.cam_xmat[cam].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])  # MuJoCo: -z forward, y up
-    truth = {}
-    for b in bodies:
-        if b.tag is not None:
-            g = model.geom(f"{b.name}_tag").id
-            face = data.geom_xpos[g] - data.geom_xmat[g].reshape(3, 3)[:, 0] * 0.0005  # the printed -x face
-            truth[b.name] = r_optical.T @ (face - data.cam_xpos[cam])
-    camera = CameraModel.from_camera_info(intrinsics(w, h).ravel(), [0.0] * 5, w, h)
-    return {"rgb": rgb, "depth": depth.astype(np.float64), "truth": truth, "camera": camera, "bodies": bodies}
+    return front_render("titration_cluttered", tmp_path_factory.mktemp("assets"))
 
 
 def test_tag_positions_in_the_render_are_within_a_centimetre_of_the_model(render):
