@@ -106,3 +106,20 @@ def test_camera_info_that_does_not_fit_the_image_gives_no_poses_and_says_why(gra
     camera.info.publish(nan_k)
     assert wait_for(lambda: math.isnan(node.front_geometry.info.k[0]))
     assert "not finite" in json.loads(camera.describe().checks_json)["no_3d"]
+
+
+def test_gazebo_depth_in_metres_is_read_too(graph):
+    """Gazebo's bridge sends depth as 32FC1 metres (docs/robot.md), the drivers 16UC1 millimetres."""
+    node, camera, scene = graph
+    _colour(node, camera, scene)
+    camera.info.publish(images.camera_info(scene["k"], scene["rgb"].shape[1], scene["rgb"].shape[0], camera.header()))
+    camera.depth.publish(images.to_msg(scene["depth"].astype(np.float32), "32FC1", camera.header()))
+    assert wait_for(lambda: node.front_geometry.depth is not None and node.front_geometry.depth.encoding == "32FC1"
+                    and node.front_geometry.info.width == scene["rgb"].shape[1]
+                    and not math.isnan(node.front_geometry.info.k[0]))
+    response = camera.describe()
+    extra = json.loads(response.checks_json)
+    assert extra["no_3d"] == "" and set(extra["pose_source"].values()) == {"depth"}
+    o = next(o for o in response.objects if o.id == "beaker_main")
+    assert np.linalg.norm(np.subtract((o.pose.position.x, o.pose.position.y, o.pose.position.z),
+                                      scene["truth"]["beaker_main"])) < 0.01
