@@ -8,6 +8,7 @@ the front camera rendered at the robot's 640 x 480 for the scene check and the c
 
 Usage: python bench/mujoco_library.py [--seeds N] [SCENARIO...]        # default: the five below, 1 seed
        python bench/mujoco_library.py --from-json RUNNER_JSON ...      # tabulate runner results already run
+       ... --keep    # keep the --out file's rows of scenarios not in this run (each row names its commit)
 """
 from __future__ import annotations
 
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="wall s per run (a full HCl/NaOH titration took over 900 s with mujoco at load 16 on 2 cores)")
     p.add_argument("--from-json", nargs="+", metavar="JSON", help="runner JSONs of mujoco runs: no new runs")
     p.add_argument("--out", default=str(RESULTS / "mujoco_library.json"))
+    p.add_argument("--keep", action="store_true",
+                   help="keep the rows of the --out file for scenarios this run does not have, with their commit")
+    p.add_argument("--commit", help="the commit the runs were made on (default: HEAD at the start)")
     args = p.parse_args(argv)
     load, started_on = os.getloadavg()[0], commit()  # the code that runs is the commit at the start
     if args.from_json:
@@ -90,9 +94,20 @@ def main(argv: list[str] | None = None) -> int:
         runner = run(args.scenarios, args.seeds, args.jobs, runs, args.timeout)
         how = f"scenario_runner --arm-backend mujoco --seeds {args.seeds} --jobs {args.jobs}"
     kinematic = json.loads((RESULTS / "scenarios.json").read_text())["summary"]["scenarios"]
+    started_on = args.commit or started_on
+    rows = {name: {**row, "commit": started_on} for name, row in table(runner, kinematic).items()}
     result = {"how": how, "commit": started_on, "load_at_start": round(load, 1),
               "load_at_end": round(os.getloadavg()[0], 1), "machine": f"{os.cpu_count()} cores, shared",
-              "kinematic_source": "bench/results/scenarios.json (5 seeds)", "scenarios": table(runner, kinematic)}
+              "kinematic_source": "bench/results/scenarios.json (5 seeds)", "scenarios": rows}
+    if args.keep and Path(args.out).exists():
+        earlier = json.loads(Path(args.out).read_text())
+        kept = {name: {**row, "commit": row.get("commit", earlier.get("commit"))}
+                for name, row in earlier["scenarios"].items() if name not in rows}
+        result["scenarios"] = {**kept, **rows}
+        result["how"] = f"{how} on {started_on}; rows of {', '.join(kept)} kept from before: {earlier.get('how')}"
+        result["commit"] = " / ".join(dict.fromkeys([started_on, *(str(r["commit"]) for r in kept.values())]))
+    result["not_as_expected"] = [n for n, r in result["scenarios"].items()
+                                 if (r.get("mujoco") or {}).get("expected_behaviour") != 1.0]
     Path(args.out).write_text(json.dumps(result, indent=1, default=float))
     for name, row in result["scenarios"].items():
         print(f"{name:24s} mujoco {row['mujoco']}  kinematic {row['kinematic']}")

@@ -162,6 +162,18 @@ def test_where_the_front_camera_shows_the_beaker(scenario):
         beaker_station("beaker_xl", objects, width, ["balance", "stirrer"])
 
 
+def test_what_the_3d_scene_check_says_the_beaker_stands_on_decides():
+    """DescribeScene's ``on`` (from the tags' 3-D poses) wins over the image rule where it has the beaker."""
+    objects = [("beaker_main", "beaker", 160.0, 180.0), ("stirrer", "stirrer", 160.0, 210.0),
+               ("balance", "balance", 60.0, 210.0)]
+    assert beaker_station("beaker_main", objects, 320, ["balance", "stirrer"]) == "stirrer"  # image: aligned
+    assert beaker_station("beaker_main", objects, 320, ["balance", "stirrer"], supports={"beaker_main": "bench"}) is None
+    assert beaker_station("beaker_main", objects, 320, ["balance", "stirrer"],
+                          supports={"beaker_main": "balance"}) == "balance"
+    assert beaker_station("beaker_main", objects, 320, ["balance", "stirrer"],
+                          supports={"beaker_small": "bench"}) == "stirrer"  # not about this beaker: the image rule
+
+
 def test_a_beaker_beside_a_station_or_under_it_does_not_stand_on_it():
     objects = [("balance", "balance", 100.0, 212.0), ("beaker_main", "beaker", 150.0, 190.0)]
     assert beaker_station("beaker_main", objects, 320, ["balance"]) is None    # 50 px > 0.12 * 320

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ARUCO_DICTIONARY", "FREE_IDS", "MARKER_TABLE", "TAG_CELLS", "TAG_SIDE_DESIGN_PX", "MarkerInfo",
-           "default_marker_id"]
+__all__ = ["ARUCO_DICTIONARY", "FREE_IDS", "LABEL_SIDE_M", "MARKER_TABLE", "TAG_CELLS",
+           "TAG_QUIET", "TAG_SIDE_DESIGN_PX", "TAG_SIDE_M", "MarkerInfo", "default_marker_id"]
 
 #: OpenCV's name of the tag dictionary (``cv2.aruco.DICT_4X4_50``): ids 0..49.
 ARUCO_DICTIONARY = "DICT_4X4_50"
@@ -43,6 +43,22 @@ TAG_CELLS = 6
 #: A tag's printed side in design px of the 320 x 240 front view, the length unit in which the twin lays
 #: out its drawing and perception places its regions from a tag (3 design px per cell).
 TAG_SIDE_DESIGN_PX = 18.0
+#: Printed tag side (m) on the real items (and the 3-D scene): the black square, border to border. Sized
+#: for the camera that reads it, not taken from the 2-D drawing's scale (18 design px, about 20 mm): the
+#: front camera (640 x 480, 58 deg vertical field, 1.2 m up) sees the labels 0.6-0.7 m away and 50-60 deg
+#: off their normal, where a 20 mm tag is about 13 x 7 px, under 1.5 px per cell vertically, and OpenCV's
+#: ArUco detector decodes only the nearest three of seven (measured on the MuJoCo render). 30 mm tags are
+#: about 20 x 11 px there. The scene check's 3-D positions (perception/tag_pose.py) take the tag's size
+#: from here: print them at this size.
+TAG_SIDE_M = 0.030
+#: White margin around the tag on its label, as a fraction of its side (the label is 45 mm square).
+TAG_QUIET = 0.25
+LABEL_SIDE_M = TAG_SIDE_M * (1.0 + 2.0 * TAG_QUIET)
+#: An item whose front face is lower than its label (the stirrer plate, 26 mm, and the balance, 22 mm,
+#: under a 45 mm label) carries the label as a card standing on the bench against that face, rising above
+#: the item's top: flat on the face at mid height, half of the tag was below the bench top and the rest at
+#: the image's bottom edge, where the balance's tag did not decode. The card stands on the bench, so its
+#: tag's centre is half a label above the bench (:func:`agentchemist.bench.platforms.card_tag_centre`).
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,13 @@ During the run, `LabwareWatch` compares every front frame's tags with the scene 
 item whose tag disappears (missing) or whose tag moved beyond a tolerance (moved), frame after frame,
 is an anomaly; the supervisor holds dispensing from the first such frame until the item is back.
 
+With the camera's intrinsics (and the depth image aligned to colour), every tag also gets its 3-D pose in
+the camera's optical frame (:mod:`agentchemist.perception.tag_pose`), and "on the stirrer" is decided in
+3-D (:mod:`agentchemist.perception.standing`): the beaker's tag over the stirrer's footprint and above
+its top. Without them (the kinematic twin's 2-D drawing) the image rules decide, as they always did.
+Which platform each beaker or bottle stands on, where the poses say, goes along (``supports``: a platform
+id, or :data:`ON_BENCH` for none) so that the planner resolves "the beaker on the stirrer" the same way.
+
 With the lab inventory (:mod:`agentchemist.bench.inventory`), every container whose tag is seen also
 carries what the lab recorded it holds (reagent, concentration, lot): the planner compares that, not the
 instruction's word, with the plan.
@@ -23,7 +30,15 @@ from agentchemist.bench.inventory import Inventory
 from agentchemist.bench.labware import platform_kinds
 from agentchemist.bench.tags import MARKER_TABLE
 from agentchemist.params import param
-from agentchemist.perception.tags import detect_markers
+from agentchemist.perception.standing import stands_on
+from agentchemist.perception.tag_pose import CameraModel, TagPose, tag_pose
+from agentchemist.perception.tags import detect_marker_corners
+
+#: What an item stands on when the 3-D rule finds it on no platform: the bench top (a scene object's
+#: ``on``; the planner treats any id that is not a platform's as "on none of them").
+ON_BENCH = "bench"
+#: Kinds that stand on a platform (a beaker on the stirrer or the balance, a bottle on the balance).
+STANDING_KINDS = ("beaker", "reagent_bottle", "solid_bottle")
 
 
 @dataclass(frozen=True)
@@ -34,6 +49,7 @@ class SceneObjectSeen:
     v: float
     marker_id: int
     confidence: float = 1.0
+    pose: TagPose | None = None   #: the tag's pose in the camera's optical frame, when intrinsics are known
 
 
 @dataclass
@@ -43,6 +59,8 @@ class SceneDescription:
     reasons: dict[str, str] = field(default_factory=dict)
     image_size: tuple[int, int] | None = None  # (width, height) px of the image the positions refer to
     contents: dict[str, dict] = field(default_factory=dict)  # object id -> the inventory's entry (as_scene)
+    #: object id -> the platform id it stands on or ON_BENCH, decided from 3-D poses (absent: not known)
+    supports: dict[str, str] = field(default_factory=dict)
 
     def find(self, kind: str) -> SceneObjectSeen | None:
         return next((o for o in self.objects if o.kind == kind), None)
@@ -50,7 +68,8 @@ class SceneDescription:
     def as_scene_dict(self) -> dict:
         """The planner's SceneInfo.from_dict shape (kinds as the bench names them)."""
         # Image positions go along: with clutter, which beaker stands on the stirrer is read from them.
-        out = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **self._held(o.id)}
+        out = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **self._held(o.id),
+                            **({"on": self.supports[o.id]} if o.id in self.supports else {})}
                            for o in self.objects],
                "preconditions": dict(self.checks)}
         if self.image_size is not None:
@@ -72,24 +91,38 @@ def aligned(a_uv: tuple[float, float], b_uv: tuple[float, float], tolerance_px: 
 
 
 def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12,
-                   inventory: Inventory | None = None) -> SceneDescription:
+                   inventory: Inventory | None = None, camera: CameraModel | None = None,
+                   depth_m: np.ndarray | None = None) -> SceneDescription:
     """Objects and precondition checks. `horizontal_tolerance` is a fraction of the image width within
     which two items count as vertically aligned (one standing on or in the other). With `inventory`,
-    each seen container's recorded contents go along (`contents`)."""
+    each seen container's recorded contents go along (`contents`). With `camera` (the intrinsics the
+    image was taken with) each tag gets a pose, its position from `depth_m` (the aligned depth image in
+    metres, :func:`agentchemist.perception.tag_pose.depth_metres`) where given, and "on the stirrer" is
+    decided from the poses."""
     if image_rgb.ndim != 3 or image_rgb.shape[2] != 3 or image_rgb.dtype != np.uint8:
         raise ValueError(f"scene check needs an RGB uint8 image, got shape {image_rgb.shape} {image_rgb.dtype}")
+    if camera is not None and (camera.width, camera.height) != (image_rgb.shape[1], image_rgb.shape[0]):
+        raise ValueError(f"the camera's intrinsics are for {camera.width} x {camera.height} px, the image is "
+                         f"{image_rgb.shape[1]} x {image_rgb.shape[0]}")
+    if depth_m is not None and (camera is None or depth_m.shape != image_rgb.shape[:2]):
+        raise ValueError(f"a depth image {depth_m.shape} needs the camera's intrinsics and the colour image's "
+                         f"size {image_rgb.shape[:2]}")
     seen = []
-    for marker_id, (u, v) in sorted(detect_markers(image_rgb).items()):
+    for marker_id, corners in sorted(detect_marker_corners(image_rgb).items()):
         info = MARKER_TABLE.get(marker_id)
         if info is None:
             continue
-        seen.append(SceneObjectSeen(info.labware_id, info.kind, u, v, marker_id))
+        centre = corners.mean(axis=0)
+        pose = tag_pose(corners, camera, depth_m) if camera is not None else None
+        seen.append(SceneObjectSeen(info.labware_id, info.kind, float(centre[0]), float(centre[1]), marker_id,
+                                    pose=pose))
     desc = SceneDescription(objects=seen, image_size=(int(image_rgb.shape[1]), int(image_rgb.shape[0])))
     if inventory is not None:
         for o in seen:
             entry = inventory.for_tag(o.marker_id, o.id)
             if entry is not None:
                 desc.contents[o.id] = entry.as_scene()
+    desc.supports = _supports(seen)
     tol = horizontal_tolerance * image_rgb.shape[1]
     beaker = desc.find("beaker")
 
@@ -98,6 +131,12 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12,
         if beaker is None or item is None:
             missing = "beaker" if beaker is None else kind.replace("_", " ")
             desc.checks[name], desc.reasons[name] = False, f"no {missing} seen by the front camera"
+            return
+        if below and beaker.pose is not None and item.pose is not None:  # in 3-D (perception/standing.py)
+            ok, where = stands_on(beaker.pose, item.pose, item.kind)
+            desc.checks[name] = bool(ok)
+            if not ok:
+                desc.reasons[name] = f"{beaker.id} is not on {item.id}: its tag is {where}"
             return
         ok = aligned((item.u, item.v), (beaker.u, beaker.v), tol, below)
         desc.checks[name] = bool(ok)
@@ -109,6 +148,22 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12,
     check("probe_immersed", "ph_probe", below=None)
     check("pipette_in_beaker", "pipette", below=None)
     return desc
+
+
+def _supports(seen: list[SceneObjectSeen]) -> dict[str, str]:
+    """Item id -> the platform it stands on (the nearest whose footprint holds it) or ON_BENCH, for every
+    standing item with a pose, when every platform in view has one too (else the image rules decide)."""
+    platforms = [o for o in seen if o.kind in platform_kinds()]
+    if any(p.pose is None for p in platforms):
+        return {}
+    out = {}
+    for item in seen:
+        if item.kind not in STANDING_KINDS or item.pose is None:
+            continue
+        under = [(float(np.linalg.norm(np.subtract(item.pose.position, p.pose.position))), p.id)
+                 for p in platforms if stands_on(item.pose, p.pose, p.kind)[0]]
+        out[item.id] = min(under)[1] if under else ON_BENCH
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------

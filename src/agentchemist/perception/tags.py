@@ -17,7 +17,7 @@ import numpy as np
 
 from agentchemist.bench.tags import ARUCO_DICTIONARY
 
-__all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_markers", "tag_aspect"]
+__all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_marker_corners", "detect_markers", "tag_aspect"]
 
 #: (u, v, side): the tag's centre and mean side length, in image pixels
 Tag = tuple[float, float, float]
@@ -31,16 +31,22 @@ def aruco_dictionary() -> "cv2.aruco.Dictionary":
 
 def detect_markers(image_rgb: np.ndarray) -> dict[int, tuple[float, float]]:
     """Tag id -> centre (u, v) in pixels of every tag of the bench's dictionary found in an RGB image."""
+    found: dict[int, tuple[float, float]] = {}
+    for i, c in detect_marker_corners(image_rgb).items():
+        centre = c.mean(axis=0)
+        found[i] = (float(centre[0]), float(centre[1]))
+    return found
+
+
+def detect_marker_corners(image_rgb: np.ndarray) -> dict[int, np.ndarray]:
+    """Tag id -> its four corners (4 x 2 px, OpenCV's order: top-left, top-right, bottom-right,
+    bottom-left of the printed tag) of every tag of the bench's dictionary found in an RGB image."""
     grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY)
     detector = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
     corners, ids, _ = detector.detectMarkers(grey)
-    found: dict[int, tuple[float, float]] = {}
     if ids is None:
-        return found
-    for c, i in zip(corners, ids.ravel()):
-        centre = c.reshape(-1, 2).mean(axis=0)
-        found[int(i)] = (float(centre[0]), float(centre[1]))
-    return found
+        return {}
+    return {int(i): c.reshape(4, 2) for c, i in zip(corners, ids.ravel())}
 
 
 class TagFinder:

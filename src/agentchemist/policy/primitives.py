@@ -204,12 +204,14 @@ def _press(poses: Poses, side: str, p: dict) -> list[Step]:
 
 
 def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
-                   horizontal_tolerance: float = 0.12) -> str | None:
+                   horizontal_tolerance: float = 0.12, supports: dict | None = None) -> str | None:
     """Where the scene shows the beaker: the kind of the station it stands on, or None (on none of them).
 
-    ``objects``: the scene's labware as (id, kind, u, v) in front-image pixels. The rule is the scene
-    check's (perception/scene.py aligned): an item within ``horizontal_tolerance`` of the image
-    width of the beaker, and below it, is what the beaker stands on. Raises PrimitiveError when the
+    ``objects``: the scene's labware as (id, kind, u, v) in front-image pixels. ``supports``: what the
+    scene check decided each item stands on from the tags' 3-D poses (DescribeScene's ``on``: a platform's
+    id, or ``bench``; perception/scene.py): where it has the beaker, that decides. Else the rule is the
+    scene check's image rule (perception/scene.py aligned): an item within ``horizontal_tolerance`` of the
+    image width of the beaker, and below it, is what the beaker stands on. Raises PrimitiveError when the
     beaker is not in the scene (the robot does not move blind).
     """
     objs = [(str(i), str(k), float(u), float(v)) for i, k, u, v in objects]
@@ -217,8 +219,11 @@ def beaker_station(beaker_id: str, objects, image_width: float, station_kinds,
     if beaker is None:
         seen = ", ".join(sorted(o[0] for o in objs)) or "nothing"
         raise NotSeenError(f"{beaker_id} is not seen by the front camera (seen: {seen})")
-    tol = horizontal_tolerance * float(image_width)
     kinds = {station_name(k) for k in station_kinds}
+    if supports and beaker_id in supports:  # decided in 3-D
+        under = next((station_name(k) for i, k, _, _ in objs if i == supports[beaker_id]), None)
+        return under if under in kinds else None
+    tol = horizontal_tolerance * float(image_width)
     under = [(abs(u - beaker[2]), station_name(k)) for i, k, u, v in objs
              if station_name(k) in kinds and aligned((u, v), beaker[2:], tol, below=True)]
     return min(under)[1] if under else None

@@ -25,6 +25,8 @@ from typing import Any, Iterable
 import cv2
 import numpy as np
 
+from agentchemist.bench.platforms import LABEL_STANDOFF_M, PLATFORM_SIZES, card_tag_centre
+from agentchemist.bench.tags import LABEL_SIDE_M, TAG_QUIET, TAG_SIDE_M
 from agentchemist.sim.bench_view import ADD, BODY, CONTENT, CUBE, CYLINDER, PART, SPHERE, MarkerSpec, twin_markers
 from agentchemist.sim.markers import marker_image
 
@@ -32,14 +34,6 @@ __all__ = ["FLOOR_Z", "SceneBody", "SceneGeom", "TagLabel", "scene_bodies", "twi
 
 #: Floor height in base_link (m): the URDF's base_footprint is 0.05 m below base_link.
 FLOOR_Z = -0.05
-#: Printed tag side (m) on an item. Sized for the camera that reads it, not taken from the 2-D drawing's
-#: scale (18 design px, about 20 mm): the front camera (640 x 480, 58 deg vertical field, 1.2 m up) sees
-#: the labels 0.6-0.7 m away and 50-60 deg off their normal, where a 20 mm tag is about 13 x 7 px,
-#: under 1.5 px per cell vertically, and OpenCV's ArUco detector decodes only the nearest three of seven
-#: (measured on the MuJoCo render). 30 mm tags are about 20 x 11 px there and all the task's tags decode;
-#: with their 25 % quiet zone a label is 45 mm wide, which fits the 50 mm face of a 100 mL beaker.
-TAG_SIDE_M = 0.030
-TAG_QUIET = 0.25   # white margin around the tag, as a fraction of its side
 WALL_SLABS = 16    # slabs around a hollow beaker
 WALL_M = 0.002     # glass wall thickness (m)
 GLASS_RGBA = (0.85, 0.92, 0.97, 0.35)
@@ -165,20 +159,31 @@ def _item(item_id: str, kind: str, marker_id: int, specs: list[MarkerSpec]) -> S
     half_x = max(g.size[0] / 2.0 - g.pos[0] for g in geoms if g.name in ("body", "wall_0", "part"))
     tag = None
     if marker_id >= 0:
-        # On the front face (-x, toward the robot), at mid height of the body, just proud of the surface;
-        # on the pipette and the pH probe a flag near the top: their lower part stands in the liquid and
-        # behind the beaker's glass, where no camera reads a tag.
-        z = 0.0 if kind not in FLAG_KINDS else body.scale[2] / 2.0 - TAG_SIDE_M * (0.5 + TAG_QUIET)
-        tilt = PROBE_FLAG_TILT_RAD if kind == "ph_probe" else 0.0
-        # A tilted label turns about its centre: stand it off by its half height's run so it clears the rod.
-        out = TAG_SIDE_M * (0.5 + TAG_QUIET) * math.sin(tilt)
-        # The probe's flag stands beside the rod, toward the robot's left (+y, away from the beaker's centre,
-        # which the probe stands right of), so it does not hide the beaker's mouth and the liquid in it.
-        side = TAG_SIDE_M * (0.5 + TAG_QUIET) if kind == "ph_probe" else 0.0
-        tag = TagLabel(marker_id, (-half_x - 0.0015 - out, side, z), tilt_rad=tilt)
+        tag = _tag_label(kind, marker_id, half_x, body.scale[2])
     free = kind in FREE_KINDS
     return SceneBody(item_id, kind, origin, tuple(geoms), free=free, mass_kg=BULB_KIND_MASS_KG if free else 0.0,
                      tag=tag)
+
+
+def _tag_label(kind: str, marker_id: int, half_x: float, height: float) -> TagLabel:
+    """Where an item's tag is (body frame: origin at the body's centre, -x toward the robot)."""
+    card = LABEL_STANDOFF_M - 0.0005  # the label box's centre: its printed face LABEL_STANDOFF_M proud
+    if kind in PLATFORM_SIZES and height < LABEL_SIDE_M:
+        # A face lower than the label (stirrer plate, balance): a card standing on the bench against it
+        # (bench/tags.py, bench/platforms.py card_tag_centre), so no part of the tag is below the bench top.
+        x, z = card_tag_centre()
+        return TagLabel(marker_id, (-half_x + x + 0.0005, 0.0, -height / 2.0 + z))
+    # On the front face (-x, toward the robot), at mid height of the body, just proud of the surface;
+    # on the pipette and the pH probe a flag near the top: their lower part stands in the liquid and
+    # behind the beaker's glass, where no camera reads a tag.
+    z = 0.0 if kind not in FLAG_KINDS else height / 2.0 - TAG_SIDE_M * (0.5 + TAG_QUIET)
+    tilt = PROBE_FLAG_TILT_RAD if kind == "ph_probe" else 0.0
+    # A tilted label turns about its centre: stand it off by its half height's run so it clears the rod.
+    out = TAG_SIDE_M * (0.5 + TAG_QUIET) * math.sin(tilt)
+    # The probe's flag stands beside the rod, toward the robot's left (+y, away from the beaker's centre,
+    # which the probe stands right of), so it does not hide the beaker's mouth and the liquid in it.
+    side = TAG_SIDE_M * (0.5 + TAG_QUIET) if kind == "ph_probe" else 0.0
+    return TagLabel(marker_id, (-half_x - card - out, side, z), tilt_rad=tilt)
 
 
 def _hollow_beaker(radius: float, height: float) -> list[SceneGeom]:

@@ -174,7 +174,8 @@ class ActionPolicyNode(GuardedNode):
                     raise SceneUnavailable("the scene service gave no image size")
                 objects = [(o.id, o.kind, o.u, o.v) for o in response.objects]
                 try:
-                    at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance)
+                    at = beaker_station(str(parameters.get("object")), objects, size[0], known, self.scene_tolerance,
+                                        extra.get("on") if isinstance(extra.get("on"), dict) else None)
                     break
                 except NotSeenError:
                     if deadline.done():

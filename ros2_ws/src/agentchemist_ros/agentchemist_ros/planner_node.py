@@ -122,8 +122,9 @@ class PlannerNode(GuardedNode):
         contents = extra.get("contents") or {}
         held = {i: {"reagent": c.get("reagent"), "concentration_m": c.get("concentration_m")}
                 for i, c in contents.items() if isinstance(c, dict)}
-        scene = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **held.get(o.id, {})}
-                             for o in response.objects],
+        on = extra.get("on") if isinstance(extra.get("on"), dict) else {}  # what stands where, from 3-D poses
+        scene = {"objects": [{"id": o.id, "kind": o.kind, "u": o.u, "v": o.v, **held.get(o.id, {}),
+                              **({"on": str(on[o.id])} if on.get(o.id) else {})} for o in response.objects],
                  "preconditions": {k: bool(v) for k, v in checks.items()}}
         if len(extra.get("image_size") or ()) == 2:  # positions are in this image's pixels
             scene["image_size"] = extra["image_size"]

@@ -33,7 +33,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, ChemicalReading,
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common.heartbeats import watch_heartbeats
-from agentchemist_ros.common.scene_service import declared_backend, declared_inventory, describe_front
+from agentchemist_ros.common.scene_service import FrontGeometry, declared_backend, declared_inventory, describe_front
 from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
@@ -77,6 +77,7 @@ class VisionSupervisorNode(GuardedNode):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
         self.create_subscription(Image, topics.camera_topic("front"), self.on_front, SENSOR)
+        self.front_geometry = FrontGeometry(self)  # CameraInfo and aligned depth: the tags' 3-D poses
         self.create_subscription(RecorderStatus, topics.RECORDER_STATUS, self.on_recorder, LATCHED)
         watch_heartbeats(self, lambda m: self.event(Executor.on_heartbeat, m.node, m.instance, node_now(self)))
         self.create_subscription(String, topics.PH_CALIBRATION, self.on_calibration, LATCHED)
@@ -285,7 +286,8 @@ class VisionSupervisorNode(GuardedNode):
              on_silent=lambda why: self.abort(why, "balance_unavailable"))
 
     def describe(self, request, response):
-        return describe_front(self.front, self.vision_backend, node_now(self), request, response, self.inventory_file)
+        return describe_front(self.front, self.vision_backend, node_now(self), request, response, self.inventory_file,
+                              self.front_geometry)
 
 def main(args=None):
     spin_node(VisionSupervisorNode, args)

@@ -1,4 +1,5 @@
-"""sensor_msgs/Image <-> numpy for the encodings we use: rgb8, bgr8, mono8, 16UC1.
+"""sensor_msgs/Image <-> numpy for the encodings we use: rgb8, bgr8, mono8, 16UC1 (depth in mm: the RealSense
+and Orbbec drivers, the MuJoCo twin), 32FC1 (depth in m: Gazebo's bridge).
 
 Decoding (to_rgb) goes through cv_bridge where it is installed (the robot image: ros-jazzy-cv-bridge),
 after the same size checks; here (PyPI wheels, no cv_bridge) a numpy conversion does it. Only the numpy
@@ -13,7 +14,8 @@ try:
 except ImportError:     # no cv_bridge wheel on PyPI: the numpy conversion below
     _BRIDGE = None
 
-_ENCODINGS = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "mono8": (np.uint8, 1), "16UC1": (np.uint16, 1)}
+_ENCODINGS = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "mono8": (np.uint8, 1), "16UC1": (np.uint16, 1),
+              "32FC1": (np.float32, 1)}
 
 
 class ImageEncodingError(ValueError):

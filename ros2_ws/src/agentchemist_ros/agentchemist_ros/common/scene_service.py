@@ -1,20 +1,80 @@
 """The DescribeScene service of the vision supervisor: what the front camera shows (objects, the scene
 checks with their reasons, what the lab inventory says each seen container holds) and a one-line summary
-from the configured vision backend."""
+from the configured vision backend.
+
+With the front camera's CameraInfo (and its depth aligned to colour), each object's ``pose`` is its tag's
+pose in the camera's optical frame ``front_camera`` (the URDF's link; perception/tag_pose.py says how and
+which of depth and PnP wins); without (the kinematic twin), all zeros, the quaternion too: unknown."""
 import json
+
+from geometry_msgs.msg import Point, Pose, Quaternion
+from sensor_msgs.msg import CameraInfo, Image
 
 from agentchemist.bench.inventory import InventoryError, load_inventory
 
 from agentchemist.perception.scene import describe_scene
+from agentchemist.perception.tag_pose import CameraModel, CameraModelError, depth_metres
 from agentchemist.perception.vlm import make_backend, scene_summary
 from agentchemist_interfaces.msg import SceneObject
+from agentchemist_ros.common import images, topics
 from agentchemist_ros.common.params import declare
-from agentchemist_ros.common.timeconv import to_msg
+from agentchemist_ros.common.qos import SENSOR
+from agentchemist_ros.common.timeconv import to_msg, to_sec
+
+#: The URDF's optical frame of the front camera (x right, y down, z forward): the poses' frame.
+FRONT_OPTICAL_FRAME = "front_camera"
+#: A depth image older than this (s, ROS clock) at a DescribeScene call is not used (the colour frame is
+#: the latest one; both come at the camera's rate from the same camera).
+MAX_DEPTH_AGE_S = 1.0
 
 
-def describe_front(frame, backend, now: float, request, response, inventory_file: str = ""):
+class FrontGeometry:
+    """The front camera's latest CameraInfo and aligned depth image, for the tags' 3-D poses."""
+
+    def __init__(self, node, camera: str = "front"):
+        self.info = self.depth = None
+        node.create_subscription(CameraInfo, topics.camera_info_topic(camera), self.on_info, SENSOR)
+        node.create_subscription(Image, topics.depth_topic(camera), self.on_depth, SENSOR)
+
+    def on_info(self, msg):
+        self.info = msg
+
+    def on_depth(self, msg):
+        self.depth = msg
+
+    def for_frame(self, frame, now: float):
+        """(camera model or None, depth in metres or None, why there is no 3-D, '' when there is)."""
+        info, depth = self.info, self.depth
+        if info is None:
+            return None, None, "no camera_info from the front camera: no 3-D positions"
+        try:
+            camera = CameraModel.from_camera_info(info.k, info.d, info.width, info.height, info.distortion_model)
+        except CameraModelError as exc:
+            return None, None, f"front camera_info is unusable: {exc}"
+        if (camera.width, camera.height) != (frame.shape[1], frame.shape[0]):
+            return None, None, (f"front camera_info is for {camera.width} x {camera.height} px, the image is "
+                                f"{frame.shape[1]} x {frame.shape[0]}")
+        if depth is None or now - to_sec(depth.header.stamp) > MAX_DEPTH_AGE_S:
+            return camera, None, ""
+        try:
+            metres = depth_metres(images.to_rgb(depth))
+        except (images.ImageEncodingError, ValueError) as exc:
+            return camera, None, f"front depth image is unusable: {exc}"
+        return camera, (metres if metres.shape == frame.shape[:2] else None), ""
+
+
+def pose_msg(pose) -> Pose:
+    """geometry_msgs/Pose of a TagPose; None -> all zeros (a zero quaternion: unknown)."""
+    if pose is None:
+        return Pose(orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=0.0))
+    x, y, z = pose.position
+    qx, qy, qz, qw = pose.quaternion
+    return Pose(position=Point(x=x, y=y, z=z), orientation=Quaternion(x=qx, y=qy, z=qz, w=qw))
+
+
+def describe_front(frame, backend, now: float, request, response, inventory_file: str = "", geometry=None):
     response.header.stamp = to_msg(now)
-    response.header.frame_id = "front_camera"
+    response.header.frame_id = FRONT_OPTICAL_FRAME
     if request.camera not in ("", "front") or frame is None:
         response.success = False
         response.message = f"camera {request.camera!r} is not used for scene checks" if request.camera not in \
@@ -24,12 +84,15 @@ def describe_front(frame, backend, now: float, request, response, inventory_file
         inventory, inventory_error = load_inventory(inventory_file or None), ""
     except InventoryError as exc:
         inventory, inventory_error = None, str(exc)
-    desc = describe_scene(frame, inventory=inventory)
-    response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence)
-                        for o in desc.objects]
+    camera, depth, no_3d = geometry.for_frame(frame, now) if geometry is not None else (None, None, "")
+    desc = describe_scene(frame, inventory=inventory, camera=camera, depth_m=depth)
+    response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence,
+                                    pose=pose_msg(o.pose)) for o in desc.objects]
     response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
                                        "image_size": list(desc.image_size or ()), "contents": desc.contents,
-                                       "inventory_error": inventory_error})
+                                       "inventory_error": inventory_error, "on": desc.supports,
+                                       "pose_source": {o.id: o.pose.source for o in desc.objects if o.pose},
+                                       "no_3d": no_3d})
     response.success, response.message = True, scene_summary(frame, len(desc.objects), backend)
     return response
 
