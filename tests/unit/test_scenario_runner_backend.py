@@ -27,3 +27,14 @@ def test_the_worker_is_told_the_backend_only_when_one_is_given(tmp_path):
     argv = _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0, "mujoco")
     assert argv[argv.index("--arm-backend") + 1] == "mujoco"
     assert "--arm-backend" not in _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0)
+
+
+def test_the_policy_checkpoint_becomes_the_action_policys_overrides(tmp_path):
+    from agentchemist_ros.tools.scenario_runner import policy_overrides
+
+    assert policy_overrides("") == {}  # the default: the scripted backend, nothing overridden
+    assert policy_overrides(str(tmp_path / "ckpt")) == {
+        "action_policy": {"backend": "vla", "checkpoint": str((tmp_path / "ckpt").resolve())}}
+    argv = _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0, policy_checkpoint="runs/ckpt")
+    assert argv[argv.index("--policy-checkpoint") + 1] == "runs/ckpt"
+    assert "--policy-checkpoint" not in _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0)
