@@ -185,6 +185,7 @@ def table() -> str:
                      f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
     rows += latency_rows(load("latency"))
     rows += vla_rows(load("vla"))
+    rows += vla_titration_rows(load("vla_titration"))
     rows += coverage_rows(load("coverage"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
@@ -350,6 +351,28 @@ def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
     return rows
 
 
+def vla_titration_rows(result: dict | None) -> list[tuple[str, str]]:
+    """bench/vla_titration.py: whole titrations with the action policy on the tiny VLA policy."""
+    if not result:
+        return []
+    t = result.get("training", {})
+    runs = []
+    for r in result["runs"]:
+        if r["completed"]:
+            runs.append(f"seed {r['seed']} completed, {r['drops_landed']} drops, equivalence error "
+                        f"{_f(r.get('equivalence_error_drops'), '+.1f')} drops, {r['wall_s']:.0f} s wall")
+        else:
+            why = r.get("failure_reason") or r["message"]
+            runs.append(f"seed {r['seed']} {r['outcome']} at {r.get('failed_subtask') or '?'} "
+                        f"({why[:160].replace('|', '/')}), {r['drops_landed']} drops, {r['wall_s']:.0f} s wall")
+    load = result.get("load_average_before") or [float("nan")]
+    return [("One full titration driven by the VLA backend (hcl_short, whole graph in the twin; goal: completes)",
+             f"{result['completed']}/{result['seeds']} completed: " + "; ".join(runs)
+             + f" (tiny policy on {t.get('episodes', '?')} demos of the plan's 3 subtasks, {t.get('steps', '?')} steps, "
+             f"{t.get('seconds', '?')} s wall on CPU, loss {_f(t.get('first_loss'), '.2f')} -> "
+             f"{_f(t.get('last_loss'), '.3f')}; load average {load[0]:.1f} on {result.get('cpus', '?')} cores)")]
+
+
 def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
@@ -439,6 +462,7 @@ def main() -> int:
     ok &= run("mujoco library", ["bench/mujoco_library.py"], timeout=4 * 3600)
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
+    ok &= run("vla titration", ["bench/vla_titration.py", "--train"], timeout=2 * 3600)
     ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)
     ok &= run("coverage", ["bench/coverage.py", "--seeds", "20", "--unperturbed"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)

@@ -77,12 +77,21 @@ def _seeded_scenario(src: Path, seed: int, out_dir: Path, arm_backend: str = "")
 
 def policy_overrides(checkpoint: str) -> dict:
     """Per-node parameter overrides that put the action policy on the VLA backend with ``checkpoint``
-    (docs/vla.md); empty: the scripted backend, the default. The path is made absolute: the worker's
-    nodes do not share the caller's working directory assumptions. A missing or unusable checkpoint is
-    not refused here: the node refuses every goal with the reason, as it would on the robot."""
+    (docs/vla.md); empty: the scripted backend, the default. The twin then renders the three cameras the
+    policy reads, at the policy's control rate (its demonstrations had a fresh image every tick; the
+    runner's economical 1 Hz would hand it images up to a second old while the arm moves). A missing or
+    unusable checkpoint is not refused here: the node refuses every goal with the reason, as on the robot."""
+    from agentchemist_ros.common.topics import CAMERAS
+
     if not checkpoint:
         return {}
-    return {"action_policy": {"backend": "vla", "checkpoint": str(Path(checkpoint).expanduser().resolve())}}
+    path = Path(checkpoint).expanduser().resolve()
+    try:
+        rate = float(json.loads((path / "config.json").read_text())["control_rate_hz"])
+    except (OSError, ValueError, KeyError, TypeError):
+        rate = 10.0  # the tiny config's; the node says what is wrong with the checkpoint
+    return {"action_policy": {"backend": "vla", "checkpoint": str(path)},
+            "lab_sim": {"cameras": list(CAMERAS), "camera_rate_hz": rate}}
 
 
 def worker_main(argv: list[str] | None = None) -> int:
@@ -138,8 +147,9 @@ def worker_main(argv: list[str] | None = None) -> int:
     # Memory tracing reads this process: every node in it, so the trace says which one holds what.
     apart = () if tracing else tuple(a for a in args.apart.split(",") if a)
     sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), **({"max_lead_s": LEAD_S} if apart else {})}
-    graph = Graph(scenario_file, runs, overrides={"lab_sim": sim, **policy_overrides(args.policy_checkpoint)},
-                  without=apart)
+    overrides = policy_overrides(args.policy_checkpoint)
+    overrides["lab_sim"] = {**sim, **overrides.get("lab_sim", {})}
+    graph = Graph(scenario_file, runs, overrides=overrides, without=apart)
     probe = Node("scenario_probe")
     anomalies: list[dict] = []
     probe.create_subscription(Anomaly, topics.ANOMALIES, lambda m: anomalies.append({
