@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
+from agentchemist_ros.tools.scenario_runner import POLICY_REAL_TIME_FACTOR, run_scenarios  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
 #: What hcl_short's plan sends the action policy on the graph (primitive, parameters), in order: read from
@@ -69,7 +70,10 @@ def vla_reports(log: Path) -> list[dict]:
     """The completion reports of the subtasks the VLA backend finished (the node logs them)."""
     if not log.is_file():
         return []
-    return [{"subtask": m.group(1), **json.loads(m.group(2))} for m in DONE.finditer(log.read_text())]
+    reports = [{"subtask": m.group(1), **json.loads(m.group(2))} for m in DONE.finditer(log.read_text())]
+    for r in reports:  # the control rate the loop kept on the twin's clock (the policy's is control_rate_hz)
+        r["ticks_per_s"] = round(r["ticks"] / r["duration_s"], 2) if r.get("duration_s") else None
+    return reports
 
 
 def row_of(score: dict) -> dict:
@@ -94,8 +98,6 @@ def row_of(score: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agentchemist_ros.tools.scenario_runner import run_scenarios
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", help="a trained checkpoint (DIR/checkpoints/last); else --train")
     p.add_argument("--train", action="store_true", help="record demonstrations and train first (under --work)")
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "commit": commit(), "scenario": str(SCENARIO.relative_to(REPO)), "checkpoint": str(checkpoint),
         "training": training_facts(checkpoint), "plan_subtasks": {k: list(v) for k, v in PLAN_SUBTASKS.items()},
-        "runs": rows, "completed": sum(r["completed"] for r in rows), "seeds": len(rows),
+        "real_time_factor": POLICY_REAL_TIME_FACTOR, "runs": rows, "completed": sum(r["completed"] for r in rows), "seeds": len(rows),
         "wall_s": round(time.perf_counter() - started, 1),
         "load_average_before": load_before, "load_average_after": os.getloadavg(), "cpus": os.cpu_count(),
         "gpu": False,

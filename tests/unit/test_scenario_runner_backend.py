@@ -36,10 +36,11 @@ def test_the_policy_checkpoint_becomes_the_action_policys_overrides(tmp_path):
     cameras = ["front", "left_wrist", "right_wrist"]  # what the policy reads, at its control rate
     assert policy_overrides(str(tmp_path / "ckpt")) == {
         "action_policy": {"backend": "vla", "checkpoint": str((tmp_path / "ckpt").resolve())},
-        "lab_sim": {"cameras": cameras, "camera_rate_hz": 10.0}}
+        "lab_sim": {"cameras": cameras, "camera_rate_hz": 10.0, "real_time_factor": 2.0}}
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text('{"control_rate_hz": 50}')
-    assert policy_overrides(str(tmp_path / "ckpt"))["lab_sim"] == {"cameras": cameras, "camera_rate_hz": 50.0}
+    assert policy_overrides(str(tmp_path / "ckpt"), 1.0)["lab_sim"] == {"cameras": cameras, "camera_rate_hz": 50.0,
+                                                                          "real_time_factor": 1.0}
     argv = _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0, policy_checkpoint="runs/ckpt")
     assert argv[argv.index("--policy-checkpoint") + 1] == "runs/ckpt"
     assert "--policy-checkpoint" not in _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0)

@@ -75,12 +75,20 @@ def _seeded_scenario(src: Path, seed: int, out_dir: Path, arm_backend: str = "")
     return out
 
 
-def policy_overrides(checkpoint: str) -> dict:
+#: The twin's pace (sim s per wall s) with the VLA backend: the one-process graph at the scenarios' 50x
+#: left the policy's 10 Hz loop 1.8 ticks per sim second (28 ticks in a 15 s grasp, the executor busy with
+#: the twin's ticks); at 2x (as tests/graph/test_vla_policy_graph.py) it keeps its rate, as it would on the
+#: robot (1x). The reports in the log say the rate each subtask ran at (ticks / duration_s).
+POLICY_REAL_TIME_FACTOR = 2.0
+
+
+def policy_overrides(checkpoint: str, real_time_factor: float = POLICY_REAL_TIME_FACTOR) -> dict:
     """Per-node parameter overrides that put the action policy on the VLA backend with ``checkpoint``
     (docs/vla.md); empty: the scripted backend, the default. The twin then renders the three cameras the
     policy reads, at the policy's control rate (its demonstrations had a fresh image every tick; the
-    runner's economical 1 Hz would hand it images up to a second old while the arm moves). A missing or
-    unusable checkpoint is not refused here: the node refuses every goal with the reason, as on the robot."""
+    runner's economical 1 Hz would hand it images up to a second old while the arm moves), and runs at
+    ``real_time_factor``. A missing or unusable checkpoint is not refused here: the node refuses every
+    goal with the reason, as it would on the robot."""
     from agentchemist_ros.common.topics import CAMERAS
 
     if not checkpoint:
@@ -91,7 +99,7 @@ def policy_overrides(checkpoint: str) -> dict:
     except (OSError, ValueError, KeyError, TypeError):
         rate = 10.0  # the tiny config's; the node says what is wrong with the checkpoint
     return {"action_policy": {"backend": "vla", "checkpoint": str(path)},
-            "lab_sim": {"cameras": list(CAMERAS), "camera_rate_hz": rate}}
+            "lab_sim": {"cameras": list(CAMERAS), "camera_rate_hz": rate, "real_time_factor": float(real_time_factor)}}
 
 
 def worker_main(argv: list[str] | None = None) -> int:
