@@ -35,6 +35,7 @@ PLAN_SUBTASKS = {"grasp_pipette": ("grasp", {"location": "beaker_main", "object"
                  "draw_titrant": ("draw", {"container": "titrant_bottle", "reagent": "naoh", "volume_ml": 6.5}),
                  "position_over_beaker": ("move_to", {"target": "beaker_main"})}
 DONE = re.compile(r"\[action_policy\]: (.+?) done: (\{.*\})")
+DRAWN = re.compile(r"\[lab_sim\]: draw (\w+): ([0-9.]+) mL")
 
 
 def train_policy(out: Path, episodes: int, steps: int, seed: int) -> Path:
@@ -76,11 +77,56 @@ def vla_reports(log: Path) -> list[dict]:
     return reports
 
 
+def draw_in_twin(checkpoint: Path, episodes: int, seed: int = 5) -> dict:
+    """The draw alone in the kinematic twin (agentchemist.sim.vla_demos, no ROS), policy vs the scripted
+    expert on the same randomised scenes: does the squeeze-release at the bottle fill the pipette, how close
+    the right arm came to the bottle pose (the twin's draw needs every joint within tolerance_rad of it),
+    and how far the gripper closed (squeezed below 20 mm, then released above 59.5 mm)."""
+    import numpy as np
+
+    from agentchemist.policy.vla.serve import VLARunner, VLAServeConfig
+    from agentchemist.sim.vla_demos import TITRATION_SUBTASKS, random_scene, run_policy_in_twin, start_episode
+
+    runner = VLARunner(VLAServeConfig(checkpoint=str(checkpoint)))
+    text = runner.instruction(*PLAN_SUBTASKS["draw_titrant"])
+    rng = np.random.default_rng(seed)
+    out: dict = {"episodes": episodes, "instruction": text, "tolerance_rad": None}
+    for who in ("scripted", "vla"):
+        out[who] = {"filled": 0, "done": 0, "closest_rad": [], "min_opening_mm": []}
+    for n in range(episodes):
+        scene = random_scene(rng, seed=seed * 1000 + n)
+        for who in ("scripted", "vla"):
+            expert = start_episode(scene, "draw_titrant", chain=TITRATION_SUBTASKS)
+            bottle = np.asarray(expert.poses.pose("right", "titrant_bottle"))
+            out["tolerance_rad"] = expert.poses.tolerance_rad
+            seen = {"closest": np.inf, "opening": np.inf}
+
+            def watch(_command=None, e=expert, seen=seen, bottle=bottle):
+                arm = np.asarray(e.twin.arms["right"].position)
+                seen["closest"] = min(seen["closest"], float(np.abs(arm - bottle).max()))
+                seen["opening"] = min(seen["opening"], 1000.0 * e.twin.gripper_opening_m("right"))
+
+            if who == "scripted":
+                expert_tick = expert.tick
+                expert.tick = lambda frames, f=expert_tick, w=watch: (f(frames), w())
+                done = expert.run("draw_titrant", [])
+            else:
+                done = run_policy_in_twin(runner.episode(text, expert.t), expert, on_command=watch)["success"]
+            r = out[who]
+            r["done"] += bool(done)
+            r["filled"] += bool(expert.twin.truth()["pipette"]["content_ml"] > 0)
+            r["closest_rad"].append(round(seen["closest"], 4))
+            r["min_opening_mm"].append(round(seen["opening"], 1))
+    return out
+
+
 def row_of(score: dict) -> dict:
     """The per-run row: outcome, which subtask failed and why, drops, equivalence error, wall time."""
     run_dir = Path(score["run_dir"])
     record = json.loads((run_dir / "run_record.json").read_text())
     failed = [a for a in record.get("anomalies", []) if a.get("kind") == "subtask_failed"]
+    alarms = [a for a in record.get("anomalies", []) if a.get("severity") in ("warn", "halt")]
+    log = (run_dir / "worker.log").read_text() if (run_dir / "worker.log").is_file() else ""
     truth = record.get("truth", {})
     return {
         "seed": score["seed"], "outcome": score["outcome"], "completed": score["completed"],
@@ -88,7 +134,11 @@ def row_of(score: dict) -> dict:
         "failed_subtask": (re.search(r"subtask (\w+)", failed[0]["description"]).group(1)
                            if failed and re.search(r"subtask (\w+)", failed[0]["description"]) else None),
         "failure_reason": failed[0]["description"] if failed else None,
+        "first_alarm": f"{alarms[0]['source']}: {alarms[0]['kind']}: {alarms[0]['description']}" if alarms else None,
         "vla_subtasks_done": vla_reports(run_dir / "worker.log"),
+        # lab_sim logs each squeeze-release at the titrant bottle that filled the pipette
+        "draws_ml": [float(m.group(2)) for m in DRAWN.finditer(log)],
+        "pipette_at_end": truth.get("pipette"),
         "drops_landed": truth.get("drops_landed"), "dispensed_ml": truth.get("dispensed_ml"),
         "final_ph": score.get("final_ph"), "equivalence_error_drops": score.get("equivalence_error_drops"),
         "alarm_kinds": score.get("alarm_kinds"), "wall_s": round(score["wall_s"], 1), "sim_s": score.get("sim_s"),
@@ -105,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=2000, help="training steps (--train)")
     p.add_argument("--seeds", type=int, default=3, help="scenario seeds 1..N")
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds per run")
+    p.add_argument("--draw-episodes", type=int, default=5, help="the draw alone in the twin, policy vs scripted")
     p.add_argument("--work", default=str(REPO / "runs" / "vla_titration"), help="demos, checkpoint and runs")
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "vla_titration.json"))
     args = p.parse_args(argv)
@@ -121,10 +172,12 @@ def main(argv: list[str] | None = None) -> int:
                                                           f"({r['wall_s']:.0f} s wall) {r['message'][:200]}",
                                                           flush=True))
     rows = [row_of(s) for s in scores]
+    draw = draw_in_twin(checkpoint, args.draw_episodes) if args.draw_episodes else None
     result = {
         "commit": commit(), "scenario": str(SCENARIO.relative_to(REPO)), "checkpoint": str(checkpoint),
         "training": training_facts(checkpoint), "plan_subtasks": {k: list(v) for k, v in PLAN_SUBTASKS.items()},
-        "real_time_factor": POLICY_REAL_TIME_FACTOR, "runs": rows, "completed": sum(r["completed"] for r in rows), "seeds": len(rows),
+        "real_time_factor": POLICY_REAL_TIME_FACTOR, "runs": rows, "draw_in_twin": draw, "completed": sum(r["completed"] for r in rows),
+        "seeds": len(rows),
         "wall_s": round(time.perf_counter() - started, 1),
         "load_average_before": load_before, "load_average_after": os.getloadavg(), "cpus": os.cpu_count(),
         "gpu": False,

@@ -38,3 +38,11 @@ def test_recorded_under_the_plans_texts(tmp_path):
     assert sorted(Dataset(root).tasks.values()) == sorted(texts.values())
     with pytest.raises(ValueError, match="return_pipette"):
         record_twin_demos(tmp_path / "bad", 1, subtasks=TITRATION_SUBTASKS, instructions={"return_pipette": "x"})
+
+
+def test_record_cli_refuses_a_malformed_instruction(tmp_path, capsys):
+    from agentchemist.vla_cli import main
+
+    assert main(["record", "--out", str(tmp_path / "d"), "--episodes", "1", "--instruction", "no equals sign"]) == 2
+    assert "SUBTASK=TEXT" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()  # refused before recording anything

@@ -230,7 +230,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         truth = twin.truth()
         record.sim_s = float(twin.t)
         keep = ("t", "drops_landed", "dispensed_ml", "expelled_ml", "beaker_volume_ml", "overflow_ml", "true_ph",
-                "probe_ph", "faults", "weighing", "balance_load_g", "samples")
+                "probe_ph", "faults", "weighing", "balance_load_g", "samples", "pipette")
         record.truth = {k: truth[k] for k in keep if k in truth}
     except Exception as exc:  # noqa: BLE001 - a crashed run is graded as such, with its reason
         record.message = f"{type(exc).__name__}: {exc}"
