@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Run as a script, bench/ is first on the path, and bench/coverage.py would stand in for the coverage
+# package that numba (under librosa's log-mel) imports: the repository root instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 from bench.provenance import commit  # noqa: E402  (the repository on the path: run as a script)
@@ -176,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "commit": commit(), "scenario": str(SCENARIO.relative_to(REPO)), "checkpoint": str(checkpoint),
         "training": training_facts(checkpoint), "plan_subtasks": {k: list(v) for k, v in PLAN_SUBTASKS.items()},
-        "real_time_factor": POLICY_REAL_TIME_FACTOR, "runs": rows, "draw_in_twin": draw, "completed": sum(r["completed"] for r in rows),
+        "real_time_factor": POLICY_REAL_TIME_FACTOR, "runs": rows, "draw_in_twin": draw,
+        "completed": sum(r["completed"] for r in rows),
         "seeds": len(rows),
         "wall_s": round(time.perf_counter() - started, 1),
         "load_average_before": load_before, "load_average_after": os.getloadavg(), "cpus": os.cpu_count(),

@@ -167,7 +167,8 @@ def record_twin_demos(root: str | Path, episodes_per_subtask: int, seed: int = 0
     (location=beaker_main)", see agentchemist.policy.vla.serve.subtask_instruction)."""
     unknown = sorted(set(instructions or {}) - set(subtasks))
     if unknown:
-        raise ValueError(f"instructions for subtasks not recorded: {', '.join(unknown)} (recording {', '.join(subtasks)})")
+        raise ValueError(f"instructions for subtasks not recorded: {', '.join(unknown)} "
+                         f"(recording {', '.join(subtasks)})")
     rng = np.random.default_rng(seed)
     w, h = camera_px
     writer = DatasetWriter(Path(root), fps, {k: (h, w, 3) for k in IMAGE_KEYS}, sample_rate // fps)

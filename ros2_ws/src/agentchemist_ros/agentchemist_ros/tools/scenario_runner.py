@@ -327,8 +327,8 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                 # Twin runs stay on this machine: never on the robot's network.
                 env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
                 log = open(job_dir / "worker.log", "w")
-                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout, arm_backend, apart, policy_checkpoint),
-                                        env=env, stdout=log, stderr=subprocess.STDOUT)
+                argv = _job_argv(f, seed, job_dir, out, timeout, arm_backend, apart, policy_checkpoint)
+                proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
                 running[slot] = (proc, f, sc, seed, out, log, time.monotonic(), lock)
         time.sleep(0.2)
         for slot, (proc, f, sc, seed, out, log, t0, lock) in list(running.items()):
