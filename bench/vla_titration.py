@@ -123,6 +123,19 @@ def draw_in_twin(checkpoint: Path, episodes: int, seed: int = 5) -> dict:
     return out
 
 
+def first_alarm_subtask(run_dir: Path) -> str | None:
+    """The subtask the first warn/halt anomaly was raised in, as the record store has it."""
+    import sqlite3
+
+    for db in run_dir.glob("exp-*/records.db"):
+        with sqlite3.connect(db) as con:
+            hit = con.execute("SELECT subtask_id FROM anomalies WHERE severity IN ('warn', 'halt') AND subtask_id != '' "
+                              "ORDER BY stamp LIMIT 1").fetchone()
+        if hit:
+            return hit[0]
+    return None
+
+
 def row_of(score: dict) -> dict:
     """The per-run row: outcome, which subtask failed and why, drops, equivalence error, wall time."""
     run_dir = Path(score["run_dir"])
@@ -134,8 +147,7 @@ def row_of(score: dict) -> dict:
     return {
         "seed": score["seed"], "outcome": score["outcome"], "completed": score["completed"],
         "message": score["message"],
-        "failed_subtask": (re.search(r"subtask (\w+)", failed[0]["description"]).group(1)
-                           if failed and re.search(r"subtask (\w+)", failed[0]["description"]) else None),
+        "failed_subtask": first_alarm_subtask(run_dir),
         "failure_reason": failed[0]["description"] if failed else None,
         "first_alarm": f"{alarms[0]['source']}: {alarms[0]['kind']}: {alarms[0]['description']}" if alarms else None,
         "vla_subtasks_done": vla_reports(run_dir / "worker.log"),
