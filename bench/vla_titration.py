@@ -80,7 +80,7 @@ def vla_reports(log: Path) -> list[dict]:
     return reports
 
 
-def draw_in_twin(checkpoint: Path, episodes: int, seed: int = 5) -> dict:
+def draw_in_twin(checkpoint: Path, episodes: int, seed: int = 5, **serve) -> dict:
     """The draw alone in the kinematic twin (agentchemist.sim.vla_demos, no ROS), policy vs the scripted
     expert on the same randomised scenes: does the squeeze-release at the bottle fill the pipette, how close
     the right arm came to the bottle pose (the twin's draw needs every joint within tolerance_rad of it),
@@ -90,7 +90,7 @@ def draw_in_twin(checkpoint: Path, episodes: int, seed: int = 5) -> dict:
     from agentchemist.policy.vla.serve import VLARunner, VLAServeConfig
     from agentchemist.sim.vla_demos import TITRATION_SUBTASKS, random_scene, run_policy_in_twin, start_episode
 
-    runner = VLARunner(VLAServeConfig(checkpoint=str(checkpoint)))
+    runner = VLARunner(VLAServeConfig(checkpoint=str(checkpoint), **serve))  # serve: other serving settings
     text = runner.instruction(*PLAN_SUBTASKS["draw_titrant"])
     rng = np.random.default_rng(seed)
     out: dict = {"episodes": episodes, "instruction": text, "tolerance_rad": None}
