@@ -185,6 +185,7 @@ def table() -> str:
                      f"{100 * vision['share_of_one_core_at_30fps']:.0f} % of one core at 30 fps"))
     rows += latency_rows(load("latency"))
     rows += vla_rows(load("vla"))
+    rows += vla_titration_rows(load("vla_titration"))
     rows += coverage_rows(load("coverage"))
     lines = [START, f"Measured on {machine()} ({time.strftime('%Y-%m-%d')}); JSON in bench/results/.", "",
              "| benchmark | result |", "|---|---|"]
@@ -350,6 +351,42 @@ def vla_rows(vla: dict | None) -> list[tuple[str, str]]:
     return rows
 
 
+def vla_titration_rows(result: dict | None) -> list[tuple[str, str]]:
+    """bench/vla_titration.py: whole titrations with the action policy on the tiny VLA policy."""
+    if not result:
+        return []
+    t, runs = result.get("training", {}), result["runs"]
+    groups: dict[tuple, list] = {}
+    for r in runs:  # the same ending on several seeds is said once
+        why = "" if r["completed"] else (r.get("failure_reason") or r["message"])[:140].replace("|", "/")
+        groups.setdefault((r["outcome"], r.get("failed_subtask") or "?", why), []).append(r)
+    parts = []
+    for (outcome, at, why), rs in groups.items():
+        seeds = ", ".join(str(r["seed"]) for r in rs)
+        if rs[0]["completed"]:
+            parts.append(f"seeds {seeds} completed, equivalence error "
+                         + ", ".join(_f(r.get("equivalence_error_drops"), "+.1f") for r in rs) + " drops")
+        else:
+            parts.append(f"seeds {seeds} {outcome} at {at} ({why})")
+    drew = sum(bool(r.get("draws_ml")) for r in runs)
+    walls = [r["wall_s"] for r in runs]
+    text = (f"{result['completed']}/{result['seeds']} completed: " + "; ".join(parts)
+            + f"; drops {', '.join(str(r['drops_landed']) for r in runs)}; the VLA draw filled the pipette in "
+            f"{drew}/{len(runs)}; {min(walls):.0f}-{max(walls):.0f} s wall per run")
+    d = result.get("draw_in_twin")
+    if d:
+        text += (f". The draw alone in the twin: pipette filled {d['vla']['filled']}/{d['episodes']} (scripted "
+                 f"{d['scripted']['filled']}/{d['episodes']}), gripper closed to {min(d['vla']['min_opening_mm']):.0f}-"
+                 f"{max(d['vla']['min_opening_mm']):.0f} mm (the draw needs < 20; scripted "
+                 f"{min(d['scripted']['min_opening_mm']):.0f})")
+    load = result.get("load_average_before") or [float("nan")]
+    text += (f" (tiny policy on {t.get('episodes', '?')} demos of the plan's 3 subtasks, {t.get('steps', '?')} steps, "
+             f"{t.get('seconds', '?')} s wall on CPU, loss {_f(t.get('first_loss'), '.2f')} -> "
+             f"{_f(t.get('last_loss'), '.3f')}; twin at {result.get('real_time_factor', '?')}x; load average "
+             f"{load[0]:.1f} on {result.get('cpus', '?')} cores)")
+    return [("One full titration driven by the VLA backend (hcl_short, whole graph in the twin; goal: completes)", text)]
+
+
 def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
@@ -439,6 +476,7 @@ def main() -> int:
     ok &= run("mujoco library", ["bench/mujoco_library.py"], timeout=4 * 3600)
     ok &= run("vision pipeline", ["bench/vision_pipeline.py"])
     ok &= run("vla", ["bench/vla.py"])
+    ok &= run("vla titration", ["bench/vla_titration.py", "--train"], timeout=2 * 3600)
     ok &= run("fault campaign", ["bench/fault_campaign.py"], timeout=2 * 3600)
     ok &= run("coverage", ["bench/coverage.py", "--seeds", "20", "--unperturbed"])
     ok &= run("scenarios", ["bench/scenarios.py"], timeout=6 * 3600)

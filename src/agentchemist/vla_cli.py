@@ -1,6 +1,7 @@
 """`agentchemist policy ...`: demonstrations and training of the VLA action policy.
 
     agentchemist policy record --out DIR [--episodes N] [--seed S]     twin demonstrations (scripted expert)
+        [--subtasks a,b,c] [--instruction SUBTASK=TEXT ...]
     agentchemist policy train --dataset DIR --out DIR [--config tiny|paper|FILE.json] [--steps N] [--resume]
 """
 from __future__ import annotations
@@ -20,6 +21,12 @@ def main(argv: list[str]) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--episodes", type=int, default=10, help="episodes per subtask")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--subtasks", default="", help="comma-separated, in the order they follow each other "
+                   "(default grasp_pipette,position_over_beaker,return_pipette; a titration's: "
+                   "grasp_pipette,draw_titrant,position_over_beaker)")
+    r.add_argument("--instruction", action="append", default=[], metavar="SUBTASK=TEXT",
+                   help="record SUBTASK under TEXT (the instruction a plan sends, e.g. "
+                        "'grasp_pipette=grasp pipette (location=beaker_main)'); repeatable")
     t = sub.add_parser("train", help="train the VLA policy on a demonstration dataset")
     t.add_argument("--dataset", required=True)
     t.add_argument("--out", required=True)
@@ -36,7 +43,10 @@ def main(argv: list[str]) -> int:
     try:
         if args.command == "record":
             from agentchemist.sim.vla_demos import record_twin_demos  # the twin: a tool, not robot code
-            path = record_twin_demos(args.out, args.episodes, seed=args.seed)
+            from agentchemist.sim.vla_demos import SUBTASKS
+            subtasks = tuple(s for s in args.subtasks.split(",") if s) or SUBTASKS
+            texts = dict(_pair(i) for i in args.instruction)
+            path = record_twin_demos(args.out, args.episodes, seed=args.seed, subtasks=subtasks, instructions=texts)
             console.print(f"demonstrations written to {escape(str(path))}")
             return 0
         from agentchemist.policy.vla.configuration_vla import VLAConfig
@@ -52,3 +62,10 @@ def main(argv: list[str]) -> int:
     except (ValueError, OSError, RuntimeError) as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
+
+
+def _pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise ValueError(f"--instruction wants SUBTASK=TEXT, got {text!r}")
+    return name.strip(), value.strip()

@@ -27,3 +27,20 @@ def test_the_worker_is_told_the_backend_only_when_one_is_given(tmp_path):
     argv = _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0, "mujoco")
     assert argv[argv.index("--arm-backend") + 1] == "mujoco"
     assert "--arm-backend" not in _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0)
+
+
+def test_the_policy_checkpoint_becomes_the_action_policys_overrides(tmp_path):
+    from agentchemist_ros.tools.scenario_runner import policy_overrides
+
+    assert policy_overrides("") == {}  # the default: the scripted backend, nothing overridden
+    cameras = ["front", "left_wrist", "right_wrist"]  # what the policy reads, at its control rate
+    assert policy_overrides(str(tmp_path / "ckpt")) == {
+        "action_policy": {"backend": "vla", "checkpoint": str((tmp_path / "ckpt").resolve())},
+        "lab_sim": {"cameras": cameras, "camera_rate_hz": 10.0, "real_time_factor": 2.0}}
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text('{"control_rate_hz": 50}')
+    assert policy_overrides(str(tmp_path / "ckpt"), 1.0)["lab_sim"] == {"cameras": cameras, "camera_rate_hz": 50.0,
+                                                                          "real_time_factor": 1.0}
+    argv = _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0, policy_checkpoint="runs/ckpt")
+    assert argv[argv.index("--policy-checkpoint") + 1] == "runs/ckpt"
+    assert "--policy-checkpoint" not in _job_argv(SOURCE, 1, tmp_path, tmp_path / "out.json", 60.0)

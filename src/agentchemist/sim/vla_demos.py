@@ -27,10 +27,15 @@ from agentchemist.policy.primitives import Step, load_poses, plan_primitive, ste
 from agentchemist.policy.vla.dataset import IMAGE_KEYS, DatasetWriter
 from agentchemist.policy.vla.processor_vla import instruction_text
 from agentchemist.sim.lab import LabTwin
+from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import read_scenario_yaml, scenario_from_dict
 
 #: The coarse subtasks, in the order one titration does them (each starts where the previous ends).
 SUBTASKS = ("grasp_pipette", "position_over_beaker", "return_pipette")
+#: What a titration plan sends the action policy (config/protocols/acid_base_titration.yaml), in order: the
+#: grasp, the draw at the titrant bottle, the move over the beaker (from the bottle, not from the pipette's
+#: rest); no return (the plan ends with the pipette held over the beaker).
+TITRATION_SUBTASKS = ("grasp_pipette", "draw_titrant", "position_over_beaker")
 GROUP = ("stirrer", "beaker_main", "ph_probe", "pipette")
 
 
@@ -80,6 +85,8 @@ class TwinExpert:
         self.samples = twin.scenario.audio.sample_rate // fps
         self.arm_cmd = {s: list(twin.arms[s].command) for s in SIDES}
         self.grip_cmd = {s: twin.grippers[s].command_m for s in SIDES}
+        # The squeeze-release at the titrant bottle fills the pipette, as lab_sim does on the graph.
+        self.draw = PipetteDraw(twin, self.poses)
 
     def action(self) -> np.ndarray:
         return np.array([*self.arm_cmd["left"], self.grip_cmd["left"], *self.arm_cmd["right"],
@@ -108,6 +115,7 @@ class TwinExpert:
             self.twin.command_gripper(s, self.grip_cmd[s], self.t)
         self.t += 1.0 / self.fps
         self.twin.step(self.t)
+        self.draw.tick(self.t)
 
     def run_step(self, step: Step, frames: list | None) -> bool:
         n = max(1, int(round(step.duration_s * self.fps)))
@@ -136,11 +144,11 @@ class TwinExpert:
         return all(self.run_step(s, frames) for s in plan_primitive(primitive, self.poses))
 
 
-def start_episode(scene: EpisodeScene, subtask: str, fps: int = 10, **twin_kw) -> TwinExpert:
-    """A twin and expert standing where ``subtask`` starts: the subtasks before it done (not recorded), the
-    arms a little off their pose (the jitter) and settled."""
+def start_episode(scene: EpisodeScene, subtask: str, fps: int = 10, chain=SUBTASKS, **twin_kw) -> TwinExpert:
+    """A twin and expert standing where ``subtask`` starts: the subtasks before it in ``chain`` done (not
+    recorded), the arms a little off their pose (the jitter) and settled."""
     expert = TwinExpert(twin_for(scene, **twin_kw), scene, fps)
-    for name in SUBTASKS[: SUBTASKS.index(subtask)]:
+    for name in chain[: chain.index(subtask)]:
         expert.run(name)
     for i, s in enumerate(SIDES):
         expert.arm_cmd[s] = list(np.asarray(expert.arm_cmd[s]) + scene.start_jitter[i])
@@ -150,19 +158,28 @@ def start_episode(scene: EpisodeScene, subtask: str, fps: int = 10, **twin_kw) -
 
 
 def record_twin_demos(root: str | Path, episodes_per_subtask: int, seed: int = 0, fps: int = 10,
-                      subtasks=SUBTASKS, camera_px: tuple[int, int] = (160, 120), sample_rate: int = 16000) -> Path:
-    """Write ``episodes_per_subtask`` randomised episodes of each subtask to a v3 dataset at ``root``."""
+                      subtasks=SUBTASKS, camera_px: tuple[int, int] = (160, 120), sample_rate: int = 16000,
+                      instructions: dict[str, str] | None = None) -> Path:
+    """Write ``episodes_per_subtask`` randomised episodes of each subtask to a v3 dataset at ``root``. Each
+    subtask starts where the one before it in ``subtasks`` ends. ``instructions``: the text recorded for a
+    subtask (default its name, e.g. "grasp pipette"); the server runs only the texts it was trained on,
+    so a policy meant to serve a plan's subtasks records the texts that plan sends ("grasp pipette
+    (location=beaker_main)", see agentchemist.policy.vla.serve.subtask_instruction)."""
+    unknown = sorted(set(instructions or {}) - set(subtasks))
+    if unknown:
+        raise ValueError(f"instructions for subtasks not recorded: {', '.join(unknown)} "
+                         f"(recording {', '.join(subtasks)})")
     rng = np.random.default_rng(seed)
     w, h = camera_px
     writer = DatasetWriter(Path(root), fps, {k: (h, w, 3) for k in IMAGE_KEYS}, sample_rate // fps)
     for n in range(episodes_per_subtask):
         for subtask in subtasks:
             scene = random_scene(rng, seed=seed * 1000 + n)
-            expert = start_episode(scene, subtask, fps, camera_px=camera_px, sample_rate=sample_rate)
+            expert = start_episode(scene, subtask, fps, tuple(subtasks), camera_px=camera_px, sample_rate=sample_rate)
             frames: list[dict] = []
             if not expert.run(subtask, frames):
                 raise RuntimeError(f"the scripted expert did not complete {subtask} (episode {n})")
-            writer.add_episode(frames, instruction_text(subtask))
+            writer.add_episode(frames, (instructions or {}).get(subtask) or instruction_text(subtask))
     return writer.finalize()
 
 

@@ -92,6 +92,20 @@ class Observation:
     stamps: dict = field(default_factory=dict)
 
 
+def subtask_instruction(primitive: str, parameters: dict | None) -> str:
+    """The plan's primitive as the instruction text the policy reads: the scripted backend's names (the
+    plan's "grasp" of a pipette is grasp_pipette, "move_to" without an object is position_over_beaker),
+    with the parameters that still say something (not the object or arm)."""
+    p = dict(parameters or {})
+    name = primitive
+    if primitive == "grasp" and p.get("object"):
+        name = _grasp_object(str(p["object"])) or primitive
+    elif not (primitive in ("place", "move_to") and p.get("object")):
+        name = ALIASES.get(primitive, primitive)
+    rest = {k: v for k, v in p.items() if k not in ("object", "side")} if name != primitive else p
+    return instruction_text(name, rest)
+
+
 class VLARunner:
     def __init__(self, cfg: VLAServeConfig, vmax: np.ndarray | None = None):
         if not cfg.checkpoint:
@@ -108,17 +122,8 @@ class VLARunner:
         self.tasks = tuple(getattr(self.config, "tasks", ()) or ())
 
     def instruction(self, primitive: str, parameters: dict | None) -> str:
-        """The plan's primitive as the instruction the policy was trained on: the scripted backend's names
-        (the plan's "grasp" of a pipette is grasp_pipette, "move_to" without an object is
-        position_over_beaker), with the parameters that still say something (not the object or arm)."""
-        p = dict(parameters or {})
-        name = primitive
-        if primitive == "grasp" and p.get("object"):
-            name = _grasp_object(str(p["object"])) or primitive
-        elif not (primitive in ("place", "move_to") and p.get("object")):
-            name = ALIASES.get(primitive, primitive)
-        rest = {k: v for k, v in p.items() if k not in ("object", "side")} if name != primitive else p
-        text = instruction_text(name, rest)
+        """The plan's subtask as its instruction (subtask_instruction), refused unless trained on."""
+        text = subtask_instruction(primitive, parameters)
         if self.tasks and text not in self.tasks:
             raise PolicyRefused(f"subtask '{text}' is not one the VLA policy was trained on "
                                 f"(known: {', '.join(self.tasks)})")

@@ -75,6 +75,33 @@ def _seeded_scenario(src: Path, seed: int, out_dir: Path, arm_backend: str = "")
     return out
 
 
+#: The twin's pace (sim s per wall s) with the VLA backend: the one-process graph at the scenarios' 50x
+#: left the policy's 10 Hz loop 1.8 ticks per sim second (28 ticks in a 15 s grasp, the executor busy with
+#: the twin's ticks); at 2x (as tests/graph/test_vla_policy_graph.py) it keeps its rate, as it would on the
+#: robot (1x). The reports in the log say the rate each subtask ran at (ticks / duration_s).
+POLICY_REAL_TIME_FACTOR = 2.0
+
+
+def policy_overrides(checkpoint: str, real_time_factor: float = POLICY_REAL_TIME_FACTOR) -> dict:
+    """Per-node parameter overrides that put the action policy on the VLA backend with ``checkpoint``
+    (docs/vla.md); empty: the scripted backend, the default. The twin then renders the three cameras the
+    policy reads, at the policy's control rate (its demonstrations had a fresh image every tick; the
+    runner's economical 1 Hz would hand it images up to a second old while the arm moves), and runs at
+    ``real_time_factor``. A missing or unusable checkpoint is not refused here: the node refuses every
+    goal with the reason, as it would on the robot."""
+    from agentchemist_ros.common.topics import CAMERAS
+
+    if not checkpoint:
+        return {}
+    path = Path(checkpoint).expanduser().resolve()
+    try:
+        rate = float(json.loads((path / "config.json").read_text())["control_rate_hz"])
+    except (OSError, ValueError, KeyError, TypeError):
+        rate = 10.0  # the tiny config's; the node says what is wrong with the checkpoint
+    return {"action_policy": {"backend": "vla", "checkpoint": str(path)},
+            "lab_sim": {"cameras": list(CAMERAS), "camera_rate_hz": rate, "real_time_factor": float(real_time_factor)}}
+
+
 def worker_main(argv: list[str] | None = None) -> int:
     """One scenario, one seed, one process: writes a RunRecord JSON to --out."""
     import rclpy
@@ -101,6 +128,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=900.0, help="wall seconds for the whole run")
     p.add_argument("--arm-backend", default="", choices=("", "kinematic", "mujoco"))
+    p.add_argument("--policy-checkpoint", default="", help="action_policy on the VLA backend with this checkpoint")
     p.add_argument("--apart", default="",
                    help="agents run in a second process (tools/agents_apart.py); empty: all in one process")
     p.add_argument("--trace-memory", type=int, default=None, metavar="FRAMES",
@@ -127,7 +155,9 @@ def worker_main(argv: list[str] | None = None) -> int:
     # Memory tracing reads this process: every node in it, so the trace says which one holds what.
     apart = () if tracing else tuple(a for a in args.apart.split(",") if a)
     sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), **({"max_lead_s": LEAD_S} if apart else {})}
-    graph = Graph(scenario_file, runs, overrides={"lab_sim": sim}, without=apart)
+    overrides = policy_overrides(args.policy_checkpoint)
+    overrides["lab_sim"] = {**sim, **overrides.get("lab_sim", {})}
+    graph = Graph(scenario_file, runs, overrides=overrides, without=apart)
     probe = Node("scenario_probe")
     anomalies: list[dict] = []
     probe.create_subscription(Anomaly, topics.ANOMALIES, lambda m: anomalies.append({
@@ -200,7 +230,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         truth = twin.truth()
         record.sim_s = float(twin.t)
         keep = ("t", "drops_landed", "dispensed_ml", "expelled_ml", "beaker_volume_ml", "overflow_ml", "true_ph",
-                "probe_ph", "faults", "weighing", "balance_load_g", "samples")
+                "probe_ph", "faults", "weighing", "balance_load_g", "samples", "pipette")
         record.truth = {k: truth[k] for k in keep if k in truth}
     except Exception as exc:  # noqa: BLE001 - a crashed run is graded as such, with its reason
         record.message = f"{type(exc).__name__}: {exc}"
@@ -240,6 +270,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     record.memory_mb = memory
     record.task_wall_s = task_wall  # not a RunRecord field: read from run_record.json by bench/rtf.py
     record.processes = 2 if apart else 1
+    record.policy_checkpoint = args.policy_checkpoint  # not a RunRecord field: read from run_record.json
     if checkpoints:
         _write_memory_trace(Path(args.out).with_name("memory_trace.json"), checkpoints)
     Path(args.out).write_text(json.dumps(record.__dict__, default=float, indent=1))
@@ -258,17 +289,22 @@ def _write_memory_trace(path: Path, checkpoints: list) -> None:
 
 # =========================================================================================== parent
 def _job_argv(scenario: Path, seed: int, runs: Path, out: Path, timeout: float, arm_backend: str = "",
-              apart: tuple[str, ...] = ()) -> list[str]:
+              apart: tuple[str, ...] = (), policy_checkpoint: str = "") -> list[str]:
     return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", "--worker", "--scenario", str(scenario),
             "--seed", str(seed), "--runs", str(runs), "--out", str(out), "--timeout", str(timeout),
-            *(["--arm-backend", arm_backend] if arm_backend else []), "--apart", ",".join(apart)]
+            *(["--arm-backend", arm_backend] if arm_backend else []), "--apart", ",".join(apart),
+            *(["--policy-checkpoint", policy_checkpoint] if policy_checkpoint else [])]
 
 
 def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir: Path, timeout: float = 900.0,
-                  progress=None, arm_backend: str = "", apart: tuple[str, ...] = ()) -> list[dict]:
+                  progress=None, arm_backend: str = "", apart: tuple[str, ...] = (),
+                  policy_checkpoint: str = "") -> list[dict]:
     """Run every (scenario, seed) in worker processes, `jobs` at a time; returns the scored rows.
     ``arm_backend`` (kinematic | mujoco) overrides every scenario's ``arm_backend`` key; empty keeps it.
-    ``apart``: agents in a second process (tools/agents_apart.py); empty: the whole graph in one process."""
+    ``apart``: agents in a second process (tools/agents_apart.py); empty: the whole graph in one process.
+    ``policy_checkpoint``: the action policy on the VLA backend with this checkpoint; empty: scripted."""
+    if policy_checkpoint and "action_policy" in apart:
+        raise ValueError("--policy-checkpoint sets the in-process action_policy; do not run it --apart")
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.scoring import RunRecord, score_run
 
@@ -291,8 +327,8 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
                 # Twin runs stay on this machine: never on the robot's network.
                 env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
                 log = open(job_dir / "worker.log", "w")
-                proc = subprocess.Popen(_job_argv(f, seed, job_dir, out, timeout, arm_backend, apart), env=env, stdout=log,
-                                        stderr=subprocess.STDOUT)
+                argv = _job_argv(f, seed, job_dir, out, timeout, arm_backend, apart, policy_checkpoint)
+                proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
                 running[slot] = (proc, f, sc, seed, out, log, time.monotonic(), lock)
         time.sleep(0.2)
         for slot, (proc, f, sc, seed, out, log, t0, lock) in list(running.items()):
@@ -313,6 +349,7 @@ def run_scenarios(files: list[Path], *, seeds: int = 1, jobs: int = 1, runs_dir:
             row = score_run(sc, rec)
             row["run_dir"] = str(out.parent)
             row["arm_backend"] = arm_backend or sc.arm_backend
+            row["policy"] = f"vla:{policy_checkpoint}" if policy_checkpoint else "scripted"
             row["report_path"] = rec.report_path or ""
             rows.append(row)
             if progress:
@@ -382,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--apart", default="", metavar="AGENTS",
                    help="agents in a second process beside the twin's (both cores; tools/agents_apart.py, e.g. "
                         f"{','.join(DEFAULT_APART)}); default: the whole graph in one process")
+    p.add_argument("--policy-checkpoint", default="", metavar="DIR",
+                   help="action_policy on the VLA backend with this checkpoint (docs/vla.md); default: scripted")
     args = p.parse_args(argv)
     if args.seeds < 1 or not 1 <= args.jobs <= 10:
         p.error("--seeds must be >= 1 and --jobs between 1 and 10")
@@ -404,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_scenarios([Path(f) for f in args.files], seeds=args.seeds, jobs=args.jobs, runs_dir=runs,
                              timeout=args.timeout, progress=progress, arm_backend=args.arm_backend,
-                             apart=tuple(a for a in args.apart.split(",") if a))
+                             apart=tuple(a for a in args.apart.split(",") if a),
+                             policy_checkpoint=args.policy_checkpoint)
     except (ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
