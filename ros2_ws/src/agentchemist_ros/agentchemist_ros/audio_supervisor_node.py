@@ -195,8 +195,8 @@ class AudioSupervisorNode(GuardedNode):
     def check_timeout(self):
         if any(m.noisy for m in self.noise.values()):
             return  # deaf: silence says nothing (the window starts again when the noise ends)
-        with self.lock:
-            timeout = self.drop_context.check_timeout(node_now(self))
+        with self.lock:  # silence is judged on the audio heard so far, not on a clock it may lag behind
+            timeout = self.drop_context.check_timeout(self.audio_read.reached(node_now(self)))
         if timeout is not None:
             self.report("drop_timeout", "warn", timeout.reason)
 
