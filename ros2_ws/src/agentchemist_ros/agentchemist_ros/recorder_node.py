@@ -193,10 +193,10 @@ class RecorderNode(GuardedNode):
         recording, self.recording = self.recording, None
         if recording is not None:
             left = recording.close()  # writes out what is queued: the records made so far are durable
-            self.acknowledge()
             if left:  # the database stayed down: the run's rows are only in its spill file
                 self.get_logger().warn(left)
                 self.store_failure("spill_unreplayed", left)
+            self.acknowledge()
         return recording
 
     def release_store(self) -> None:
