@@ -28,13 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentchemist.bench.platforms import LABEL_STANDOFF_M
+from agentchemist.bench.tags import LABEL_SIDE_M
+
 __all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "TAG_LABEL_M", "TAG_STANDOFF_M",
            "beaker_size_m", "grasp_point"]
 
 MM_PER_DESIGN_PX = 50.0 / 46.0   #: the drawing's scale: a 100 mL low-form beaker, 50 mm, is 46 design px
-TAG_SIDE_M = 0.030               #: printed tag side
-TAG_LABEL_M = TAG_SIDE_M * 1.5   #: with its 25 % quiet zone on each side
-TAG_STANDOFF_M = 0.002           #: the label's printed face in front of the item's widest part (a 2 mm card)
+TAG_LABEL_M = LABEL_SIDE_M         #: the printed tag with its quiet zone (bench/tags.py)
+TAG_STANDOFF_M = LABEL_STANDOFF_M  #: the label's printed face in front of the item's widest part (bench/platforms.py)
 
 
 def _px(n: float) -> float:
