@@ -32,14 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import dds_bench  # noqa: E402
 from bench.provenance import REPO, commit  # noqa: E402
-from bench.scenarios import library  # noqa: E402
+from bench.scenarios import library, runner_argv  # noqa: E402
 
 CONDITIONS = ("alone", "concurrent", "hog")
-
-
-def runner_argv(files: list[Path], seeds: int, jobs: int, out: Path, runs: Path) -> list[str]:
-    return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", *map(str, files), "--seeds", str(seeds),
-            "--jobs", str(jobs), "--json", str(out), "--runs", str(runs), "--timeout", "1800"]
 
 
 def run_copies(copies: int, files: list[Path], seeds: int, jobs: int, work: Path, tag: str) -> list[dict]:
@@ -47,7 +42,7 @@ def run_copies(copies: int, files: list[Path], seeds: int, jobs: int, work: Path
     procs, outs = [], []
     for i in range(copies):
         out = work / f"{tag}-{i}.json"
-        procs.append(subprocess.Popen(runner_argv(files, seeds, jobs, out, work / f"{tag}-{i}"), cwd=REPO,
+        procs.append(subprocess.Popen(runner_argv(files, out, work / f"{tag}-{i}", seeds, jobs, 1800.0), cwd=REPO,
                                       stdout=subprocess.DEVNULL, stderr=(work / f"{tag}-{i}.log").open("w")))
         outs.append(out)
     for p in procs:

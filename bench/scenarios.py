@@ -21,9 +21,14 @@ def library() -> list[Path]:
     return [p for p in sorted((REPO / "config" / "scenarios").glob("*.yaml")) if p.stem not in NOT_EXPERIMENTS]
 
 
-def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> int:
-    argv = [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", *map(str, files), "--seeds", str(seeds),
+def runner_argv(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> list[str]:
+    """The scenario runner's command line for these files (bench/contention.py starts several at once)."""
+    return [sys.executable, "-m", "agentchemist_ros.tools.scenario_runner", *map(str, files), "--seeds", str(seeds),
             "--jobs", str(jobs), "--json", str(out), "--runs", str(runs), "--timeout", str(timeout)]
+
+
+def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> int:
+    argv = runner_argv(files, out, runs, seeds, jobs, timeout)
     print("[bench] " + " ".join(argv), flush=True)
     return subprocess.run(argv, cwd=REPO).returncode
 
