@@ -169,14 +169,15 @@ def table() -> str:
                 continue
             worst = lambda key, q: max(a[key].get(q, float("nan")) for a in r["arms"].values())  # noqa: E731
             rows.append((f"Piper loop, 2 arms x 200 Hz, {label} (goal: period jitter p99 <= 1 ms on a quiet core)",
-                         f"jitter p50/p99/max {worst('period_jitter', 'p50_ms'):.2f}/{worst('period_jitter', 'p99_ms'):.1f}/"
-                         f"{worst('period_jitter', 'max_ms'):.0f} ms; command->frame p50/p99 "
+                         f"jitter p50/p99/max {worst('period_jitter', 'p50_ms'):.2f}/{worst('period_jitter', 'p99_ms'):.2f}/"
+                         f"{worst('period_jitter', 'max_ms'):.1f} ms; command->frame p50/p99 "
                          f"{worst('command_to_frame', 'p50_ms'):.1f}/{worst('command_to_frame', 'p99_ms'):.0f} ms; "
                          f"feedback->JointState (DDS) p50/p99 {worst('feedback_to_joint_state', 'p50_ms'):.1f}/"
                          f"{worst('feedback_to_joint_state', 'p99_ms'):.0f} ms; bus load "
                          f"{100 * max(a['bus_load'] for a in r['arms'].values()):.0f} % of 1 Mbit/s (nominal "
                          f"{100 * piper.get('bus_load_nominal', float('nan')):.0f} %); "
-                         f"load average {r['load_1min_before']:.1f} on {piper['machine']['cpus']} cores"))
+                         f"load average {r['load_1min_before']:.1f} on {piper['machine']['cpus']} cores "
+                         f"({piper['machine']['commit']})"))
     vision = load("vision_pipeline")
     if vision:
         pf = vision["per_frame_ms"]

@@ -38,7 +38,7 @@ class Fragile(GuardedNode):
         raise RuntimeError("the service broke")
 
 
-@pytest.mark.parametrize("executor", ["events", "multi"])
+@pytest.mark.parametrize("executor", ["events", "single", "multi"])
 def test_a_failing_callback_is_an_anomaly_once_and_the_executor_goes_on(executor, monkeypatch):
     monkeypatch.setenv("AGENTCHEMIST_EXECUTOR", executor)
     rclpy.init()

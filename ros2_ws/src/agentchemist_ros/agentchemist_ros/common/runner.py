@@ -1,24 +1,31 @@
 """main() of every node, and the executor choice.
 
 Every node keeps its callbacks short and its long actions as coroutines, so it runs on any executor.
-A node in its own process (ros2 run / launch) spins a MultiThreadedExecutor. The one-process graph
-(graph.py: the demo and graph tests) uses rclpy's EventsExecutor where the installed rclpy has it
-(Jazzy: rclpy.experimental), measured here at about twice the callback rate, without its busy loop over
-waiting coroutines (common/quiet_events.py); in a separate process
-spinning with EventsExecutor.spin() a node missed latched messages here, so it is not the default there.
-AGENTCHEMIST_EXECUTOR=multi|events|rclpy_events overrides the choice (rclpy_events: rclpy's own, busy loop
-included, for comparisons).
+A node in its own process (ros2 run / launch) spins rclpy's SingleThreadedExecutor. It spun a
+MultiThreadedExecutor before, whose loop rebuilds the wait set each time a worker thread finishes a
+callback: fed 10 ms audio chunks the audio supervisor took 60-100 % of a core and missed 9-43 of 60 drops
+(single-threaded: 6 %, none missed), and the dispenser's pH -> hold had 1.4-2.8 s outliers and goals that
+never started (single-threaded: p99 10.6 ms, no failures; bench/latency.py, quiet machine, side by side).
+`tests/graph/test_process_executor.py` checks the audio supervisor's CPU per second of 10 ms chunks.
+The one-process graph (graph.py: the demo and graph tests) uses rclpy's EventsExecutor where the installed
+rclpy has it (Jazzy: rclpy.experimental), measured here at about twice the callback rate, without its busy
+loop over waiting coroutines (common/quiet_events.py); in a separate process spinning with
+EventsExecutor.spin() a node missed latched messages here, so it is not the default there.
+AGENTCHEMIST_EXECUTOR=single|multi|events|rclpy_events overrides the choice (rclpy_events: rclpy's own, busy
+loop included, for comparisons).
 """
 import os
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 
 from agentchemist_ros.common.heartbeats import start_heartbeat
 
 
 def make_executor(threads: int = 4, default: str = "events"):
     choice = os.environ.get("AGENTCHEMIST_EXECUTOR", default)
+    if choice == "single":
+        return SingleThreadedExecutor()
     if choice == "rclpy_events":
         from rclpy.experimental import EventsExecutor
         return EventsExecutor()
@@ -36,7 +43,7 @@ def spin_node(node_factory, args=None) -> None:
     try:
         node = node_factory()
         start_heartbeat(node)  # in its own process it can die alone: its peers watch for that
-        executor = make_executor(default="multi")
+        executor = make_executor(default="single")
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
