@@ -79,3 +79,35 @@ def test_a_camera_model_of_another_size_is_refused(stirred):
                                         camera.height // 2)
     with pytest.raises(FrameError, match="camera model"):
         DissolutionWatch().measure(rgb, half, depth)
+
+
+def test_the_watch_follows_the_twins_stirred_dissolution_on_the_render(tmp_path):
+    """The twin's own dissolution (2.5 g NaCl stirred in 50 mL, 30 s), rendered at 1 Hz: every frame with
+    more than 0.01 g left shows solid (the haze falls from 1.0 at 2.3 g to 0.11 at 0.01 g), the frames go
+    clear below about 0.003 g, and "dissolved" comes within 1 s before to 3 s after the twin's last crystal."""
+    from agentchemist.sim.arm_backends import make_arm_backend
+
+    twin = LabTwin(load_scenario(REPO / "config" / "scenarios" / "nacl_weighing.yaml"))
+    twin.step(1.0)
+    arms = make_arm_backend("mujoco", twin, urdf_file(), tmp_path)
+    try:
+        twin.dissolver.add_solid(2.5)  # as poured on the balance
+        twin.move_labware("beaker_main", 1.0, on="stirrer")
+        twin.set_stirrer(True, 1.0)
+        watch, rows, t = DissolutionWatch(), [], 1.0
+        while t < 45.0:
+            t += 1.0
+            rgb, depth, k = arms.render("front", t)
+            state = watch.update(t, rgb, CameraModel.from_camera_info(k.ravel(), [], rgb.shape[1], rgb.shape[0]),
+                                 depth)
+            rows.append((t, twin.dissolver.solid_g, state))
+            if state.dissolved:
+                break
+        twin.step(t + 5.0)  # to the last crystal, if a few micrograms were left
+    finally:
+        arms.physics.close()
+    missed = [(t, g, s.score) for t, g, s in rows if g > 0.01 and not s.solid_visible]
+    assert not missed, missed
+    done = twin.dissolver.complete_at
+    assert done is not None and rows[-1][2].dissolved
+    assert -1.0 <= rows[-1][0] - done <= 3.0, (rows[-1][0], done)

@@ -52,7 +52,7 @@ class FloorView:
     wall_clear_m: float = 0.002      #: the floor region keeps this far inside the wall
     mouth_clear_m: float = 0.002     #: ... and its line of sight this far inside the rim
     bar_clear_m: float = 0.002       #: ... and this far off the stir bar
-    clear_level: float = 192.0       #: the floor's luminance through clear water (render, calibrated)
+    clear_level: float = 196.0       #: the floor's luminance through clear water (render, calibrated)
     cloud_level: float = 250.0       #: ... through a suspension that hides it (render, calibrated)
     min_grain_contrast: float = 20.0
     noise_sigmas: float = 6.0

@@ -328,7 +328,12 @@ class DissolutionWatch:
         v = self.view
         # The sensor's noise from the whole crop: the floor's few dozen px straddle the glass's edges.
         sigma = _noise_sigma(r.y, np.ones_like(r.floor))
-        level = _clipped_mean(r.y[r.floor], sigma)  # grains are few and bright: the clipped mean leaves them out
+        # The floor's few dozen px are flat-shaded patches of different levels (the glass slabs in front of the
+        # floor): a window round the median picks some of them, moved by the noise; the mean between the 10th
+        # and 90th percentiles keeps them all and leaves out the few bright grains.
+        values = r.y[r.floor]
+        lo, hi = np.percentile(values, (10.0, 90.0))
+        level = float(values[(values >= lo) & (values <= hi)].mean())
         area, threshold = self._grains(r, sigma)
         c = v.clear_level if clear is None else clear
         haze = (level - c) / max(v.cloud_level - c, 10.0)
