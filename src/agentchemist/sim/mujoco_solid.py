@@ -43,6 +43,7 @@ GRAIN_RGBA = (1.0, 1.0, 1.0)
 PILE_RGBA = (0.84, 0.85, 0.87)  #: wet, translucent salt: a diffuse grey-white (the drawing's 205-225)
 PILE_MAX_G = 5.0            #: the pile geom is compiled at this mass's size and shrunk (its bounding sphere stays)
 SWIRL_RAD_S = 2.0 * math.pi / 4.0  #: grains swirl round the floor once in 4 s on a running stirrer
+BAR_RAD_S = 400.0 * 2.0 * math.pi / 60.0  #: the bar turns at the stirrer's 400 rpm (the plan's speed)
 CLEAR_LIQUID_ALPHA = 0.3
 RING_M = (0.003, 0.008)     #: the grains' ring: this far in from the wall (m)
 
@@ -104,6 +105,8 @@ class SolidDisplay:
         self.places = np.array([model.geom_pos[g][:2] for g in self.grains])
         self.floor_z = float(model.geom_pos[self.pile][2])
         self.pile_max = model.geom_size[self.pile].copy()
+        self.bar = model.geom(f"{beaker_id}_stir_bar").id
+        self.bar_quat = model.geom_quat[self.bar].copy()  # lying along the body's y
         # the beaker's width in the drawing's design px: solid_appearance's light path through the cloud
         self.width_px = 2.0 * float(model.geom_size[model.geom(f"{beaker_id}_bottom").id][0]) * 1000.0 / MM_PER_PX
 
@@ -128,6 +131,10 @@ class SolidDisplay:
             m.geom_rgba[g][3] = 1.0 if i < shown else 0.0
             x, y = self.places[i]
             m.geom_pos[g][:2] = (c * x - s * y, s * x + c * y)
+        turn = BAR_RAD_S * t / 2.0 if stirring else 0.0  # half the angle: a quaternion about the body's z
+        w0, x0, y0, z0 = self.bar_quat
+        cz, sz = math.cos(turn), math.sin(turn)
+        m.geom_quat[self.bar] = (cz * w0 - sz * z0, cz * x0 - sz * y0, cz * y0 + sz * x0, cz * z0 + sz * w0)
         r, h = _pile_size_m(solid_g) if look["pile_r"] > 0.0 else (0.0, 0.0)
         if r > 0.0:
             m.geom_size[self.pile] = np.minimum((r, r, h), self.pile_max)
