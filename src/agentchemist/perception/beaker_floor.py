@@ -13,15 +13,19 @@ known (CameraInfo), this module finds the floor in 3-D instead:
   robot, the label's face :data:`~agentchemist.bench.platforms.LABEL_STANDOFF_M` proud of the glass
   (as :data:`agentchemist.bench.grasp_points.GRASP_POINTS` places the beaker's mouth); the tag's y axis is
   the beaker's up;
-* every pixel of a crop round the beaker is traced as a ray to the floor's plane: it is *floor* when it
-  meets the floor inside the wall, off the stir bar, and passes the rim's plane inside the mouth (seen from
-  above through the liquid, not through the label or the front wall).
+* every pixel of a crop round the beaker is traced as a ray: it is *liquid* when it passes the rim's plane
+  inside the mouth (seen from above, not through the label or the front wall) and is still inside the
+  beaker :attr:`FloorView.liquid_probe_m` above the floor (it crosses the liquid down to at least there,
+  at any fill the watch is used at); *floor* when, further, it meets the floor's plane inside the wall and
+  off the stir bar.
 
 What that leaves. The MuJoCo front camera is 57 deg above the bench and sees a 100 mL beaker's floor only
-in a crescent 15-23 mm behind the axis (about 60 px at 640 x 480); the centre and the stir bar on it
-(:data:`BAR_M`, lying across the view) are behind the tag's label. So the posed path does not look for the
-bar: the evidence is the grains in the crescent and the crescent's brightness, which a cloudy suspension
-raises toward white over the stirrer's dark top. Lengths are metres; the mask is over the crop.
+in a crescent 15-23 mm behind the axis: 12 px at 640 x 480 with the true pose, and the crescent moves with
+a few degrees of the tag's orientation (PnP's, 2.4 deg off on the render: 39 px), so the floor is too
+little to judge turbidity by. The centre and the stir bar on it (:data:`BAR_M`, lying across the view) are
+behind the tag's label. So the posed path does not look for the bar: the evidence is the brightness of the
+liquid seen through the mouth (about 170 px), which a cloudy suspension raises toward white over the
+stirrer's dark top, and the grains in the floor's crescent. Lengths are metres; the masks are over the crop.
 """
 from __future__ import annotations
 
@@ -52,8 +56,9 @@ class FloorView:
     wall_clear_m: float = 0.002      #: the floor region keeps this far inside the wall
     mouth_clear_m: float = 0.002     #: ... and its line of sight this far inside the rim
     bar_clear_m: float = 0.002       #: ... and this far off the stir bar
-    clear_level: float = 196.0       #: the floor's luminance through clear water (render, calibrated)
-    cloud_level: float = 250.0       #: ... through a suspension that hides it (render, calibrated)
+    liquid_probe_m: float = 0.010    #: liquid pixels' rays are inside the beaker this high (20 mL in 100 mL: 12 mm)
+    clear_level: float = 192.0       #: the liquid seen through the mouth, its luminance in clear water (render, calibrated)
+    cloud_level: float = 235.0       #: ... in a suspension of 2.5 g NaCl in 50 mL, stirred (render, calibrated)
     min_grain_contrast: float = 20.0
     noise_sigmas: float = 6.0
     min_grain_area_px: float = 3.0   #: design px^2 (a 1.8 mm grain is 1.5-3 of them)
@@ -68,7 +73,7 @@ class FloorView:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"FloorView.{name} must be a finite number > 0, got {v!r}")
-        for name in ("wall_clear_m", "mouth_clear_m", "bar_clear_m"):
+        for name in ("wall_clear_m", "mouth_clear_m", "bar_clear_m", "liquid_probe_m"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"FloorView.{name} must be a finite number >= 0, got {v!r}")
@@ -76,16 +81,18 @@ class FloorView:
 
 @dataclass(frozen=True)
 class FloorMasks:
-    """The crop (x0, y0, x1, y1) px and the floor's mask over it; ``scale``: image px per design px at the
-    floor."""
+    """The crop (x0, y0, x1, y1) px and the masks over it: ``liquid`` (seen through the mouth, down into
+    the liquid) and ``floor`` (of those, the ones that reach the floor; may be empty); ``scale``: image px
+    per design px at the floor."""
 
     box: tuple[int, int, int, int]
+    liquid: np.ndarray
     floor: np.ndarray
     scale: float
 
 
 def floor_masks(pose: TagPose, camera: CameraModel, view: FloorView = FloorView()) -> FloorMasks | None:
-    """The floor's mask of the beaker whose tag is at ``pose``; None when the floor is not in the
+    """The liquid's and the floor's masks of the beaker whose tag is at ``pose``; None when the floor is not in the
     image or none of it can be seen from the camera (the beaker tipped, or the camera level with it)."""
     d, h = beaker_size_m(view.capacity_ml)
     r_in = d / 2.0 - view.wall_m
@@ -97,7 +104,7 @@ def floor_masks(pose: TagPose, camera: CameraModel, view: FloorView = FloorView(
         return None
     rim = h - view.wall_m  # the rim's plane above the floor's top
     ring = np.array([floor_c + r_in * (math.cos(a) * across + math.sin(a) * back) + z * up
-                     for a in np.linspace(0.0, 2.0 * math.pi, 24, endpoint=False) for z in (0.0, BAR_M[1])])
+                     for a in np.linspace(0.0, 2.0 * math.pi, 24, endpoint=False) for z in (0.0, rim)])
     px, _ = cv2.projectPoints(ring, np.zeros(3), np.zeros(3), camera.k, camera.d if camera.d.size else None)
     px = px.reshape(-1, 2)
     x0, y0 = (int(math.floor(v)) - 1 for v in px.min(axis=0))
@@ -123,10 +130,12 @@ def floor_masks(pose: TagPose, camera: CameraModel, view: FloorView = FloorView(
     fa, fb = on_plane(0.0)
     ta, tb = on_plane(BAR_M[1])
     ra, rb = on_plane(rim)
+    la, lb = on_plane(view.liquid_probe_m)
     seen = ra**2 + rb**2 <= (r_in - view.mouth_clear_m) ** 2
+    liquid = seen & (la**2 + lb**2 <= (r_in - view.wall_clear_m) ** 2)
     inside = fa**2 + fb**2 <= (r_in - view.wall_clear_m) ** 2
-    floor = seen & inside & ~on_bar(fa, fb, view.bar_clear_m) & ~on_bar(ta, tb, view.bar_clear_m)
+    floor = liquid & inside & ~on_bar(fa, fb, view.bar_clear_m) & ~on_bar(ta, tb, view.bar_clear_m)
     shape = yy.shape
     f_px = float(camera.k[0, 0])
     scale = f_px * MM_PER_DESIGN_PX / 1000.0 / float(floor_c[2])
-    return FloorMasks((x0, y0, x1, y1), floor.reshape(shape), scale)
+    return FloorMasks((x0, y0, x1, y1), liquid.reshape(shape), floor.reshape(shape), scale)

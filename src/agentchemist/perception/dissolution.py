@@ -334,7 +334,7 @@ class DissolutionWatch:
         # The floor's few dozen px are flat-shaded patches of different levels (the glass slabs in front of the
         # floor): a window round the median picks some of them, moved by the noise; the mean between the 10th
         # and 90th percentiles keeps them all and leaves out the few bright grains.
-        values = r.y[r.floor]
+        values = r.y[r.liquid]
         lo, hi = np.percentile(values, (10.0, 90.0))
         level = float(values[(values >= lo) & (values <= hi)].mean())
         area, threshold = self._grains(r, sigma)
@@ -388,18 +388,18 @@ class DissolutionWatch:
         return _Regions(rgb=rgb, y=y, floor=floor, liquid=liquid, bar=bar, scale=s, tag=tag)
 
     def _posed(self, frame: np.ndarray, tag: tuple[float, float, float], masks) -> _Regions:
-        """Regions traced from the tag's pose (beaker_floor): the floor seen through the liquid."""
+        """Regions traced from the tag's pose (beaker_floor): the liquid seen through the mouth, its floor."""
         c = self.config
         if masks is None:
             raise BeakerNotFoundError(f"the floor of the beaker under tag {c.marker_id} is outside the image or "
                                       "cannot be seen from the camera")
-        if masks.floor.sum() < 10:
-            raise BeakerNotFoundError(f"too little of the floor of the beaker under tag {c.marker_id} shows "
-                                      f"({int(masks.floor.sum())} px)")
+        if masks.liquid.sum() < 10:
+            raise BeakerNotFoundError(f"too little of the liquid in the beaker under tag {c.marker_id} shows "
+                                      f"({int(masks.liquid.sum())} px)")
         x0, y0, x1, y1 = masks.box
         rgb = frame[y0:y1, x0:x1]
         y = rgb.astype(np.float32) @ _LUMA
-        return _Regions(rgb=rgb, y=y, floor=masks.floor, liquid=masks.floor, bar=masks.floor, scale=masks.scale,
+        return _Regions(rgb=rgb, y=y, floor=masks.floor, liquid=masks.liquid, bar=masks.liquid, scale=masks.scale,
                         tag=tag, posed=True)
 
     def _locate(self, grey: np.ndarray) -> tuple[float, float, float]:
