@@ -64,23 +64,26 @@ again (more was added) takes ``dissolved`` back. Times are arguments (s); nothin
 
 Seen from above (a calibrated camera). Where the frame comes with the camera's intrinsics (CameraInfo, and
 the aligned depth where there is one), the regions are not placed in design px but traced in 3-D from the
-tag's pose (:mod:`agentchemist.perception.beaker_floor`): the floor where the camera sees it through the
-beaker's mouth (from 57 deg above the bench, a crescent behind the axis; the stir bar is hidden behind
-the label). Two kinds of evidence, with the thresholds of
-:class:`~agentchemist.perception.beaker_floor.FloorView`: grains as the top-hat of the floor (the same
-detector; scale: design px at the floor's distance), and haze as the floor's brightening by a cloudy
-suspension over the stirrer's dark top, haze = (F - C) / (K - C) with F the floor's luminance (the mean
-between its 10th and 90th percentiles: the few bright grains left out), C its level through clear water (``clear_level``, or :meth:`DissolutionWatch.reference`'s
-measurement) and K its level under a cloud that hides it (``cloud_level``). Unlike the bar's contrast this
-is not a ratio within the frame: it moves with the exposure and the plate's colour, hence the reference.
-A frame whose tag gives no pose (a degenerate quad) is measured by the 2-D rule.
+tag's pose (:mod:`agentchemist.perception.beaker_floor`): the liquid the camera sees through the beaker's
+mouth and, of the floor, the thin crescent behind the axis that shows over the label (from 57 deg above
+the bench the centre and the stir bar are hidden behind the label). Two kinds of evidence, with the
+thresholds of :class:`~agentchemist.perception.beaker_floor.FloorView`: grains as the top-hat of the
+floor's crescent (the same detector; scale: design px at the floor's distance), and haze as the liquid's
+brightening by a cloudy suspension over the stirrer's dark top, haze = (F - C) / (K - C) with F the
+liquid's luminance (the mean between its 10th and 90th percentiles: flat-shaded patches of the glass in
+front of it all count, the few bright grains do not), C its level in clear water (``clear_level``, or
+:meth:`DissolutionWatch.reference`'s measurement) and K its level in a dense suspension (``cloud_level``).
+Unlike the bar's contrast this is not a ratio within the frame: it moves with the exposure and the plate's
+colour, hence the reference. A frame whose tag gives no pose (a degenerate quad) is measured by the 2-D
+rule.
 
 Thresholds of that path, measured on MuJoCo renders of the front camera (640 x 480, nacl_weighing's
-beaker on the stirrer, 50 mL water, no sensor noise; tests/unit/test_dissolution_render.py): C 196 and K
-250 grey levels; haze 1.02 at 2.4 g stirred, 0.25 at 0.017 g, 0.13 at 0.008 g, 0.04 at 0.0006 g, 0.00
-clear; ``min_haze`` 0.10 sees solid down to about 0.006 g (0.01 g at camera noise sd 2-3) and clear below
-0.001-0.003 g. The grains rarely cross the crescent (at most 5 design px^2 in these renders): the cloud
-carries the decision. More in README's MuJoCo section.
+beaker on the stirrer, 50 mL water, no sensor noise; tests/unit/test_dissolution_render.py): C 192 and K
+235 grey levels; haze 1.00 at 2.4 g stirred, 0.54 at 0.18 g, 0.17 at 0.017 g, 0.09 at 0.008 g, 0.02 at
+0.0006 g, 0.01 clear. ``min_haze`` 0.10 sees solid down to about 0.01 g (also at camera noise sd 2-4) and
+clear below about 0.003 g; ``dissolved`` comes 0.8 s before to 0.5 s after the twin's last crystal. The
+grains rarely cross the crescent (at most 5 design px^2 in these renders): the cloud carries the decision.
+More in README's MuJoCo section.
 
 Example::
 
