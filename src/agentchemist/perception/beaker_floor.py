@@ -1,10 +1,10 @@
-"""Where a beaker's floor and stir bar are in the image, from its tag's 3-D pose (a calibrated camera).
+"""Where a beaker's liquid and floor are in the image, from its tag's 3-D pose (a calibrated camera).
 
 The 2-D rule of :mod:`agentchemist.perception.dissolution` places its regions in design px from the tag's
 centre, for the kinematic twin's side view. A camera on the robot (and the MuJoCo twin's front camera,
 1.2 m up) looks *down* into the beaker at 50-60 deg: it sees the floor through the liquid's surface, over
 the front wall, and the tag's label hides the lower front of the beaker. Where the camera's intrinsics are
-known (CameraInfo), this module finds the floor in 3-D instead:
+known (CameraInfo), this module finds the liquid and the floor in 3-D instead:
 
 * the tag's pose in the optical frame (:func:`agentchemist.perception.tag_pose.tag_pose`: PnP on its corners,
   the position from the aligned depth where there is one);
@@ -24,7 +24,7 @@ in a crescent 15-23 mm behind the axis: 12 px at 640 x 480 with the true pose, a
 a few degrees of the tag's orientation (PnP's, 2.4 deg off on the render: 39 px), so the floor is too
 little to judge turbidity by. The centre and the stir bar on it (:data:`BAR_M`, lying across the view) are
 behind the tag's label. So the posed path does not look for the bar: the evidence is the brightness of the
-liquid seen through the mouth (about 170 px), which a cloudy suspension raises toward white over the
+liquid seen through the mouth (77 px with the true pose, 117 with PnP's), which a cloudy suspension raises toward white over the
 stirrer's dark top, and the grains in the floor's crescent. Lengths are metres; the masks are over the crop.
 """
 from __future__ import annotations
@@ -47,13 +47,13 @@ BAR_M = (0.020, 0.006)
 
 @dataclass(frozen=True)
 class FloorView:
-    """The beaker and what counts as its floor and bar (m), and the thresholds of the posed path (same
+    """The beaker and what counts as its liquid, floor and bar (m), and the thresholds of the posed path (same
     meanings as :class:`agentchemist.perception.dissolution.DissolutionConfig`'s, calibrated on MuJoCo
     renders of the front camera at 640 x 480; see the dissolution module's docstring)."""
 
     capacity_ml: float = 100.0
     wall_m: float = 0.002            #: glass thickness (the floor's top is this above the bottom edge)
-    wall_clear_m: float = 0.002      #: the floor region keeps this far inside the wall
+    wall_clear_m: float = 0.002      #: the liquid and floor regions keep this far inside the wall
     mouth_clear_m: float = 0.002     #: ... and its line of sight this far inside the rim
     bar_clear_m: float = 0.002       #: ... and this far off the stir bar
     liquid_probe_m: float = 0.010    #: liquid pixels' rays are inside the beaker this high (20 mL in 100 mL: 12 mm)
@@ -61,7 +61,7 @@ class FloorView:
     cloud_level: float = 235.0       #: ... in a suspension of 2.5 g NaCl in 50 mL, stirred (render, calibrated)
     min_grain_contrast: float = 20.0
     noise_sigmas: float = 6.0
-    min_grain_area_px: float = 3.0   #: design px^2 (a 1.8 mm grain is 1.5-3 of them)
+    min_grain_area_px: float = 3.0   #: design px^2 (a 2.5 mm grain is 2-4 of them)
     min_haze: float = 0.10
 
     def __post_init__(self):
