@@ -111,3 +111,15 @@ def test_the_watch_follows_the_twins_stirred_dissolution_on_the_render(tmp_path)
     done = twin.dissolver.complete_at
     assert done is not None and rows[-1][2].dissolved
     assert -1.0 <= rows[-1][0] - done <= 3.0, (rows[-1][0], done)
+
+
+def test_a_reference_frame_of_clear_water_calibrates_the_clear_level(stirred):
+    """On a real camera C is measured, not configured: the beaker with clear water on the stirrer."""
+    from agentchemist.perception.dissolution import DissolutionError
+
+    watch = DissolutionWatch()
+    ref = watch.reference(*stirred(0.0))
+    assert watch.has_reference and abs(ref.liquid_level - watch.view.clear_level) < 3.0
+    assert watch.measure(*stirred(0.05)).score >= 1.0 and watch.measure(*stirred(0.0)).score < 0.5
+    with pytest.raises(DissolutionError, match="not clear"):
+        DissolutionWatch().reference(*stirred(1.0))  # a cloudy beaker is no reference
