@@ -9,6 +9,7 @@ the front camera rendered at the robot's 640 x 480 for the scene check and the c
 Usage: python bench/mujoco_library.py [--seeds N] [SCENARIO...]        # default: the five below, 1 seed
        python bench/mujoco_library.py --from-json RUNNER_JSON ...      # tabulate runner results already run
        ... --keep    # keep the --out file's rows of scenarios not in this run (each row names its commit)
+       ... --kinematic-json RUNNER_JSON ...  # runs with --arm-backend kinematic: the kinematic_unchanged block
 """
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def table(runner: dict, kinematic: dict) -> dict:
     return rows
 
 
+def kinematic_block(paths: list[str], on: str) -> dict:
+    """The kinematic twin's runs of the same code (that nothing changed there), from runner JSONs."""
+    runs = []
+    for path in paths:
+        for r in json.loads(Path(path).read_text())["runs"]:
+            runs.append({k: r.get(k) for k in ("scenario", "seed", "outcome", "outcome_ok", "ph_deviation",
+                                               "equivalence_error_drops", "detections", "false_alarms", "wall_s",
+                                               "task_s")})
+    return {"how": f"scenario_runner --arm-backend kinematic --seeds 1 on {on}", "runs": runs}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("scenarios", nargs="*", default=list(DEFAULT))
@@ -80,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true",
                    help="keep the rows of the --out file for scenarios this run does not have, with their commit")
     p.add_argument("--commit", help="the commit the runs were made on (default: HEAD at the start)")
+    p.add_argument("--kinematic-json", nargs="+", metavar="JSON",
+                   help="runner JSONs of kinematic-twin runs of the same code: written as kinematic_unchanged "
+                        "(else --keep keeps the earlier block)")
     args = p.parse_args(argv)
     load, started_on = os.getloadavg()[0], commit()  # the code that runs is the commit at the start
     if args.from_json:
@@ -106,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         result["scenarios"] = {**kept, **rows}
         result["how"] = f"{how} on {started_on}; rows of {', '.join(kept)} kept from before: {earlier.get('how')}"
         result["commit"] = " / ".join(dict.fromkeys([started_on, *(str(r["commit"]) for r in kept.values())]))
+        for key, value in earlier.items():  # blocks this run does not write (kinematic_unchanged)
+            result.setdefault(key, value)
+    if args.kinematic_json:
+        result["kinematic_unchanged"] = kinematic_block(args.kinematic_json, started_on)
     result["not_as_expected"] = [n for n, r in result["scenarios"].items()
                                  if (r.get("mujoco") or {}).get("expected_behaviour") != 1.0]
     Path(args.out).write_text(json.dumps(result, indent=1, default=float))

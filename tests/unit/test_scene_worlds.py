@@ -143,6 +143,7 @@ def sdf_problems(root: ET.Element, base: Path | None = None) -> list[str]:
                     shape = shapes[0]
                     need = {"box": [("size", 3)], "cylinder": [("radius", 1), ("length", 1)],
                             "sphere": [("radius", 1)], "ellipsoid": [("radii", 3)],
+                            "capsule": [("radius", 1), ("length", 1)],  # SDFormat 1.9's capsule
                             "plane": [("normal", 3), ("size", 2)]}.get(shape.tag)
                     if need is None:
                         problems.append(f"{where}: unknown shape {shape.tag}")

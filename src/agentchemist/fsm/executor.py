@@ -396,15 +396,17 @@ class Executor:
         """No drop can be heard: none may be squeezed (the dispenser relies on hearing each one)."""
         return self.carry_out(self.sup.unpause("audio_noise") if resolved else self.sup.pause("audio_noise"), stamp)
 
-    def on_frame(self, stamp: float, frame) -> list:
-        """A decoded front frame: the bench watch, the dissolution watch, the liquid's colour."""
+    def on_frame(self, stamp: float, frame, camera=None, depth_m=None) -> list:
+        """A decoded front frame: the bench watch, the dissolution watch, the liquid's colour. ``camera``
+        (a CameraModel of this frame's size) and ``depth_m`` (aligned depth, m), where the camera has them:
+        the dissolution watch then finds the beaker's floor in 3-D (perception/beaker_floor.py)."""
         sup = self.sup
         out: list = []
         if self.own_moves.rebaseline(stamp):
             out += self.start_watch(frame)
         if sup.mass is not None and sup.machine.state in ("dissolving", "solution_ready"):
             try:
-                seen = self.dissolution.update(stamp, frame)
+                seen = self.dissolution.update(stamp, frame, camera, depth_m)
             except DissolutionError as exc:
                 out += self._stamped(self.frames.issue("bad_image", "dissolution",
                                                        f"front camera: cannot see the beaker's contents: {exc}"))

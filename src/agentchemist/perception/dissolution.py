@@ -62,6 +62,29 @@ frames) and after that every frame was clear for ``clear_hold_s`` seconds and at
 frames, with no gap between frames longer than ``max_gap_s`` (a stale camera is no evidence). Solid seen
 again (more was added) takes ``dissolved`` back. Times are arguments (s); nothing reads a clock.
 
+Seen from above (a calibrated camera). Where the frame comes with the camera's intrinsics (CameraInfo, and
+the aligned depth where there is one), the regions are not placed in design px but traced in 3-D from the
+tag's pose (:mod:`agentchemist.perception.beaker_floor`): the liquid the camera sees through the beaker's
+mouth and, of the floor, the thin crescent behind the axis that shows over the label (from 57 deg above
+the bench the centre and the stir bar are hidden behind the label). Two kinds of evidence, with the
+thresholds of :class:`~agentchemist.perception.beaker_floor.FloorView`: grains as the top-hat of the
+floor's crescent (the same detector; scale: design px at the floor's distance), and haze as the liquid's
+brightening by a cloudy suspension over the stirrer's dark top, haze = (F - C) / (K - C) with F the
+liquid's luminance (the mean between its 10th and 90th percentiles: flat-shaded patches of the glass in
+front of it all count, the few bright grains do not), C its level in clear water (``clear_level``, or
+:meth:`DissolutionWatch.reference`'s measurement) and K its level in a dense suspension (``cloud_level``).
+Unlike the bar's contrast this is not a ratio within the frame: it moves with the exposure and the plate's
+colour, hence the reference. A frame whose tag gives no pose (a degenerate quad) is measured by the 2-D
+rule.
+
+Thresholds of that path, measured on MuJoCo renders of the front camera (640 x 480, nacl_weighing's
+beaker on the stirrer, 50 mL water, no sensor noise; tests/unit/test_dissolution_render.py): C 192 and K
+235 grey levels; haze 1.00 at 2.4 g stirred, 0.54 at 0.18 g, 0.17 at 0.017 g, 0.09 at 0.008 g, 0.02 at
+0.0006 g, 0.01 clear. ``min_haze`` 0.10 sees solid down to about 0.01 g (also at camera noise sd 2-4) and
+clear below about 0.003 g; ``dissolved`` comes 0.8 s before to 0.5 s after the twin's last crystal. The
+grains rarely cross the crescent (at most 5 design px^2 in these renders): the cloud carries the decision.
+More in README's MuJoCo section.
+
 Example::
 
     >>> watch = DissolutionWatch()
@@ -80,6 +103,8 @@ import cv2
 import numpy as np
 
 from agentchemist.bench.tags import MARKER_TABLE, TAG_SIDE_DESIGN_PX
+from agentchemist.perception.beaker_floor import FloorView, floor_masks
+from agentchemist.perception.tag_pose import CameraModel, tag_pose
 from agentchemist.perception.tags import TagFinder
 
 __all__ = [
@@ -165,7 +190,9 @@ class SolidMeasurement:
     """One frame's evidence (see the module docstring). ``bar_white``: the clear-liquid bar luminance used
     (the reference's or the configured one); ``noise_sigma``: the luminance noise measured in the liquid;
     ``grain_threshold``: the top-hat a grain needed (grey levels); ``liquid_level`` (clipped mean) and
-    ``bar_level`` (of channel medians): luminances; ``tag``: the tag's centre (u, v) and measured side, px."""
+    ``bar_level`` (of channel medians): luminances; ``tag``: the tag's centre (u, v) and measured side, px.
+    A frame measured from the tag's pose (``posed``): ``liquid_level`` and ``bar_level`` are both the
+    floor's luminance through the liquid, ``bar_white`` the clear level it is compared with."""
 
     score: float
     grain_area_px: float
@@ -176,6 +203,7 @@ class SolidMeasurement:
     liquid_level: float
     bar_level: float
     tag: tuple[float, float, float]
+    posed: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,13 +229,15 @@ class _Regions:
     bar: np.ndarray
     scale: float           # image px per design px
     tag: tuple[float, float, float]
+    posed: bool = False    # traced from the tag's 3-D pose (FloorView's thresholds)
 
 
 class DissolutionWatch:
     """Frame by frame: how much undissolved solid shows, and whether it has all dissolved."""
 
-    def __init__(self, config: DissolutionConfig = DissolutionConfig()):
+    def __init__(self, config: DissolutionConfig = DissolutionConfig(), view: FloorView = FloorView()):
         self.config = config
+        self.view = view
         self._finder = TagFinder(config.marker_id, config.search_pad_sides)
         self._last_tag: tuple[float, float, float] | None = None
         self._bar_white: float | None = None  # the bar's luminance in the clear reference frame
@@ -226,24 +256,29 @@ class DissolutionWatch:
     def has_reference(self) -> bool:
         return self._bar_white is not None
 
-    def reference(self, frame: np.ndarray) -> SolidMeasurement:
+    def reference(self, frame: np.ndarray, camera: CameraModel | None = None,
+                  depth_m: np.ndarray | None = None) -> SolidMeasurement:
         """Measure the stir bar's luminance in clear liquid on ``frame`` (this beaker, no solid) and use it as
         W from now on. Raises DissolutionError if the frame is not clear by the configured ``bar_white``
         (grains, or a bar dimmer than ``min_haze`` allows), FrameError / BeakerNotFoundError as :meth:`measure`."""
-        m = self._measure(self._regions(frame), None)
+        m = self._measure(self._regions(frame, camera, depth_m), None)
         if m.score >= self.config.clear_below:
             raise DissolutionError(f"the reference frame is not clear liquid (score {m.score:.2f}: grains "
                                    f"{m.grain_area_px:.1f} px, haze {m.haze:.2f})")
         self._bar_white = m.bar_level
         return m
 
-    def measure(self, frame: np.ndarray) -> SolidMeasurement:
+    def measure(self, frame: np.ndarray, camera: CameraModel | None = None,
+                depth_m: np.ndarray | None = None) -> SolidMeasurement:
         """The evidence of undissolved solid in one frame (no history). Raises FrameError (not RGB uint8)
-        or BeakerNotFoundError (no tag, or the beaker's floor outside the frame)."""
-        return self._measure(self._regions(frame), self._bar_white)
+        or BeakerNotFoundError (no tag, or the beaker's floor outside the frame). ``camera`` (and the
+        aligned ``depth_m``, metres): the frame's calibration; the regions are then traced in 3-D."""
+        return self._measure(self._regions(frame, camera, depth_m), self._bar_white)
 
-    def update(self, stamp: float, frame: np.ndarray) -> DissolutionState:
-        """Measure ``frame`` taken at ``stamp`` (s) and advance the dissolved decision.
+    def update(self, stamp: float, frame: np.ndarray, camera: CameraModel | None = None,
+               depth_m: np.ndarray | None = None) -> DissolutionState:
+        """Measure ``frame`` taken at ``stamp`` (s) (with its calibration, as :meth:`measure`) and advance
+        the dissolved decision.
 
         A frame that raises (FrameError, BeakerNotFoundError) changes nothing; a stamp earlier than the
         last frame's raises DissolutionError."""
@@ -252,7 +287,7 @@ class DissolutionWatch:
             raise DissolutionError(f"stamp must be a finite number of seconds, got {stamp!r}")
         if self._stamp is not None and stamp < self._stamp:
             raise DissolutionError(f"stamp {stamp} s is earlier than the last frame's {self._stamp} s")
-        m = self.measure(frame)
+        m = self.measure(frame, camera, depth_m)
         stamp = float(stamp)
         gap = self._stamp is not None and stamp - self._stamp > c.max_gap_s
         self._stamp = stamp
@@ -276,6 +311,8 @@ class DissolutionWatch:
 
     # ------------------------------------------------------------------ internals
     def _measure(self, r: _Regions, bar_white: float | None) -> SolidMeasurement:
+        if r.posed:
+            return self._measure_posed(r, bar_white)
         c = self.config
         sigma = _noise_sigma(r.y, r.liquid)
         liquid = _clipped_mean(r.y[r.liquid], sigma)
@@ -293,12 +330,40 @@ class DissolutionWatch:
                                 noise_sigma=sigma, grain_threshold=threshold, liquid_level=liquid, bar_level=bar,
                                 tag=r.tag)
 
-    def _regions(self, frame: np.ndarray) -> _Regions:
+    def _measure_posed(self, r: _Regions, clear: float | None) -> SolidMeasurement:
+        v = self.view
+        # The sensor's noise from the whole crop: the floor's few dozen px straddle the glass's edges.
+        sigma = _noise_sigma(r.y, np.ones_like(r.floor))
+        # The floor's few dozen px are flat-shaded patches of different levels (the glass slabs in front of the
+        # floor): a window round the median picks some of them, moved by the noise; the mean between the 10th
+        # and 90th percentiles keeps them all and leaves out the few bright grains.
+        values = r.y[r.liquid]
+        lo, hi = np.percentile(values, (10.0, 90.0))
+        level = float(values[(values >= lo) & (values <= hi)].mean())
+        area, threshold = self._grains(r, sigma)
+        c = v.clear_level if clear is None else clear
+        haze = (level - c) / max(v.cloud_level - c, 10.0)
+        score = max(area / v.min_grain_area_px, haze / v.min_haze, 0.0)
+        return SolidMeasurement(score=float(score), grain_area_px=area, haze=float(haze), bar_white=float(c),
+                                noise_sigma=sigma, grain_threshold=threshold, liquid_level=level, bar_level=level,
+                                tag=r.tag, posed=True)
+
+    def _regions(self, frame: np.ndarray, camera: CameraModel | None = None,
+                 depth_m: np.ndarray | None = None) -> _Regions:
         if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
             shape, dtype = getattr(frame, "shape", None), getattr(frame, "dtype", type(frame).__name__)
             raise FrameError(f"the dissolution watch needs an RGB uint8 image (H x W x 3), got {shape} {dtype}")
         c = self.config
         tag = self._locate(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY))
+        if camera is not None:
+            if (camera.width, camera.height) != (frame.shape[1], frame.shape[0]):
+                raise FrameError(f"the camera model is for {camera.width} x {camera.height} px, the frame is "
+                                 f"{frame.shape[1]} x {frame.shape[0]}")
+            if depth_m is not None and np.shape(depth_m) != frame.shape[:2]:
+                depth_m = None  # not aligned to this frame: PnP alone
+            pose = tag_pose(self._finder.corners, camera, depth_m)
+            if pose is not None:
+                return self._posed(frame, tag, floor_masks(pose, camera, self.view))
         cu, cv_, side = tag
         # ArUco's corners (no sub-pixel refinement) sit on the centres of the tag's outermost pixels: the
         # measured side is one pixel short of the printed one (17 px for the twin's 18 px tags at 320 x 240,
@@ -325,6 +390,21 @@ class DissolutionWatch:
             raise BeakerNotFoundError(f"tag {c.marker_id} is too small ({side:.1f} px) to see the beaker's floor")
         return _Regions(rgb=rgb, y=y, floor=floor, liquid=liquid, bar=bar, scale=s, tag=tag)
 
+    def _posed(self, frame: np.ndarray, tag: tuple[float, float, float], masks) -> _Regions:
+        """Regions traced from the tag's pose (beaker_floor): the liquid seen through the mouth, its floor."""
+        c = self.config
+        if masks is None:
+            raise BeakerNotFoundError(f"the floor of the beaker under tag {c.marker_id} is outside the image or "
+                                      "cannot be seen from the camera")
+        if masks.liquid.sum() < 10:
+            raise BeakerNotFoundError(f"too little of the liquid in the beaker under tag {c.marker_id} shows "
+                                      f"({int(masks.liquid.sum())} px)")
+        x0, y0, x1, y1 = masks.box
+        rgb = frame[y0:y1, x0:x1]
+        y = rgb.astype(np.float32) @ _LUMA
+        return _Regions(rgb=rgb, y=y, floor=masks.floor, liquid=masks.liquid, bar=masks.liquid, scale=masks.scale,
+                        tag=tag, posed=True)
+
     def _locate(self, grey: np.ndarray) -> tuple[float, float, float]:
         c = self.config
         found = self._finder.find(grey, self._last_tag)
@@ -335,7 +415,7 @@ class DissolutionWatch:
         return found
 
     def _grains(self, r: _Regions, sigma: float) -> tuple[float, float]:
-        c = self.config
+        c = self.view if r.posed else self.config
         k = 2 * max(1, int(math.ceil(r.scale))) + 1  # one design px longer than a grain, in image px
         background = None
         for kernel in _line_kernels(k):

@@ -8,7 +8,8 @@ validates and clamps every command (same limits, same CommandResult, same warnin
 step the twin's arm joints are set to the simulated ones and its gripper models follow the simulated
 openings (its pipette, bench-effect and audio models read those), and /joint_states comes from the
 simulation. The cameras are MuJoCo renders: colour, depth aligned to it (m) and the pinhole K; the
-beaker's liquid takes the twin's solution colour before each render.
+beaker's liquid takes the twin's solution colour before each render, and in a beaker where solid dissolves
+the twin's undissolved mass is shown as grains, a pile or a cloud (:mod:`.mujoco_solid`).
 """
 from __future__ import annotations
 
@@ -85,6 +86,10 @@ class MujocoBackend(KinematicArms):
         self._bench_key = _bench_key(twin.scene_state())  # the bench the scene was built from
         self._liquid = self.physics.model.geom(f"{twin.scenario.beaker.id}_liquid").id if _has_geom(
             self.physics.model, f"{twin.scenario.beaker.id}_liquid") else None
+        from agentchemist.sim.mujoco_solid import SolidDisplay
+
+        beaker = twin.scenario.beaker.id
+        self._solid = SolidDisplay(model, beaker) if SolidDisplay.present(model, beaker) else None
         self._offset = twin.t - self.physics.t  # physics time starts at 0 (after settling), the twin's at t
         self._sync()
 
@@ -116,7 +121,15 @@ class MujocoBackend(KinematicArms):
         self.step(now)
         state = self.twin.scene_state()
         self._follow_bench(state)
-        if self._liquid is not None:
+        if self._solid is not None:
+            beaker = next(i for i in state["items"] if i.id == state["beaker_id"])
+            stirring = bool(state["stirrer_on"]) and beaker.on == state["stirrer_id"]
+            rgba = self._solid.update(float(state["solid_in_vessel_g"]), float(state["beaker_volume_ml"]), stirring,
+                                      self.physics.t, state["solution_rgb"])
+            if self._liquid is not None:
+                self.physics.model.geom_rgba[self._liquid] = rgba
+            self.physics.forward()  # the grains' new places into the geoms' world poses
+        elif self._liquid is not None:
             r, g, b = state["solution_rgb"]
             self.physics.model.geom_rgba[self._liquid] = (r / 255.0, g / 255.0, b / 255.0, 0.85)
         frame = self.physics.render(camera)

@@ -88,6 +88,11 @@ GLASS = (232, 240, 246)
 RUBBER = (150, 40, 30)
 STEEL = (150, 155, 160)
 DARK = (45, 48, 52)
+#: The stirrer's top plate in 3-D: a dark grey (black ceramic / anodised) top, against which undissolved
+#: white solid and a cloudy suspension show in the beaker standing on it. (The 2-D drawing's plate is light;
+#: its dissolution evidence is the white stir bar seen from the side, which the 3-D front camera, looking
+#: down into the beaker, cannot see behind the beaker's label: perception/beaker_floor.py.)
+STIRRER_TOP = (78, 80, 84)
 BENCH_TOP = (96, 100, 106)
 PIPETTE_LIQUID = (200, 214, 230)
 LED_ON, LED_OFF = (60, 220, 90), (70, 70, 70)
@@ -294,7 +299,7 @@ class _Scene:
         return {
             BODY: self.box(it, BODY, w, _px(w), h, DARK),
             PART: MarkerSpec(it.id, PART, CYLINDER, ADD, (x, y, z0 + _px(h) + 0.001),
-                             scale=(_px(w - 8), _px(w - 8), 0.002), rgba=_rgba((226, 226, 222))),
+                             scale=(_px(w - 8), _px(w - 8), 0.002), rgba=_rgba(STIRRER_TOP)),
             # the drawing's LED, on the front face to the right of centre
             LIGHT: MarkerSpec(it.id, LIGHT, SPHERE, ADD, (x - _px(w) / 2.0, y - _px(16.0), z0 + _px(h) / 2.0),
                               scale=(0.01, 0.01, 0.01), rgba=_rgba(LED_ON if on else LED_OFF)),

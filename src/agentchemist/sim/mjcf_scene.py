@@ -11,7 +11,9 @@ xacro output) and the saved MJCF is extended with what a URDF cannot say:
 - robot geoms collide with the lab but not with each other (the boxes are coarser than the links);
 - a camera in each optical frame ``<name>_camera`` (MuJoCo cameras look along -z with y up; the optical
   frame looks along +z with y down: a half turn about x);
-- the floor, lights, the bench and labware with their tag labels as textured boxes.
+- the floor, lights, the bench and labware with their tag labels as textured boxes;
+- in the beaker that holds the stir bar, the undissolved solid's grains and pile (hidden until the twin has
+  solid there: :mod:`.mujoco_solid`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from agentchemist.sim import mujoco_gl  # noqa: F401  (sets MUJOCO_GL before muj
 import mujoco  # noqa: E402
 
 from agentchemist.bench.robot import SIDES
+from agentchemist.sim.mujoco_solid import crystal_material, solid_geoms
 from agentchemist.sim.scene_model import FLOOR_Z, SceneBody, SceneGeom, quat_wxyz, write_tag_textures
 
 __all__ = ["ARM_KP", "CAMERAS", "CAMERA_FOVY_DEG", "CAMERA_SIZE", "GRIPPER_KP", "build_mjcf", "load_scene"]
@@ -154,6 +157,7 @@ def _world(root: ET.Element, bodies: list[SceneBody], textures: dict[int, Path])
     ET.SubElement(asset, "texture", name="floor_tex", type="2d", builtin="checker", rgb1="0.62 0.62 0.60",
                   rgb2="0.55 0.55 0.53", width="256", height="256")
     ET.SubElement(asset, "material", name="floor", texture="floor_tex", texrepeat="8 8")
+    crystal_material(asset)
     for marker_id, path in textures.items():
         ET.SubElement(asset, "texture", name=f"tag_{marker_id}", type="2d", file=str(Path(path).resolve()))
         ET.SubElement(asset, "material", name=f"tag_{marker_id}", texture=f"tag_{marker_id}", specular="0.1")
@@ -170,6 +174,8 @@ def _world(root: ET.Element, bodies: list[SceneBody], textures: dict[int, Path])
             ET.SubElement(el, "freejoint", name=f"{body.name}_free")
         for i, g in enumerate(body.geoms):
             el.append(_geom(g, f"{body.name}_{g.name or i}", body))
+        if any(g.name == "stir_bar" for g in body.geoms):
+            el.extend(solid_geoms(body))
         if body.tag is not None:
             s = body.tag.side_m * (1.0 + 2.0 * 0.25)
             # A box's -x face shows the 2-D texture upright when the label is turned a quarter about x.
@@ -186,11 +192,13 @@ def _geom(g: SceneGeom, name: str, body: SceneBody) -> ET.Element:
         attrs.update(type="box", size=_fmt((sx / 2.0, sy / 2.0, sz / 2.0)))
     elif g.shape == "cylinder":
         attrs.update(type="cylinder", size=_fmt((sx / 2.0, sz / 2.0)))
+    elif g.shape == "capsule":
+        attrs.update(type="capsule", size=_fmt((sx / 2.0, sz / 2.0 - sx / 2.0)))
     elif math.isclose(sx, sz) and math.isclose(sx, sy):
         attrs.update(type="sphere", size=_fmt((sx / 2.0,)))
     else:
         attrs.update(type="ellipsoid", size=_fmt((sx / 2.0, sy / 2.0, sz / 2.0)))
-    if g.name == "liquid":
+    if g.name in ("liquid", "stir_bar"):  # display: the pipette does not stand on the liquid or the bar
         attrs.update(contype="0", conaffinity="0")
     if body.free:
         share = body.mass_kg / max(len(body.geoms), 1)

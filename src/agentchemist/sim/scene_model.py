@@ -14,6 +14,12 @@ base_footprint).
 
 Hollow beakers: a beaker is a bottom disc and a ring of wall slabs, so a pipette can stand in it and a
 gripper can reach into it. The pipette is the one free body (it is grasped); everything else is fixed.
+
+Stir bar: the beaker in which a scenario dissolves a solid (its ``weighing.target``) holds a white PTFE stir
+bar on its floor, :data:`STIR_BAR_M` long, lying across the camera's view (along the body's y), as the 2-D
+drawing draws one; the dissolution watch (perception/dissolution.py) reads the haze of a suspension
+against it. The titration beakers have none in the 3-D scene (their colour readings were measured
+without one).
 """
 from __future__ import annotations
 
@@ -41,12 +47,16 @@ BULB_KIND_MASS_KG = 0.012  # a rubber-bulb pipette, glass tube and bulb
 FREE_KINDS = ("pipette",)
 FLAG_KINDS = ("pipette", "ph_probe")  # thin items whose tag is a flag at their top
 PROBE_FLAG_TILT_RAD = 0.6
+#: A stir bar for a 100 mL beaker: 20 mm long, 6 mm thick, white PTFE (a capsule).
+STIR_BAR_M = (0.020, 0.006)
+STIR_BAR_RGBA = (0.97, 0.97, 0.97, 1.0)
 
 
 @dataclass(frozen=True)
 class SceneGeom:
-    """One solid: ``shape`` box | cylinder | sphere; ``size`` full extents (x, y, z) in m (a cylinder's
-    diameter twice, then its height; an ellipsoid's three diameters); pose in the body's frame."""
+    """One solid: ``shape`` box | cylinder | sphere | capsule; ``size`` full extents (x, y, z) in m (a
+    cylinder's diameter twice, then its height; an ellipsoid's three diameters; a capsule's diameter twice,
+    then its length end to end, along its z); pose in the body's frame."""
 
     shape: str
     size: tuple[float, float, float]
@@ -88,11 +98,14 @@ def twin_scene(twin: Any) -> list[SceneBody]:
     """The solid bodies of a :class:`~agentchemist.sim.lab.LabTwin`'s bench as it is now."""
     state = twin.scene_state()
     kinds = {item.id: (item.kind, item.marker_id) for item in state["items"] if item.present}
-    return scene_bodies(twin_markers(twin), kinds)
+    weighing = getattr(twin.scenario, "weighing", None)
+    return scene_bodies(twin_markers(twin), kinds, stir_bar_in=weighing.target if weighing is not None else None)
 
 
-def scene_bodies(markers: Iterable[MarkerSpec], kinds: dict[str, tuple[str, int]]) -> list[SceneBody]:
-    """Bodies from bench marker specs (base_link) and each present item's (kind, tag id)."""
+def scene_bodies(markers: Iterable[MarkerSpec], kinds: dict[str, tuple[str, int]],
+                 stir_bar_in: str | None = None) -> list[SceneBody]:
+    """Bodies from bench marker specs (base_link) and each present item's (kind, tag id); the beaker
+    ``stir_bar_in`` holds a stir bar."""
     by_item: dict[str, list[MarkerSpec]] = {}
     table: MarkerSpec | None = None
     for m in markers:
@@ -107,7 +120,7 @@ def scene_bodies(markers: Iterable[MarkerSpec], kinds: dict[str, tuple[str, int]
     bodies = [_table(table)]
     for item_id, specs in by_item.items():
         kind, marker_id = kinds[item_id]
-        bodies.append(_item(item_id, kind, marker_id, specs))
+        bodies.append(_item(item_id, kind, marker_id, specs, stir_bar=item_id == stir_bar_in))
     return bodies
 
 
@@ -145,13 +158,19 @@ def _geom(m: MarkerSpec, origin: tuple[float, float, float], name: str) -> Scene
     return SceneGeom(shape, tuple(m.scale), pos, tuple(m.orientation), tuple(m.rgba), name)
 
 
-def _item(item_id: str, kind: str, marker_id: int, specs: list[MarkerSpec]) -> SceneBody:
+def _item(item_id: str, kind: str, marker_id: int, specs: list[MarkerSpec], stir_bar: bool = False) -> SceneBody:
     body = next((m for m in specs if m.id == BODY), specs[0])
     origin = body.position
     geoms: list[SceneGeom] = []
     for m in specs:
         if kind == "beaker" and m.id == BODY:
             geoms.extend(_hollow_beaker(m.scale[0] / 2.0, m.scale[2]))
+            if stir_bar:
+                length, thick = STIR_BAR_M
+                floor = -m.scale[2] / 2.0 + WALL_M
+                # along the body's y (across the robot's view): the capsule's own axis is its z
+                geoms.append(SceneGeom("capsule", (thick, thick, length), (0.0, 0.0, floor + thick / 2.0),
+                                       (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)), STIR_BAR_RGBA, "stir_bar"))
         elif kind == "beaker" and m.id == CONTENT:
             geoms.append(_geom(m, origin, "liquid"))
         else:

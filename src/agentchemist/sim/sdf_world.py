@@ -105,6 +105,10 @@ def _geometry(parent: ET.Element, g: SceneGeom) -> None:
         cyl = ET.SubElement(geometry, "cylinder")
         _text(cyl, "radius", f"{sx / 2.0:.6g}")
         _text(cyl, "length", f"{sz:.6g}")
+    elif g.shape == "capsule":  # SDF 1.9: the length is the cylinder's, between the caps' centres
+        cap = ET.SubElement(geometry, "capsule")
+        _text(cap, "radius", f"{sx / 2.0:.6g}")
+        _text(cap, "length", f"{sz - sx:.6g}")
     elif math.isclose(sx, sy) and math.isclose(sx, sz):
         _text(ET.SubElement(geometry, "sphere"), "radius", f"{sx / 2.0:.6g}")
     else:

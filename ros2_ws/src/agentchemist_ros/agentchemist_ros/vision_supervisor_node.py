@@ -173,7 +173,8 @@ class VisionSupervisorNode(GuardedNode):
         with self.lock:
             effects = self.frames.passed("image", "front camera images are readable again")
         self.carry_out(effects)
-        self.event(Executor.on_frame, to_sec(msg.header.stamp), frame)
+        camera, depth, _ = self.front_geometry.for_frame(frame, node_now(self))  # the floor in 3-D, where known
+        self.event(Executor.on_frame, to_sec(msg.header.stamp), frame, camera, depth)
 
     def check_timeouts(self):
         try:
