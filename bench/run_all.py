@@ -229,6 +229,16 @@ def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
                      f"tick: {side(ab['before'])} | on arrival: {side(ab['after'])} (load "
                      f"{min(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f}-"
                      f"{max(ab['after']['load_1min_before'] + ab['before']['load_1min_before']):.0f})"))
+    ex = lat.get("own_process_executor_ab")
+    if ex:
+        def run(r):
+            ph, a = r["ph_to_hold"], r["drop_to_audio_event"]["0.01"]
+            return (f"pH->hold p50/p99 {ph['latency']['p50_ms']:.1f}/{ph['latency']['p99_ms']:.0f} ms, "
+                    f"{len(ph['errors'])} of {ph['latency']['n'] + len(ph['errors'])} samples failed; 10 ms audio "
+                    f"chunks p99 {a['latency']['p99_ms']:.0f} ms, {a['missed']} drops missed, node CPU "
+                    f"{a['node_cpu_percent']:.0f} % ({r['commit']}, load {ph['load_1min_before']:.1f})")
+        rows.append(("a node in its own process: MultiThreadedExecutor vs SingleThreadedExecutor (shipped), "
+                     "DDS, wall", f"multi: {run(ex['multi_threaded'])} | single: {run(ex['single_threaded'])}"))
     audio = lat.get("drop_to_audio_event")
     if audio:
         for chunk, r in audio["by_chunk_s"].items():
