@@ -118,6 +118,8 @@ def test_the_bottle_is_taken_at_its_neck_and_lifted_to_the_named_pour_pose(seen,
     result = plan(seen, "grasp", {"object": "solid_bottle", "side": "left"}, [bottle])
     by_default = SeenTargets(poses)           # the bottle is opt-in: the twin's weighing reads the taught pose
     assert not by_default.needs_scene("grasp", {"object": "solid_bottle"})
+    assert not by_default.needs_scene("move_to", {"target": "beaker_main"})  # the beaker too (the bench watch)
+    assert by_default.needs_scene("grasp", {"object": "pipette"})
     assert plan(by_default, "grasp", {"object": "solid_bottle", "side": "left"}, [bottle]) is None
     assert [s.label for s in result.steps][-1] == "move to pour_over_beaker"
     assert result.steps[-1].target == poses.pose("left", "pour_over_beaker")   # the tilt convention's pose

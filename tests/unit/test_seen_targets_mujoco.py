@@ -80,7 +80,7 @@ def test_ik_to_the_seen_pipette_puts_the_simulated_hand_on_its_bulb_and_grasps_i
 
 
 def test_ik_over_the_seen_beaker_puts_the_hand_above_its_mouth(arms):
-    seen = SeenTargets(load_poses())
+    seen = SeenTargets(load_poses(), SeenTargetConfig(camera_kinds=("pipette", "beaker")))  # opt-in
     beaker = seen_by_the_front_camera(arms, "beaker_main", "beaker")
     plan = seen.plan("move_to", "right", {"target": "beaker_main"}, "front_camera", 5.0, [beaker], 5.0,
                      {"right": arms.arm_positions("right")})

@@ -10,9 +10,9 @@ joints. :mod:`agentchemist.bench.grasp_points` says where on the item the hand g
 IK starts from the station's named pose (config/poses.yaml), so the arm stays on the taught branch.
 
 Only the primitives that touch a movable item use it: grasp the pipette (its bulb), position over the
-beaker (the held pipette's tip above the mouth), grasp the solid bottle (its neck; only when
-``camera_kinds`` names it: the twin's weighing effects read the taught pose), and return the pipette to
-where it was taken. Fixed stations (the titrant bottle, the pour pose, the beaker stations, the
+beaker (the held pipette's tip above the mouth; only when ``camera_kinds`` names it: see its
+description), grasp the solid bottle (its neck; only when ``camera_kinds`` names it: the twin's weighing
+effects read the taught pose), and return the pipette to where it was taken. Fixed stations (the titrant bottle, the pour pose, the beaker stations, the
 buttons) keep their named poses, and so does everything when no pose is known. A pose that is known but
 bad (not finite, behind the camera, not a unit quaternion, a face turned away, too old, in a frame the
 URDF does not have) or a target out of reach raises PrimitiveError: the robot does not move.
@@ -51,10 +51,13 @@ class SeenTargetConfig:
                                description="Arm targets of grasp / position subtasks: camera (inverse kinematics "
                                            "to where the front camera sees the labware when its 3-D pose is "
                                            "known, else the named pose) | named (always the named poses)")
-    camera_kinds: tuple = param(("pipette", "beaker"), choices=("pipette", "beaker", "solid_bottle"),
+    camera_kinds: tuple = param(("pipette",), choices=("pipette", "beaker", "solid_bottle"),
                                 description="Labware whose seen pose the targets come from (target_source camera). "
-                                            "solid_bottle is left out by default: the twin's weighing effects "
-                                            "decide the bottle is held from the taught solid_bottle pose")
+                                            "beaker is left out by default: the position-only IK over the beaker "
+                                            "tilts the hand over the pH probe's tag, which the bench watch then "
+                                            "counts as missing (every titration with arm_backend mujoco aborted); "
+                                            "solid_bottle too: the twin's weighing effects decide the bottle is "
+                                            "held from the taught solid_bottle pose")
     target_scene_timeout_s: float = param(2.0, unit="s", low=0.0, high=60.0,
                                           description="Wait this long (wall) for the scene before a grasp or "
                                                       "position subtask; no answer: the named pose")
