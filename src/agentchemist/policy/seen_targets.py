@@ -9,13 +9,13 @@ pinocchio: the front camera is fixed; a wrist camera moves with its arm, so it i
 joints. :mod:`agentchemist.bench.grasp_points` says where on the item the hand goes, from its tag. The
 IK starts from the station's named pose (config/poses.yaml), so the arm stays on the taught branch.
 
-Only the primitives that touch a movable item use it: grasp the pipette (its bulb), position over the
-beaker (the held pipette's tip above the mouth; only when ``camera_kinds`` names it: see its
-description), grasp the solid bottle (its neck; only when ``camera_kinds`` names it: the twin's weighing
-effects read the taught pose), and return the pipette to where it was taken. Fixed stations (the
-titrant bottle, the pour pose, the beaker stations, the buttons) keep their named poses, and so does
-everything when no pose is known. A pose that is known but bad (not finite, behind the camera, not a unit quaternion, a face turned away, too old, in a frame the
-URDF does not have) or a target out of reach raises PrimitiveError: the robot does not move.
+Only the primitives that touch a movable item use it: grasp the pipette (its bulb), position over the beaker
+(the held pipette's tip above the mouth; only when ``camera_kinds`` names it: see its description), grasp
+the solid bottle (its neck; only when ``camera_kinds`` names it: the twin's weighing effects read the taught
+pose), and return the pipette to where it was taken. Fixed stations (the titrant bottle, the pour pose, the
+beaker stations, the buttons) keep their named poses, and so does everything when no pose is known. A pose
+that is known but bad (not finite, behind the camera, not a unit quaternion, a face turned away, too old, in
+a frame the URDF does not have) or a target out of reach raises PrimitiveError: the robot does not move.
 
 No rclpy, no clock: the caller passes ``now`` and the measured joints.
 """
