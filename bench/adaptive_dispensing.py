@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -66,6 +67,58 @@ def equivalence_ph(name: str) -> float:
     return round(beaker.ph(), 2)
 
 
+#: where a run's sim time goes (`phases`): MOTION split by the closing rate it ran, WAIT by what started it
+PHASES = ("top_rate", "slower_rate", "wait_change_rate", "wait_near_target", "wait_endpoint_released",
+          "endpoint_confirm", "other")
+WAITS = {"change_rate_high": "wait_change_rate", "near_target_drop": "wait_near_target",
+         "drop_landed_settle": "wait_near_target"}
+
+
+def phases(run, top_rate_mm_s: float) -> dict:
+    """The run's sim time by phase, from its control steps (every 0.05 s: the state it was in and the command
+    it sent). MOTION closing at >= 0.8 x the goal's rate is `top_rate` (the squeeze before the first drop,
+    priming, is inside it and also given alone), any slower closing (the fine rate, a single drop) is
+    `slower_rate`; a WAIT counts under what started it: a change-rate hold, a hold near the target (one drop
+    or a planned increment, then settle), the judge's hold that it released again (the level fell back short
+    of the target), and the last hold, the judge confirming the endpoint until it cancels the goal. Also the
+    number of holds of each kind."""
+    out = dict.fromkeys(PHASES, 0.0)
+    counts = dict.fromkeys(PHASES, 0)
+    marks = sorted(run.transitions, key=lambda x: x[0])
+    first_drop = run.drops_passed[0] if run.drops_passed else math.inf
+    priming = 0.0
+    state, why, k = "MOTION", "", 0
+    cmds = run.commands
+    last_hold = max((t for t, _s, cond, _d in marks if cond == "hold_command"), default=None)
+    for (t0, c0), (t1, c1) in zip(cmds, cmds[1:]):
+        while k < len(marks) and marks[k][0] <= t0 + 1e-9:
+            _t, _src, cond, dst = marks[k]
+            state, why = dst.value, cond
+            if dst.value == "WAIT":
+                key = ("endpoint_confirm" if _t == last_hold and run.judge is not None
+                       and run.judge.reached_at is not None else "wait_endpoint_released") \
+                    if cond == "hold_command" else WAITS.get(cond, "other")
+                counts[key] += 1
+            k += 1
+        dt = t1 - t0
+        if state == "MOTION":
+            rate = (c0 - c1) / dt if dt > 0 else 0.0
+            key = "top_rate" if rate >= 0.8 * top_rate_mm_s else "slower_rate"
+            if t1 <= first_drop:
+                priming += dt
+        elif state == "WAIT":
+            key = ("endpoint_confirm" if why == "hold_command" and t0 >= (last_hold or math.inf)
+                   and run.judge is not None and run.judge.reached_at is not None else
+                   "wait_endpoint_released" if why == "hold_command" else WAITS.get(why, "other"))
+        else:
+            key = "other"
+        out[key] += dt
+    result = {k: round(v, 2) for k, v in out.items()}
+    result["priming_s"] = round(priming, 2)
+    result["holds"] = {k: v for k, v in counts.items() if v}
+    return result
+
+
 def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, max_s: float = 3000.0) -> dict:
     loop = ClosedLoop(scenario(name, seed))
     loop.prepare(draw_ml=55.0)
@@ -80,7 +133,16 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
             "drops_after_crossing": o.drops_after_crossing,
             "overshoot_from_crossing_drops": round(o.overshoot_drops, 3), "true_ph": round(o.true_ph, 3),
             "holds": holds, "drops_heard": len(run.drops_passed), "drops_landed": len(landed),
-            "anomalies": sorted({a.kind for a in run.anomalies})}
+            "anomalies": sorted({a.kind for a in run.anomalies}),
+            "phases_s": phases(run, run.controller.rate)}
+
+
+def mean_phases(rows: list[dict]) -> dict:
+    """The mean of each phase (s) and of each kind of hold (count) over rows."""
+    out = {k: round(statistics.fmean(r["phases_s"][k] for r in rows), 1) for k in (*PHASES, "priming_s")}
+    kinds = sorted({k for r in rows for k in r["phases_s"]["holds"]})
+    out["holds_mean"] = {k: round(statistics.fmean(r["phases_s"]["holds"].get(k, 0) for r in rows), 1) for k in kinds}
+    return out
 
 
 def strategy(label: str, goal_kw: dict, cfg_kw: dict, targets: dict, seeds: list[int], stop_on_fail: bool) -> dict:
@@ -103,7 +165,8 @@ def strategy(label: str, goal_kw: dict, cfg_kw: dict, targets: dict, seeds: list
            "worst_overshoot_from_crossing_drops": max(r["overshoot_from_crossing_drops"] for r in every),
            "sim_s_mean": round(statistics.fmean(r["sim_s"] for r in every), 2),
            "by_chemistry": {k: {"sim_s_mean": round(statistics.fmean(r["sim_s"] for r in rs), 2),
-                                "worst_excess_drops": max(r["excess_drops"] for r in rs)} for k, rs in rows.items()},
+                                "worst_excess_drops": max(r["excess_drops"] for r in rs),
+                                "phases_mean_s": mean_phases(rs)} for k, rs in rows.items()},
            "rows": rows}
     return out
 

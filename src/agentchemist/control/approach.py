@@ -1,0 +1,139 @@
+"""Where the titration curve is heading, from the controller's own squeeze and the pH readings alone.
+
+Lag. The reading trails the beaker: a drop mixes in (stirred, tau about 1 s) and the glass electrode
+follows (tau about 2 s), two first-order lags in series. The controller knows what it squeezed (Q_stat),
+so it passes Q_stat through the same two lags: `seen` is the volume the reading shows now. The pairs
+(seen, reading) trace the titration curve while the gripper moves, without holding for the reading to
+settle, and Q_stat - seen is the titrant in flight: dispensed, not yet in the reading.
+
+The lags are priors (config `reading_lags_s`); every settled hold that ended a squeeze measures their
+sum (`observe_settle`: on a ramp the reading trails by the sum of the lags, so the rise still to come
+when the squeeze stops is the reading's slope times that sum), and the tracker scales both lags to it.
+
+Log law. Near an equivalence point the pH follows the log of the acid (or base) left: a strong acid
+pH = -log10(c (Veq - V) / (V0 + V)), a weak one pH = pKa + log10(V / (Veq - V)). Over a span dV in which
+the pH rose by dpH, the volume left past the span's end is R = dV / (10^dpH - 1) for the log term alone;
+the dilution term and the weak acid's log10(V) only add to dpH, so R is a lower bound: the next jump is
+at least R away. A curve whose slope is falling (past an inflection, or the start of a weak acid's
+titration) has no equivalence close ahead, and the bound is not applied there.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CurveFit:
+    """The titration curve near the newest reading, as the readings and the lag model show it."""
+    slope: float        #: dpH/dV (pH per mL, in the titrant's direction) over the fitted span
+    slope_se: float     #: its standard error
+    span_ml: float      #: volume the fit covers (as seen by the reading)
+    end_ml: float       #: the seen volume at its newest reading
+    convex: bool        #: the slope is not falling across the span (a jump may lie ahead)
+    level: float        #: the fitted pH at end_ml
+
+    def remaining_to_jump_ml(self, z: float = 2.0) -> float:
+        """The log law's lower bound on the volume from end_ml to the next equivalence (inf when the curve
+        is not convex or too flat to show one); `z` standard errors on the slope make it cautious."""
+        if not self.convex:
+            return math.inf
+        rise = (self.slope + z * self.slope_se) * self.span_ml
+        if rise <= 1e-3:
+            return math.inf
+        return self.span_ml / math.expm1(rise * math.log(10.0))
+
+
+class CurveTracker:
+    """Q_stat through the reading's two lags, and the (seen volume, reading) pairs of the recent past."""
+
+    def __init__(self, lags_s: tuple[float, float], direction: int, q0: float = 0.0, t0: float = 0.0,
+                 keep: int = 60):
+        self.prior = tuple(float(x) for x in lags_s)
+        self.lags = self.prior
+        self.direction = direction
+        self._mixed = self._seen = q0
+        self._t = t0
+        self._points: deque[tuple[float, float, float]] = deque(maxlen=keep)   #: (stamp, seen, pH)
+        self._sums: list[float] = []
+        self._added = 0
+        self._fitted: tuple[tuple[int, float], CurveFit | None] | None = None
+
+    @property
+    def seen(self) -> float:
+        return self._seen
+
+    @property
+    def total_lag_s(self) -> float:
+        return sum(self.lags)
+
+    def advance(self, now: float, q: float) -> None:
+        """Follow Q_stat (held at `q` since the last call) to `now`, in closed form."""
+        dt = now - self._t
+        if dt <= 0:
+            return
+        self._t = now
+        a, b = self.lags
+        w0, u0 = self._mixed - q, self._seen - q
+        ea, eb = math.exp(-dt / a), math.exp(-dt / b)
+        cross = w0 * (dt / a) * ea if abs(a - b) < 1e-9 else w0 * a / (a - b) * (ea - eb)
+        self._mixed = q + w0 * ea
+        self._seen = q + u0 * eb + cross
+
+    def add(self, stamp: float, ph: float, q: float) -> None:
+        self.advance(stamp, q)
+        self._points.append((stamp, self._seen, ph))
+        self._added += 1
+
+    def in_flight(self, q: float) -> float:
+        return max(0.0, q - self._seen)
+
+    def fit(self, min_span_ml: float) -> CurveFit | None:
+        """A line (and whether its slope is falling) through the newest readings, back as far as it takes to
+        span `min_span_ml` of seen volume (at least 5 readings); None while the kept ones do not. A hold
+        adds readings at one seen volume: the fit then reaches back to the squeeze before it."""
+        if self._fitted is not None and self._fitted[0] == (self._added, min_span_ml):
+            return self._fitted[1]
+        pts = self._points
+        n = len(pts)
+        v_end = pts[-1][1] if n else 0.0
+        k = next((i for i in range(n - 1, -1, -1) if v_end - pts[i][1] >= min_span_ml), None)
+        result = None
+        if k is not None and n - k >= 5:
+            result = self._line([p[1] for p in list(pts)[k:]], [p[2] for p in list(pts)[k:]])
+        self._fitted = ((self._added, min_span_ml), result)
+        return result
+
+    def _line(self, vs: list[float], phs: list[float]) -> CurveFit:
+        v = np.array(vs)
+        y = self.direction * np.array(phs)
+        span = float(v[-1] - v.min())
+        vc = v - v.mean()
+        svv = float(np.dot(vc, vc))
+        slope = float(np.dot(vc, y - y.mean()) / svv)
+        resid = y - y.mean() - slope * vc
+        se = math.sqrt(max(float(np.dot(resid, resid)) / max(len(v) - 2, 1), 1e-6) / svv)
+        # Falling slope (concave): the slope over the newer half of the span against the older half.
+        mid = v.min() + 0.5 * span
+        old, new = v <= mid, v > mid
+        convex = True
+        if old.sum() >= 3 and new.sum() >= 3 and np.ptp(v[old]) > 0 and np.ptp(v[new]) > 0:
+            before = np.polyfit(v[old], y[old], 1)[0]
+            after = np.polyfit(v[new], y[new], 1)[0]
+            convex = bool(after >= before - 2.0 * se)
+        level = self.direction * float(y.mean() + slope * (v[-1] - v.mean()))
+        return CurveFit(slope, se, span, float(v[-1]), convex, level)
+
+    def observe_settle(self, rise_ph: float, slope_ph_s: float) -> None:
+        """A squeeze stopped while the reading rose at `slope_ph_s` and it went on to rise by `rise_ph`
+        once settled: their ratio is the reading's total lag; the lags are scaled to the median of these
+        (within 0.5-2x of the prior, so that one odd hold cannot make the model absurd)."""
+        if not (math.isfinite(rise_ph) and math.isfinite(slope_ph_s)) or slope_ph_s < 0.03 or rise_ph <= 0:
+            return
+        self._sums.append(rise_ph / slope_ph_s)
+        prior = sum(self.prior)
+        total = min(max(float(np.median(self._sums)), 0.5 * prior), 2.0 * prior)
+        self.lags = tuple(x * total / prior for x in self.prior)
