@@ -134,7 +134,7 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
             "overshoot_from_crossing_drops": round(o.overshoot_drops, 3), "true_ph": round(o.true_ph, 3),
             "holds": holds, "drops_heard": len(run.drops_passed), "drops_landed": len(landed),
             "anomalies": sorted({a.kind for a in run.anomalies}),
-            "phases_s": phases(run, run.controller.rate)}
+            "phases_s": phases(run, run.controller.rate), "reading_lag_s": round(run.controller.reading_lag_s, 2)}
 
 
 def mean_phases(rows: list[dict]) -> dict:

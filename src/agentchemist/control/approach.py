@@ -8,7 +8,8 @@ settle, and Q_stat - seen is the titrant in flight: dispensed, not yet in the re
 
 The lags are priors (config `reading_lags_s`); every settled hold that ended a squeeze measures their
 sum (`observe_settle`: on a ramp the reading trails by the sum of the lags, so the rise still to come
-when the squeeze stops is the reading's slope times that sum), and the tracker scales both lags to it.
+when the squeeze stops is the reading's slope times that sum), and a longer one than the prior scales both
+lags to it.
 
 Log law. Near an equivalence point the pH follows the log of the acid (or base) left: a strong acid
 pH = -log10(c (Veq - V) / (V0 + V)), a weak one pH = pKa + log10(V / (Veq - V)). Over a span dV in which
@@ -51,7 +52,7 @@ class CurveTracker:
     """Q_stat through the reading's two lags, and the (seen volume, reading) pairs of the recent past."""
 
     def __init__(self, lags_s: tuple[float, float], direction: int, q0: float = 0.0, t0: float = 0.0,
-                 keep: int = 60):
+                 keep: int = 300):
         self.prior = tuple(float(x) for x in lags_s)
         self.lags = self.prior
         self.direction = direction
@@ -116,14 +117,17 @@ class CurveTracker:
         slope = float(np.dot(vc, y - y.mean()) / svv)
         resid = y - y.mean() - slope * vc
         se = math.sqrt(max(float(np.dot(resid, resid)) / max(len(v) - 2, 1), 1e-6) / svv)
-        # Falling slope (concave): the slope over the newer half of the span against the older half.
+        # Flattening (concave): the slope over the newer half of the span is clearly below half the older
+        # half's. Only a curve that flattens that much is let off the log law: readings piled up at one seen
+        # volume during a hold must not make a jump ahead look like a plateau.
         mid = v.min() + 0.5 * span
         old, new = v <= mid, v > mid
         convex = True
-        if old.sum() >= 3 and new.sum() >= 3 and np.ptp(v[old]) > 0 and np.ptp(v[new]) > 0:
+        if (old.sum() >= 3 and new.sum() >= 3 and np.ptp(v[old]) >= 0.3 * span
+                and np.ptp(v[new]) >= 0.3 * span):
             before = np.polyfit(v[old], y[old], 1)[0]
             after = np.polyfit(v[new], y[new], 1)[0]
-            convex = bool(after >= before - 2.0 * se)
+            convex = bool(after + 2.0 * se >= 0.5 * before)
         level = self.direction * float(y.mean() + slope * (v[-1] - v.mean()))
         return CurveFit(slope, se, span, float(v[-1]), convex, level)
 
@@ -135,5 +139,8 @@ class CurveTracker:
             return
         self._sums.append(rise_ph / slope_ph_s)
         prior = sum(self.prior)
-        total = min(max(float(np.median(self._sums)), 0.5 * prior), 2.0 * prior)
+        # Only ever longer than the prior: a slower electrode (an ageing one) makes more titrant in flight
+        # than the prior says, which would be unsafe; a faster one is left at the prior (the cautious side).
+        # A rise measured after a convex stretch overstates the lag, so one odd hold is capped at 2x.
+        total = min(max(float(np.median(self._sums)), prior), 2.0 * prior)
         self.lags = tuple(x * total / prior for x in self.prior)

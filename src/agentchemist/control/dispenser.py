@@ -165,6 +165,7 @@ class DispenserController:
         self._last_drop_stamp: float | None = None
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
         self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
+        self._ramp_stop: tuple[float, float] | None = None  #: (pH, pH/s) when a change-rate hold began
 
     # ----------------------------------------------------------------- inputs
     def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> None:
@@ -300,6 +301,7 @@ class DispenserController:
             elif self.holds:
                 self._go(out, State.WAIT, "hold_command", now)
             elif self._hold_for_change():
+                self._ramp_stop = (self._settle.mean(), self._settle.slope())
                 self._go(out, State.WAIT, "change_rate_high", now)
             elif self._drop_pending_settle:
                 condition, self._drop_pending_settle = self._drop_pending_settle, None
@@ -339,6 +341,11 @@ class DispenserController:
                 self._go(out, State.MOTION, "predicted_clear", now)
             elif self._settled(now) and not self._paced_by_supervisor(now):
                 self._update_sensitivity()
+                if self._wait_reason == "change_rate_high" and self._ramp_stop is not None:
+                    # a squeeze stopped on a moving reading, now settled: the rise since over the slope then
+                    # measures the reading's lag (approach.CurveTracker.observe_settle)
+                    d = self.goal.ph_direction
+                    self._curve.observe_settle(d * (self._settle.level() - self._ramp_stop[0]), d * self._ramp_stop[1])
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
                 a = ControllerAnomaly(now, "settle_timeout",
@@ -568,6 +575,8 @@ class DispenserController:
     def _increment_for_now(self) -> int:
         g, c = self.goal, self.config
         ahead = self._ahead_ml()
+        if ahead is None and c.predictive and g.target_ph is not None and not g.settle_each_drop:
+            return 1  # predicting, but the readings do not span enough of the curve to plan: one drop
         if ahead is not None:
             # A fraction of the nearest of the volume left to the next jump (the log law's lower bound) and
             # to the target (on the steepest slope the readings allow): the distance shrinks geometrically,
@@ -713,6 +722,11 @@ class DispenserController:
         out.command_opening_mm = self.command
         out.done = self.result
         return out
+
+    @property
+    def reading_lag_s(self) -> float:
+        """The reading's total lag (s) the prediction uses now: the prior, rescaled by settled holds."""
+        return self._curve.total_lag_s
 
     @property
     def drop_interval_s(self) -> float:
