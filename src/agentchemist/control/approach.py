@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+MIN_POINTS = 8   #: readings in a fit at the least (1.6 s at 5 Hz: the slope's noise about 0.1 of a 0.5 pH/mL one)
+
 
 @dataclass(frozen=True)
 class CurveFit:
@@ -94,7 +96,7 @@ class CurveTracker:
 
     def fit(self, min_span_ml: float) -> CurveFit | None:
         """A line (and whether its slope is falling) through the newest readings, back as far as it takes to
-        span `min_span_ml` of seen volume (at least 5 readings); None while the kept ones do not. A hold
+        span `min_span_ml` of seen volume (at least MIN_POINTS readings); None while the kept ones do not. A hold
         adds readings at one seen volume: the fit then reaches back to the squeeze before it."""
         if self._fitted is not None and self._fitted[0] == (self._added, min_span_ml):
             return self._fitted[1]
@@ -103,7 +105,8 @@ class CurveTracker:
         v_end = pts[-1][1] if n else 0.0
         k = next((i for i in range(n - 1, -1, -1) if v_end - pts[i][1] >= min_span_ml), None)
         result = None
-        if k is not None and n - k >= 5:
+        if k is not None and n >= MIN_POINTS:
+            k = min(k, n - MIN_POINTS)   # a fast squeeze spans the volume in fewer readings than a fit needs
             result = self._line([p[1] for p in list(pts)[k:]], [p[2] for p in list(pts)[k:]])
         self._fitted = ((self._added, min_span_ml), result)
         return result
