@@ -127,6 +127,8 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
     landed = [d["volume_ml"] for d in loop.twin.truth()["drops"] if d["fate"] in ("beaker", "overflow")]
     crossed = crossing_volume(loop.scenario, landed, target)
     excess = sum(landed[crossed[1] + 1:]) / DROP if crossed else float("nan")
+    times = [d["time"] for d in loop.twin.truth()["drops"] if d["fate"] in ("beaker", "overflow")]
+    after_crossing = run.ended - times[crossed[1]] if crossed else float("nan")
     reached = run.judge is not None and run.judge.reached_at is not None
     holds = sum(1 for _, _, cond, _ in run.transitions if cond in ("near_target_drop", "drop_landed_settle"))
     return {"seed": seed, "endpoint": reached, "sim_s": round(o.sim_s, 2), "excess_drops": round(excess, 3),
@@ -134,12 +136,13 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
             "overshoot_from_crossing_drops": round(o.overshoot_drops, 3), "true_ph": round(o.true_ph, 3),
             "holds": holds, "drops_heard": len(run.drops_passed), "drops_landed": len(landed),
             "anomalies": sorted({a.kind for a in run.anomalies}),
-            "phases_s": phases(run, run.controller.rate), "reading_lag_s": round(run.controller.reading_lag_s, 2)}
+            "phases_s": {**phases(run, run.controller.rate), "crossing_drop_to_endpoint": round(after_crossing, 2)}, "reading_lag_s": round(run.controller.reading_lag_s, 2)}
 
 
 def mean_phases(rows: list[dict]) -> dict:
     """The mean of each phase (s) and of each kind of hold (count) over rows."""
-    out = {k: round(statistics.fmean(r["phases_s"][k] for r in rows), 1) for k in (*PHASES, "priming_s")}
+    out = {k: round(statistics.fmean(r["phases_s"][k] for r in rows), 1)
+           for k in (*PHASES, "priming_s", "crossing_drop_to_endpoint")}
     kinds = sorted({k for r in rows for k in r["phases_s"]["holds"]})
     out["holds_mean"] = {k: round(statistics.fmean(r["phases_s"]["holds"].get(k, 0) for r in rows), 1) for k in kinds}
     return out

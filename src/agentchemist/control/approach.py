@@ -147,3 +147,47 @@ class CurveTracker:
         # A rise measured after a convex stretch overstates the lag, so one odd hold is capped at 2x.
         total = min(max(float(np.median(self._sums)), prior), 2.0 * prior)
         self.lags = tuple(x * total / prior for x in self.prior)
+
+
+class JumpWatch:
+    """The log law's bound, set aside past an inflection.
+
+    Approaching a real equivalence the slope only rises (under the log law it doubles each time the volume
+    left halves). The first equivalence of a diprotic acid whose pKa's lie a few units apart is a gentle
+    inflection instead: the slope rises to a peak and falls again, while the bound, read off that slope,
+    stays a few drops ahead of the squeeze all the way through it. So among the fits that have caught up
+    with the squeeze (in flight at most `caught_ml`), once the slope is clearly below `fall` of its peak
+    since the bound came within three leads (its upper 2-sigma bound under it), the curve is past an
+    inflection and the bound is set aside (the peak taken at its lower 2-sigma bound): the target itself is still watched on the local slope, and a
+    slope that rises again brings the bound back. Far from any jump the peak is forgotten."""
+
+    def __init__(self, lead_ml: float, caught_ml: float, fall: float = 0.7):
+        self.lead_ml = lead_ml
+        self.caught_ml = caught_ml
+        self.fall = fall
+        self.peak: float | None = None    #: peak slope since the bound came near
+        self.past = False                 #: past an inflection: the bound is set aside
+        self.set_aside_at: list[float] = []   #: seen volumes where it was set aside (reported)
+        self._fit: CurveFit | None = None
+
+    def to_jump(self, fit: CurveFit, flight: float) -> float:
+        """The volume to the next jump from the squeeze (mL): the bound less the titrant in flight, or inf
+        while it is set aside."""
+        bound = fit.remaining_to_jump_ml()
+        if fit is not self._fit:
+            self._fit = fit
+            self._follow(fit, bound, flight)
+        return math.inf if self.past else bound - flight
+
+    def _follow(self, fit: CurveFit, bound: float, flight: float) -> None:
+        if not bound - flight <= 3.0 * self.lead_ml:
+            self.peak, self.past = None, False   # no jump near
+            return
+        if flight > self.caught_ml:
+            return
+        low = fit.slope - 2.0 * fit.slope_se   # the peak is taken at its lower 2-sigma bound: a noisy fit
+        self.peak = low if self.peak is None else max(self.peak, low)   # must not fake a fall
+        past = fit.slope + 2.0 * fit.slope_se < self.fall * self.peak
+        if past and not self.past:
+            self.set_aside_at.append(fit.end_ml)
+        self.past = past

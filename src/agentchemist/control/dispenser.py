@@ -65,7 +65,7 @@ import dataclasses
 import math
 from collections import deque
 
-from agentchemist.control.approach import CurveTracker
+from agentchemist.control.approach import CurveTracker, JumpWatch
 from agentchemist.control.dispenser_types import (ControllerAnomaly, DispenseGoal, DispenserConfig, Estimate,
                                                   GoalError, Output, State, StopResult)
 from agentchemist.perception.frozen_reading import FrozenReadingDetector
@@ -166,6 +166,8 @@ class DispenserController:
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
         self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
         self._ramp_stop: tuple[float, float] | None = None  #: (pH, pH/s) when a change-rate hold began
+        # fits with up to 3 drops in flight place the peak: those at the end of a hold near a jump
+        self._jump = JumpWatch(config.lead_drops * config.drop_volume_ml, 3.0 * config.drop_volume_ml)
 
     # ----------------------------------------------------------------- inputs
     def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> None:
@@ -496,7 +498,8 @@ class DispenserController:
     def _ahead_ml(self) -> tuple[float, float] | None:
         """(volume to the next equivalence jump, volume to the target) from the Q_stat squeezed so far (mL),
         as the readings traced against the squeeze through the reading's lags show them
-        (agentchemist.control.approach): the jump by the log law's lower bound, the target on the local
+        (agentchemist.control.approach): the jump by the log law's lower bound (set aside across a gentle
+        inflection, approach.JumpWatch), the target on the local
         slope (its upper bound: the nearest the target can be on a line; a concave approach only lies
         further). None without a pH target, when every drop settles anyway (settle_each_drop: the graph's
         per-drop record, where there is no squeeze to plan) or while the readings span too little."""
@@ -510,7 +513,7 @@ class DispenserController:
         steepest = fit.slope + 2.0 * fit.slope_se
         distance = g.ph_direction * (g.target_ph - fit.level)
         to_target = distance / steepest - flight if steepest > 0 else math.inf
-        return fit.remaining_to_jump_ml() - flight, to_target
+        return self._jump.to_jump(fit, flight), to_target
 
     def _hold_for_change(self) -> bool:
         """MOTION holds on a fast-moving reading (the paper: no action while the pH changes). With
@@ -578,11 +581,12 @@ class DispenserController:
         if ahead is None and c.predictive and g.target_ph is not None and not g.settle_each_drop:
             return 1  # predicting, but the readings do not span enough of the curve to plan: one drop
         if ahead is not None:
-            # A fraction of the nearest of the volume left to the next jump (the log law's lower bound) and
-            # to the target (on the steepest slope the readings allow): the distance shrinks geometrically,
-            # and no increment reaches either bound.
-            return int(min(max(math.floor(c.approach_fraction * min(ahead) / c.drop_volume_ml), 1),
-                           c.max_increment_drops))
+            # A fraction of the volume left to the next jump (the log law's lower bound: a larger share of
+            # it, `jump_fraction`) or to the target (on the steepest slope the readings allow,
+            # `approach_fraction`), whichever is less: the distance shrinks geometrically, and no increment
+            # reaches either bound.
+            planned = min(c.jump_fraction * ahead[0], c.approach_fraction * ahead[1])
+            return int(min(max(math.floor(planned / c.drop_volume_ml), 1), c.max_increment_drops))
         if g.target_ph is None or self._last_ph is None or self._steep() or math.isnan(self.sensitivity_ph_per_ml):
             return 1  # no pH target, no slope measured yet, or steep: one drop at a time
         per_drop = self._sensitivity_bound * c.drop_volume_ml

@@ -76,6 +76,8 @@ class DispenserConfig:
     lead_drops: float = 4.0             #: hold once the titrant already squeezed may come within this many
                                         #: drops of the next jump (log law) or of the target (local slope)
     fit_span_drops: float = 3.0         #: the readings must span this much seen volume for a prediction
+    jump_fraction: float = 0.5          #: near a jump, dose this fraction of the log law's bound on the
+                                        #: volume left to it (a lower bound already) in one increment
     settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
                                         #: the hold (drop falls, mixing starts): a pH that has not yet
                                         #: moved is not a settled one
