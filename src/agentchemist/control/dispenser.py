@@ -142,6 +142,7 @@ class DispenserController:
         self._drop_pending_settle: str | None = None
         self._increment: int | None = None   #: drops to dose before the next hold (near the target)
         self._increment_count = 0
+        self._increment_from = start_opening_mm   #: where the current increment's squeeze began (mm)
         self._last_ph: float | None = None
         self._last_ph_stamp: float | None = None
         self._ph_history: list[tuple[float, float]] = []
@@ -323,8 +324,11 @@ class DispenserController:
                 # a command set elsewhere (RESET, the safe opening) restarts the carried fraction
                 exact = (self._exact_command if abs(self._exact_command - self.command) <= self.config.resolution_mm / 2
                          else self.command)
-                self._exact_command = max(floor, exact - step)
+                stop = self._increment_stop()
+                self._exact_command = max(floor, exact - step, stop if stop is not None else -math.inf)
                 self.command = self._quantise(self._exact_command)
+                if stop is not None and self._exact_command <= stop + 1e-9:
+                    self._go(out, State.WAIT, "near_target_drop", now)
         elif self.state == State.WAIT:
             if self._goal_reached():
                 return self._finish_goal(out, now)
@@ -548,9 +552,16 @@ class DispenserController:
         return ahead is not None and self._clear(ahead)
 
     def _clear(self, ahead: tuple[float, float]) -> bool:
+        """... (at least half a drop of it short of the jump or the target) and the reading is at least
+        `clear_margin_ph` short of the target: closer than that, a
+        reading still creeping up may end within the judge's tolerance of the target, which only a settled
+        reading shows (then the judge holds)."""
+        c = self.config
         left = min(ahead)
         flight = self._curve.in_flight(self.q_stat)
-        return left > 0 and flight <= max(0.3 * self.config.drop_volume_ml, 0.25 * left)
+        gap = self.goal.ph_direction * (self.goal.target_ph - self._last_ph)
+        return (left >= 0.5 * c.drop_volume_ml and flight <= max(0.3 * c.drop_volume_ml, 0.25 * left)
+                and gap >= c.clear_margin_ph)
 
     def _steep_ahead(self) -> bool:
         """One drop (or a planned increment) at a time: with prediction where the next jump or the target
@@ -573,7 +584,18 @@ class DispenserController:
         """Drops to dose before the next hold while near the target; fixed for the current increment."""
         if self._increment is None:
             self._increment = self._increment_for_now()
+            self._increment_from = min(self.command, self.deepest_mm)
         return self._increment
+
+    def _increment_stop(self) -> float | None:
+        """With prediction, an increment of several drops ends on the squeeze, not on the drops heard: at
+        the top rate the hold after the n-th heard drop comes 0.1-0.3 s late (the audio chunks), by when
+        up to 1.5 drops more are squeezed into the pendant; n drop volumes squeezed from where it began
+        land n drops (whatever hung at the tip before stays there). The opening it stops at, or None."""
+        c = self.config
+        if self._increment is None or self._increment <= 1 or self._ahead_ml() is None:
+            return None
+        return self._increment_from - self._increment * c.drop_displacement_mm
 
     def _increment_for_now(self) -> int:
         g, c = self.goal, self.config
