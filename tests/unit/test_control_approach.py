@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from agentchemist.control.approach import CurveTracker
+from agentchemist.control.approach import CurveTracker, JumpWatch
 
 LAGS = (1.0, 2.0)
 DROP = 0.046875
@@ -62,12 +62,38 @@ def test_log_law_bounds_the_volume_left_to_the_jump(curve):
             assert left >= true_left / 3
 
 
-def test_a_flattening_curve_has_no_jump_ahead():
-    """The start of a weak acid's titration: steep, then flatter (concave): no equivalence close ahead."""
-    tracker, q = lagged_ramp(weak_acid, 0.3, 0.25, 8.0)
-    fit = tracker.fit(3 * DROP)
-    assert fit is not None and not fit.convex
-    assert fit.remaining_to_jump_ml() == math.inf
+def watch_along(curve, v_start: float, v_end: float, rate: float = 0.03):
+    """A slow squeeze (the fits keep up with it) with a JumpWatch on every new fit: the seen volumes where
+    it set the bound aside, and whether it was set aside at the end."""
+    tracker = CurveTracker(LAGS, +1, q0=v_start, t0=0.0)
+    watch = JumpWatch(4 * DROP, 3 * DROP)
+    mixed = seen = q = v_start
+    t, past = 0.0, []
+    while q < v_end:
+        t = round(t + 0.05, 9)
+        q += rate * 0.05
+        mixed += (q - mixed) * (1 - math.exp(-0.05 / LAGS[0]))
+        seen += (mixed - seen) * (1 - math.exp(-0.05 / LAGS[1]))
+        if round(t / 0.2, 6) % 1 == 0:
+            tracker.add(t, curve(seen), q)
+            fit = tracker.fit(3 * DROP)
+            if fit is not None:
+                watch.to_jump(fit, tracker.in_flight(q))
+                past.append(watch.past)
+    return watch, past
+
+
+def test_the_bound_is_set_aside_past_a_gentle_inflection():
+    """A diprotic acid's first equivalence: the slope peaks at 12.5 mL and falls again (2 pH over 1 mL)."""
+    watch, past = watch_along(lambda v: 4.0 + 1.0 * math.tanh((v - 12.5) / 0.35), 11.8, 13.4)
+    assert watch.set_aside_at and 12.5 < watch.set_aside_at[0] < 12.9
+    assert any(past) and not any(past[:10])
+
+
+@pytest.mark.parametrize("curve", [strong_acid, weak_acid], ids=["strong", "weak"])
+def test_the_bound_stays_towards_a_real_jump(curve):
+    watch, past = watch_along(curve, 23.0, 24.95)
+    assert not any(past) and not watch.set_aside_at
 
 
 def test_no_prediction_until_the_readings_span_the_curve():
