@@ -27,6 +27,22 @@ a gently sloped band, where it is `approach_fraction` of the drops S predicts to
 goal's rate): the distance shrinks geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful
 of holds, not fifty.
 
+Prediction (`config.predictive`, on by default; agentchemist.control.approach). The reading trails the
+beaker by the mixing and the electrode lags (about 3 s: 16 drops at the top rate), so a hold on every fast
+change costs a settle wherever the curve is merely steep, and one hold per drop near the target costs a
+settle per drop. The controller instead passes its own squeeze through those lags, so the readings trace
+the curve while it squeezes (pH against the volume the reading shows); from that it bounds the volume
+left to the next equivalence jump by the log law (a lower bound for strong and weak acids alike) and to the
+target on the local slope. Far from both it holds only where either comes within `lead_drops` of what is
+already squeezed; near them it doses `jump_fraction` of the bound (or `approach_fraction` of the distance
+to the target) in one increment that ends on the squeeze (n drop volumes, not n heard drops: the audio
+arrives 0.1-0.3 s late), and a hold ends ("predicted_clear") once the reading has caught up and what is
+squeezed reaches neither the jump nor the target, without waiting for the settle test. Past a gentle
+inflection (a diprotic acid's first equivalence: the slope peaks and falls) the bound is set aside. Every
+settled hold still gives its anchor; without prediction (or while the readings span too little of the
+curve) the secant rules above decide. The graph's per-drop record (settle_each_drop) does not predict:
+every drop settles there anyway.
+
 The endpoint is not the controller's to judge. A pH target paces it (one drop at a time near it) but
 never ends its goal: the supervisor alone decides the endpoint (target reached, then stable over the
 hold), holds the controller while it confirms (reason "endpoint"), releases it when the pH falls back
