@@ -182,6 +182,7 @@ class DispenserController:
         self._last_drop_stamp: float | None = None
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
         self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
+        self._settled_since: float | None = None   #: when this WAIT's settle test first passed
         self._ramp_stop: tuple[float, float] | None = None  #: (pH, pH/s) when a change-rate hold began
         # fits with up to 3 drops in flight place the peak: those at the end of a hold near a jump
         self._jump = JumpWatch(config.lead_drops * config.drop_volume_ml, 3.0 * config.drop_volume_ml)
@@ -485,8 +486,25 @@ class DispenserController:
         at the earliest); otherwise the hanging drop had time to fall."""
         held = now - (self._wait_since if self._wait_since is not None else now)
         if self._last_ph is not None:
-            return held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
+            settled = held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
+            if not settled:
+                self._settled_since = None
+                return False
+            if self._settled_since is None or self._settled_since < (self._wait_since or now):
+                self._settled_since = now
+            return not self._at_the_edge() or now - self._settled_since >= self.config.edge_settle_s
         return held >= self.config.drop_pause_s
+
+    def _at_the_edge(self) -> bool:
+        """With prediction, a reading settled within `clear_margin_ph` short of the target: its tail may
+        still carry it over the target. The endpoint judge's window (2 s) and slope test are stricter than
+        the settle test here, so the controller holds `edge_settle_s` longer for it: a drop that just
+        crossed is confirmed there, not followed by another (a held-out run did that with the reading
+        0.01-0.02 pH under the target after this settle test passed)."""
+        g = self.goal
+        if not (self.config.predictive and g.target_ph is not None and not g.settle_each_drop):
+            return False
+        return g.ph_direction * (g.target_ph - self._settle.level()) < self.config.clear_margin_ph
 
     def _update_sensitivity(self) -> None:
         """A settled hold is an anchor (Q_stat, pH); the secant to the previous one is the curve's slope."""

@@ -78,6 +78,8 @@ class DispenserConfig:
     fit_span_drops: float = 3.0         #: the readings must span this much seen volume for a prediction
     clear_margin_ph: float = 0.05       #: a hold ends before the reading settles only this far short of
                                         #: the target or more (5x the endpoint judge's tolerance)
+    edge_settle_s: float = 2.0          #: ... and a reading settled closer than that holds this long more
+                                        #: (the endpoint judge's window) before the next drop
     jump_fraction: float = 0.75         #: near a jump, dose this fraction of the log law's bound on the
                                         #: volume left to it in one increment: the bound is a lower bound
                                         #: already (2 sigma on the slope), the quarter left covers an error
