@@ -186,7 +186,9 @@ def strategy(label: str, goal_kw: dict, cfg_kw: dict, targets: dict, seeds: list
 
 #: the adaptive strategies compared (the controller's defaults, and its far rate at the audio detector's limit:
 #: every drop heard up to 0.25 mm/s, bench/results/dispenser.json); the fastest that qualifies is compared
-ADAPTIVE = {"adaptive (defaults)": ({}, {}), "adaptive 0.25 mm/s": ({"rate_mm_s": 0.25}, {})}
+#: (and, for reference, the controller before the prediction at the same rate: where its time went)
+ADAPTIVE = {"adaptive (defaults)": ({}, {}), "adaptive 0.25 mm/s": ({"rate_mm_s": 0.25}, {}),
+            "adaptive 0.25 mm/s, no prediction": ({"rate_mm_s": 0.25}, {"predictive": False})}
 
 
 def main() -> int:
