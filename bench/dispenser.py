@@ -200,7 +200,7 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
 
 #: Far-from-target "constant rate" = the same controller with fine mode switched off (it still holds
 #: while the pH moves fast); "one drop per hold" = the same, settling after every drop.
-CONSTANT = {"near_target_ph": 0.0, "fine_ph_per_drop": 1e9}
+CONSTANT = {"near_target_ph": 0.0, "fine_ph_per_drop": 1e9, "predictive": False}
 STRATEGIES_PH7 = {
     "adaptive 0.2 mm/s": ({}, {}),
     "adaptive 0.25 mm/s": ({"rate_mm_s": 0.25}, {}),

@@ -257,6 +257,17 @@ def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
     return rows
 
 
+def held_out_note(verdict: dict) -> str:
+    """The compared pair on the seeds never tuned on, when the result has them."""
+    h = verdict.get("held_out")
+    if not h:
+        return ""
+    seeds = f"{min(h['seeds'])}-{max(h['seeds'])}"
+    return (f"; held-out seeds {seeds}: {h['speedup']:.2f}x ({h['adaptive_sim_s_mean']:.0f} vs "
+            f"{h['best_constant_sim_s_mean']:.0f} s), worst drops past the crossing drop "
+            f"{h['adaptive_worst_excess_drops']:.2f} vs {h['constant_worst_excess_drops']:.2f}")
+
+
 def adaptive_row(result: dict) -> tuple[str, str]:
     """Adaptive vs the best constant rate at equal accuracy (bench/adaptive_dispensing.py)."""
     v = result["verdict"]
@@ -268,7 +279,7 @@ def adaptive_row(result: dict) -> tuple[str, str]:
     return label, (f"{v['speedup']:.2f}x: {v['adaptive']} {v['adaptive_sim_s_mean']:.0f} s vs {v['best_constant']} "
                    f"{v['best_constant_sim_s_mean']:.0f} s sim ({by}); worst drops past the crossing drop "
                    f"{v['adaptive_worst_excess_drops']:.2f} vs {v['constant_worst_excess_drops']:.2f}; equal accuracy "
-                   f"{'met' if v['equal_accuracy_met'] else 'NOT met'} ({result['commit']}, load "
+                   f"{'met' if v['equal_accuracy_met'] else 'NOT met'}{held_out_note(v)} ({result['commit']}, load "
                    f"{result['load_avg_1min']['start']:.1f}-{result['load_avg_1min']['end']:.1f})")
 
 

@@ -111,6 +111,26 @@ def test_titrate_hcl_to_ph_7_more_seeds(seed):
     check_hcl_endpoint(*titrate("hcl_naoh", 7.0, seed))
 
 
+def test_prediction_squeezes_through_where_the_reading_merely_moves_fast():
+    """HCl to pH 7 at the audible limit (0.25 mm/s), with the curve prediction and without it (a hold on
+    every fast change): both stop on the crossing drop; the prediction holds fewer times on the way and
+    ends sooner. 10 mL of acid: the jump comes after 10 mL, about 40 s of squeezing."""
+    ends = {}
+    for predictive in (True, False):
+        loop = ClosedLoop(scenario("hcl_naoh", 3, volume_ml=10.0))
+        loop.prepare(draw_ml=20.0)
+        run = loop.run(DispenseGoal(target_ph=7.0, rate_mm_s=0.25), calibrated_config(predictive=predictive),
+                       max_s=600.0)
+        outcome = grade_titration(loop, run, 7.0)
+        assert run.judge is not None and run.judge.reached_at is not None, run.result
+        assert outcome.drops_after_crossing == 0, (predictive, outcome)
+        assert len(run.drops_passed) >= len(landed(loop))    # every drop that landed was counted
+        holds = sum(cond in ("change_rate_high", "near_target_drop") for _, _, cond, _ in run.transitions)
+        ends[predictive] = (outcome.sim_s, holds)
+        assert_estimates_account_for_everything(run)
+    assert ends[True][0] < ends[False][0] and ends[True][1] < ends[False][1], ends
+
+
 def test_titrate_acetic_acid_to_ph_5_within_0_1():
     """Buffered (0.004 pH per drop near pH 5): the approach band is crossed in shrinking increments."""
     loop, run, outcome = titrate("acetic_naoh", 5.0, 2)

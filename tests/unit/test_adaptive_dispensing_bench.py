@@ -28,3 +28,32 @@ def test_the_criterion_tells_a_late_stop_from_one_in_time():
     # The overshoot from the crossing volume includes the crossing drop's own remainder (0..1 drop).
     assert 0.0 <= adaptive["overshoot_from_crossing_drops"] < 1.0
     assert adaptive["sim_s"] < fast_constant["sim_s"] * 1.5
+
+
+def test_phases_split_the_run_by_what_the_controller_did():
+    """A run squeezing 2 s at the top rate, holding 3 s on a fast change, 1 s at a slower rate, then held by the
+    judge until it cancels: each second lands in its phase, and the kinds of hold are counted."""
+    from agentchemist.control.dispenser import State
+    from agentchemist.fsm.endpoint import EndpointJudge
+    from agentchemist.sim.closed_loop import LoopRun
+
+    run = LoopRun(started=0.0)
+    run.judge = EndpointJudge(7.0, 1, 5.0)
+    run.judge.reached_at = 11.0
+    run.drops_passed = [0.5]
+    opening, t = 60.0, 0.0
+    while t < 11.0 - 1e-9:
+        rate = 0.25 if t < 2.0 else 0.05 if 5.0 <= t < 6.0 else 0.0
+        run.commands.append((round(t, 2), round(opening, 4)))
+        opening -= rate * 0.05
+        t += 0.05
+    run.commands.append((11.0, round(opening, 4)))
+    run.transitions = [(2.0, State.MOTION, "change_rate_high", State.WAIT), (5.0, State.WAIT, "settled", State.MOTION),
+                       (6.0, State.MOTION, "hold_command", State.WAIT)]
+    p = bench.phases(run, 0.25)
+    assert p["top_rate"] == pytest.approx(2.0, abs=0.06)
+    assert p["wait_change_rate"] == pytest.approx(3.0, abs=0.06)
+    assert p["slower_rate"] == pytest.approx(1.0, abs=0.06)
+    assert p["endpoint_confirm"] == pytest.approx(5.0, abs=0.06)
+    assert p["priming_s"] == pytest.approx(0.5, abs=0.06)
+    assert p["holds"] == {"wait_change_rate": 1, "endpoint_confirm": 1}

@@ -27,6 +27,22 @@ a gently sloped band, where it is `approach_fraction` of the drops S predicts to
 goal's rate): the distance shrinks geometrically and a 0.5 pH band at 0.01 pH per drop takes a handful
 of holds, not fifty.
 
+Prediction (`config.predictive`, on by default; agentchemist.control.approach). The reading trails the
+beaker by the mixing and the electrode lags (about 3 s: 16 drops at the top rate), so a hold on every fast
+change costs a settle wherever the curve is merely steep, and one hold per drop near the target costs a
+settle per drop. The controller instead passes its own squeeze through those lags, so the readings trace
+the curve while it squeezes (pH against the volume the reading shows); from that it bounds the volume
+left to the next equivalence jump by the log law (a lower bound for strong and weak acids alike) and to the
+target on the local slope. Far from both it holds only where either comes within `lead_drops` of what is
+already squeezed; near them it doses `jump_fraction` of the bound (or `approach_fraction` of the distance
+to the target) in one increment that ends on the squeeze (n drop volumes, not n heard drops: the audio
+arrives 0.1-0.3 s late), and a hold ends ("predicted_clear") once the reading has caught up and what is
+squeezed reaches neither the jump nor the target, without waiting for the settle test. Past a gentle
+inflection (a diprotic acid's first equivalence: the slope peaks and falls) the bound is set aside. Every
+settled hold still gives its anchor; without prediction (or while the readings span too little of the
+curve) the secant rules above decide. The graph's per-drop record (settle_each_drop) does not predict:
+every drop settles there anyway.
+
 The endpoint is not the controller's to judge. A pH target paces it (one drop at a time near it) but
 never ends its goal: the supervisor alone decides the endpoint (target reached, then stable over the
 hold), holds the controller while it confirms (reason "endpoint"), releases it when the pH falls back
@@ -65,6 +81,7 @@ import dataclasses
 import math
 from collections import deque
 
+from agentchemist.control.approach import CurveTracker, JumpWatch
 from agentchemist.control.dispenser_types import (ControllerAnomaly, DispenseGoal, DispenserConfig, Estimate,
                                                   GoalError, Output, State, StopResult)
 from agentchemist.perception.frozen_reading import FrozenReadingDetector
@@ -89,6 +106,8 @@ TRANSITIONS: tuple[tuple[State, str, State, str], ...] = (
     (State.WAIT, "goal_reached", State.DONE, "hold; report success"),
     (State.WAIT, "anomaly", State.RESET, "retract to the safe opening; report the anomaly"),
     (State.WAIT, "settled", State.MOTION, "resume closing"),
+    (State.WAIT, "predicted_clear", State.MOTION,
+     "resume before the reading settles: what is squeezed reaches neither the target nor the next jump"),
     (State.WAIT, "resume_command", State.MOTION, "resume closing"),
     (State.WAIT, "released", State.MOTION, "the hold that interrupted MOTION is released: resume closing"),
     (State.RESET, "retracted_resume", State.MOTION, "squeeze again from the safe opening"),
@@ -139,6 +158,7 @@ class DispenserController:
         self._drop_pending_settle: str | None = None
         self._increment: int | None = None   #: drops to dose before the next hold (near the target)
         self._increment_count = 0
+        self._increment_from = start_opening_mm   #: where the current increment's squeeze began (mm)
         self._last_ph: float | None = None
         self._last_ph_stamp: float | None = None
         self._ph_history: list[tuple[float, float]] = []
@@ -161,6 +181,11 @@ class DispenserController:
         self._commands: deque[tuple[float, float]] = deque([(now, start_opening_mm)])  #: (t, command) history
         self._last_drop_stamp: float | None = None
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
+        self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
+        self._settled_since: float | None = None   #: when this WAIT's settle test first passed
+        self._ramp_stop: tuple[float, float] | None = None  #: (pH, pH/s) when a change-rate hold began
+        # fits with up to 3 drops in flight place the peak: those at the end of a hold near a jump
+        self._jump = JumpWatch(config.lead_drops * config.drop_volume_ml, 3.0 * config.drop_volume_ml)
 
     # ----------------------------------------------------------------- inputs
     def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> None:
@@ -169,6 +194,7 @@ class DispenserController:
         self._settle.add(stamp, ph)
         self._frozen.add(stamp, ph, noise_sd)
         self._last_ph, self._last_ph_stamp = ph, stamp
+        self._curve.add(stamp, ph, self.q_stat)
         self._ph_history.append((stamp, ph))
         if len(self._ph_history) > 64:
             del self._ph_history[:32]
@@ -276,6 +302,7 @@ class DispenserController:
         if self._release_pending:
             self._release_pending, self._released_at = False, now
         self._account_displacement(now, measured_opening_mm, out)
+        self._curve.advance(now, self.q_stat)
 
         if self._cancel:
             return self._finish(out, now, False, "canceled", "canceled by the supervisor")
@@ -293,7 +320,8 @@ class DispenserController:
                 self._enter_reset(out, now, anomaly, "anomaly")
             elif self.holds:
                 self._go(out, State.WAIT, "hold_command", now)
-            elif self._change_rate_high():
+            elif self._hold_for_change():
+                self._ramp_stop = (self._settle.mean(), self._settle.slope())
                 self._go(out, State.WAIT, "change_rate_high", now)
             elif self._drop_pending_settle:
                 condition, self._drop_pending_settle = self._drop_pending_settle, None
@@ -313,8 +341,11 @@ class DispenserController:
                 # a command set elsewhere (RESET, the safe opening) restarts the carried fraction
                 exact = (self._exact_command if abs(self._exact_command - self.command) <= self.config.resolution_mm / 2
                          else self.command)
-                self._exact_command = max(floor, exact - step)
+                stop = self._increment_stop()
+                self._exact_command = max(floor, exact - step, stop if stop is not None else -math.inf)
                 self.command = self._quantise(self._exact_command)
+                if stop is not None and self._exact_command <= stop + 1e-9:
+                    self._go(out, State.WAIT, "near_target_drop", now)
         elif self.state == State.WAIT:
             if self._goal_reached():
                 return self._finish_goal(out, now)
@@ -329,8 +360,15 @@ class DispenserController:
             elif self._resume_requested:
                 self._resume_requested = False
                 self._go(out, State.MOTION, "resume_command", now)
+            elif self._clear_ahead(now):
+                self._go(out, State.MOTION, "predicted_clear", now)
             elif self._settled(now) and not self._paced_by_supervisor(now):
                 self._update_sensitivity()
+                if self._wait_reason == "change_rate_high" and self._ramp_stop is not None:
+                    # a squeeze stopped on a moving reading, now settled: the rise since over the slope then
+                    # measures the reading's lag (approach.CurveTracker.observe_settle)
+                    d = self.goal.ph_direction
+                    self._curve.observe_settle(d * (self._settle.level() - self._ramp_stop[0]), d * self._ramp_stop[1])
                 self._go(out, State.MOTION, "settled", now)
             elif now - (self._wait_since or now) > self.config.settle_timeout_s:
                 a = ControllerAnomaly(now, "settle_timeout",
@@ -448,8 +486,25 @@ class DispenserController:
         at the earliest); otherwise the hanging drop had time to fall."""
         held = now - (self._wait_since if self._wait_since is not None else now)
         if self._last_ph is not None:
-            return held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
+            settled = held >= self.config.settle_delay_s + self._settle.config.window_s and self._settle.is_stable()
+            if not settled:
+                self._settled_since = None
+                return False
+            if self._settled_since is None or self._settled_since < (self._wait_since or now):
+                self._settled_since = now
+            return not self._at_the_edge() or now - self._settled_since >= self.config.edge_settle_s
         return held >= self.config.drop_pause_s
+
+    def _at_the_edge(self) -> bool:
+        """With prediction, a reading settled within `clear_margin_ph` short of the target: its tail may
+        still carry it over the target. The endpoint judge's window (2 s) and slope test are stricter than
+        the settle test here, so the controller holds `edge_settle_s` longer for it: a drop that just
+        crossed is confirmed there, not followed by another (a held-out run did that with the reading
+        0.01-0.02 pH under the target after this settle test passed)."""
+        g = self.goal
+        if not (self.config.predictive and g.target_ph is not None and not g.settle_each_drop):
+            return False
+        return g.ph_direction * (g.target_ph - self._settle.level()) < self.config.clear_margin_ph
 
     def _update_sensitivity(self) -> None:
         """A settled hold is an anchor (Q_stat, pH); the secant to the previous one is the curve's slope."""
@@ -472,11 +527,83 @@ class DispenserController:
         if g.target_ph is not None and self._last_ph is not None:
             if g.ph_direction * (g.target_ph - self._last_ph) <= c.near_target_ph:
                 return True
-            if self._steep():
+            if self._steep_ahead():
                 return True  # the next drop may cross the target
         if g.target_volume_ml > 0 and g.target_volume_ml - self.q_stat <= c.near_target_ml:
             return True
         return False
+
+    def _ahead_ml(self) -> tuple[float, float] | None:
+        """(volume to the next equivalence jump, volume to the target) from the Q_stat squeezed so far (mL),
+        as the readings traced against the squeeze through the reading's lags show them
+        (agentchemist.control.approach): the jump by the log law's lower bound (set aside across a gentle
+        inflection, approach.JumpWatch), the target on the local
+        slope (its upper bound: the nearest the target can be on a line; a concave approach only lies
+        further). None without a pH target, when every drop settles anyway (settle_each_drop: the graph's
+        per-drop record, where there is no squeeze to plan) or while the readings span too little."""
+        c, g = self.config, self.goal
+        if not c.predictive or g.target_ph is None or g.settle_each_drop:
+            return None
+        fit = self._curve.fit(c.fit_span_drops * c.drop_volume_ml)
+        if fit is None:
+            return None
+        flight = max(0.0, self.q_stat - fit.end_ml)   # squeezed, not yet in the reading
+        steepest = fit.slope + 2.0 * fit.slope_se
+        distance = g.ph_direction * (g.target_ph - fit.level)
+        to_target = distance / steepest - flight if steepest > 0 else math.inf
+        return self._jump.to_jump(fit, flight), to_target
+
+    def _hold_for_change(self) -> bool:
+        """MOTION holds on a fast-moving reading (the paper: no action while the pH changes). With
+        prediction, far from the target only where the curve says the target or the next jump may be
+        within reach of what is already squeezed: elsewhere a fast change is just the curve, which the
+        lag model already accounts for (a hold there would cost a settle, 5-10 s, and tell nothing new)."""
+        fast = self._change_rate_high()
+        ahead = self._ahead_ml()
+        if ahead is None:
+            return fast
+        if self._near_target():
+            # near: a fast change holds unless what is squeezed is already seen to be clear (the same test
+            # that ends such a hold early, so that the two never alternate)
+            return fast and not self._clear(ahead)
+        return min(ahead) <= self.config.lead_drops * self.config.drop_volume_ml
+
+    def _clear_ahead(self, now: float) -> bool:
+        """A hold of the controller's own (a fast change, or after a planned increment near the target) may
+        end before the reading settles, once the reading has caught up with the squeeze (the titrant in
+        flight is under 0.3 drop, or under a quarter of the volume left: a lag model off by a third
+        then moves the prediction by less than a tenth of it) and the curve says that what is squeezed
+        reaches neither the target nor the next jump. A drop that crossed the target shows as a steep
+        rise within the drop, so the volume left comes out below nothing and the hold goes on: the
+        supervisor's endpoint judge sees it, as after a settle. (Settling to the settle test takes 5-10 s
+        after a step; the reading is 70 % of the way after about 3.5 s.)"""
+        c, g = self.config, self.goal
+        if (not c.predictive or g.target_ph is None or g.settle_each_drop
+                or self._wait_reason not in ("change_rate_high", "near_target_drop")
+                or now - (self._wait_since if self._wait_since is not None else now) < c.settle_delay_s):
+            return False
+        ahead = self._ahead_ml()
+        return ahead is not None and self._clear(ahead)
+
+    def _clear(self, ahead: tuple[float, float]) -> bool:
+        """... (at least half a drop of it short of the jump or the target) and the reading is at least
+        `clear_margin_ph` short of the target: closer than that, a
+        reading still creeping up may end within the judge's tolerance of the target, which only a settled
+        reading shows (then the judge holds)."""
+        c = self.config
+        left = min(ahead)
+        flight = self._curve.in_flight(self.q_stat)
+        gap = self.goal.ph_direction * (self.goal.target_ph - self._last_ph)
+        return (left >= 0.5 * c.drop_volume_ml and flight <= max(0.3 * c.drop_volume_ml, 0.25 * left)
+                and gap >= c.clear_margin_ph)
+
+    def _steep_ahead(self) -> bool:
+        """One drop (or a planned increment) at a time: with prediction where the next jump or the target
+        may be within `lead_drops`; without (or while it cannot tell), where the last secant is steep (`_steep`)."""
+        ahead = self._ahead_ml()
+        if ahead is None:
+            return self._steep()
+        return min(ahead) <= self.config.lead_drops * self.config.drop_volume_ml
 
     def _steep(self) -> bool:
         """A drop moves the pH by fine_ph_per_drop or more, and the curve is not past an inflection: even
@@ -491,10 +618,31 @@ class DispenserController:
         """Drops to dose before the next hold while near the target; fixed for the current increment."""
         if self._increment is None:
             self._increment = self._increment_for_now()
+            self._increment_from = min(self.command, self.deepest_mm)
         return self._increment
+
+    def _increment_stop(self) -> float | None:
+        """With prediction, an increment of several drops ends on the squeeze, not on the drops heard: at
+        the top rate the hold after the n-th heard drop comes 0.1-0.3 s late (the audio chunks), by when
+        up to 1.5 drops more are squeezed into the pendant; n drop volumes squeezed from where it began
+        land n drops (whatever hung at the tip before stays there). The opening it stops at, or None."""
+        c = self.config
+        if self._increment is None or self._increment <= 1 or self._ahead_ml() is None:
+            return None
+        return self._increment_from - self._increment * c.drop_displacement_mm
 
     def _increment_for_now(self) -> int:
         g, c = self.goal, self.config
+        ahead = self._ahead_ml()
+        if ahead is None and c.predictive and g.target_ph is not None and not g.settle_each_drop:
+            return 1  # predicting, but the readings do not span enough of the curve to plan: one drop
+        if ahead is not None:
+            # A fraction of the volume left to the next jump (the log law's lower bound: a larger share of
+            # it, `jump_fraction`) or to the target (on the steepest slope the readings allow,
+            # `approach_fraction`), whichever is less: the distance shrinks geometrically, and no increment
+            # reaches either bound.
+            planned = min(c.jump_fraction * ahead[0], c.approach_fraction * ahead[1])
+            return int(min(max(math.floor(planned / c.drop_volume_ml), 1), c.max_increment_drops))
         if g.target_ph is None or self._last_ph is None or self._steep() or math.isnan(self.sensitivity_ph_per_ml):
             return 1  # no pH target, no slope measured yet, or steep: one drop at a time
         per_drop = self._sensitivity_bound * c.drop_volume_ml
@@ -634,6 +782,11 @@ class DispenserController:
         out.command_opening_mm = self.command
         out.done = self.result
         return out
+
+    @property
+    def reading_lag_s(self) -> float:
+        """The reading's total lag (s) the prediction uses now: the prior, rescaled by settled holds."""
+        return self._curve.total_lag_s
 
     @property
     def drop_interval_s(self) -> float:

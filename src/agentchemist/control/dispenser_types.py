@@ -66,6 +66,25 @@ class DispenserConfig:
     approach_fraction: float = 0.5      #: near a pH target on a gentle slope, dose this fraction of the
                                         #: drops the measured sensitivity predicts to the target
     max_increment_drops: int = 40       #: cap of such an increment (drops)
+    # Prediction (agentchemist.control.approach): the controller passes its own squeeze through the reading's
+    # lags, so the readings trace the curve while it squeezes; holds are taken where the curve says the
+    # target or the next equivalence jump may be near, not wherever the reading moves fast.
+    predictive: bool = True             #: False: hold wherever the reading moves fast (the constant-rate
+                                        #: strategy of bench/adaptive_dispensing.py)
+    reading_lags_s: tuple[float, float] = (1.0, 2.0)  #: priors: stirred mixing and the glass electrode's
+                                        #: time constant (t90 about 5 s); rescaled by settled holds
+    lead_drops: float = 4.0             #: hold once the titrant already squeezed may come within this many
+                                        #: drops of the next jump (log law) or of the target (local slope)
+    fit_span_drops: float = 3.0         #: the readings must span this much seen volume for a prediction
+    clear_margin_ph: float = 0.05       #: a hold ends before the reading settles only this far short of
+                                        #: the target or more (5x the endpoint judge's tolerance)
+    edge_settle_s: float = 2.0          #: ... and a reading settled closer than that holds this long more
+                                        #: (the endpoint judge's window) before the next drop
+    jump_fraction: float = 0.75         #: near a jump, dose this fraction of the log law's bound on the
+                                        #: volume left to it in one increment: the bound is a lower bound
+                                        #: already (2 sigma on the slope), the quarter left covers an error
+                                        #: of the lag model (tuned on seeds 1-5: 0.5 took 152 s, 0.75 142 s,
+                                        #: both without a drop past the crossing one)
     settle_delay_s: float = 0.5         #: a hold's settle window starts at the earliest this long after
                                         #: the hold (drop falls, mixing starts): a pH that has not yet
                                         #: moved is not a settled one
