@@ -177,3 +177,28 @@ def test_a_recorder_falling_behind_counts_as_lost(ph_plan):
     _goal, _effects, t = run_to_dispensing(ex, t=10.0)
     ex.on_recorder_status(ph_plan.experiment_id, True, t - 6.0, t, None)  # alive, but its store is 6 s behind
     assert "6.1 s old" in of(ex.on_tick(t + 0.1), Report)[0].description
+
+
+def test_the_arm_passing_the_bench_hides_no_labware_but_what_it_leaves_changed_is_seen(ph_plan, monkeypatch):
+    """A titration's own motions (grasp, draw, move over the beaker) move no labware: frames taken while one
+    runs are not compared (in MuJoCo the arm hid a beaker's tag for seconds), and after them the scene
+    check's bench is still the reference."""
+    import numpy as np
+
+    import agentchemist.fsm.executor as executor_module
+    seen = {1: (160.0, 200.0), 3: (160.0, 230.0), 4: (150.0, 190.0)}   # beaker_main, stirrer, ph_probe
+    monkeypatch.setattr(executor_module, "detect_markers", lambda frame: dict(seen))
+    frame = np.zeros((240, 320, 3), np.uint8)
+    ex = recorded(ph_plan)
+    effects, t = ex.start(0.0, frame, require_scene=False), 0.0
+    del seen[4]  # the arm is in front of the probe's tag
+    while not [e for e in of(effects, SendGoal) if e.goal is not None]:
+        policy = of(effects, SendGoal)[0]
+        for k in range(1, 5):
+            frame_effects = ex.on_frame(t + 0.2 * k, frame)
+            assert not of(frame_effects, Report) and not of(frame_effects, Tell), frame_effects
+        t += 1.0
+        effects = ex.on_policy_result(policy.task, True, policy.payload["symbol"], "", t)
+    # dispensing: the probe's tag is still gone, now that no motion of the robot's explains it
+    later = ex.on_frame(t + 0.2, frame) + ex.on_frame(t + 0.4, frame)
+    assert [r.kind for r in of(later, Report)] == ["labware_missing"]

@@ -22,3 +22,16 @@ def test_a_new_motion_cancels_a_pending_rebaseline_and_reset_forgets_everything(
     assert moves.held == {"beaker_main"}
     moves.reset()
     assert moves.held == set() and not moves.rebaseline(7.0)
+
+
+def test_frames_while_the_arm_passes_the_bench_are_not_compared():
+    moves = OwnMoves()
+    assert not moves.blind(1.0)
+    moves.passing(2.0)
+    assert not moves.blind(1.9) and moves.blind(2.0) and moves.blind(30.0)  # until the motion is over
+    moves.passed(6.0)
+    assert moves.blind(6.0) and not moves.blind(6.1)
+    assert not moves.rebaseline(6.1)  # the reference stays the scene check's
+    moves.passing(8.0)
+    moves.reset()
+    assert not moves.blind(9.0)

@@ -189,6 +189,8 @@ class Executor:
             if task.receiver == "action_policy":
                 if self.weighing:
                     out += self.suspend_watch(now)
+                else:
+                    self.own_moves.passing(now)  # the arm passes the bench: its frames are not compared
                 symbol = task.expected_transition.symbol if task.expected_transition else ""
                 out.append(SendGoal(task, {"primitive": task.primitive, "symbol": symbol,
                                            "parameters": task.parameters}))
@@ -324,6 +326,8 @@ class Executor:
         if self.weighing:
             held = str(task.parameters.get("object", "")) if task.primitive == "grasp" else None
             self.own_moves.moved(now, held)  # the first frame after the motion is the bench to keep
+        else:
+            self.own_moves.passed(now)  # frames after it are compared with the scene check's bench again
         return self.apply(symbol, now, "action_policy", task.id)
 
     def on_tared(self, now: float) -> list:
@@ -413,7 +417,7 @@ class Executor:
             else:
                 out += self._stamped(self.frames.passed("dissolution", "front camera shows the beaker's contents again"))
                 out += self.carry_out(sup.on_dissolution(stamp, seen.solid_visible, seen.dissolved), stamp)
-        if sup.watch is not None and not sup.machine.terminal:
+        if sup.watch is not None and not sup.machine.terminal and not self.own_moves.blind(stamp):
             out += self.carry_out(sup.on_scene(stamp, detect_markers(frame)), stamp)
         if not sup.track_colour or sup.machine.terminal:
             return out
