@@ -31,8 +31,8 @@ import numpy as np
 from agentchemist.bench.platforms import LABEL_STANDOFF_M
 from agentchemist.bench.tags import LABEL_SIDE_M
 
-__all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "TAG_LABEL_M", "TAG_STANDOFF_M",
-           "beaker_size_m", "grasp_point"]
+__all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "STIR_BAR_M", "TAG_LABEL_M",
+           "TAG_STANDOFF_M", "beaker_size_m", "grasp_point"]
 
 MM_PER_DESIGN_PX = 50.0 / 46.0   #: the drawing's scale: a 100 mL low-form beaker, 50 mm, is 46 design px
 TAG_LABEL_M = LABEL_SIDE_M         #: the printed tag with its quiet zone (bench/tags.py)
@@ -73,6 +73,12 @@ def beaker_size_m(capacity_ml: float = 100.0) -> tuple[float, float]:
     """(diameter, height) of a low-form beaker (the drawing's: 46 x 56 px at 100 mL, scaling as the cube root)."""
     k = (float(capacity_ml) / 100.0) ** (1.0 / 3.0)
     return _px(46.0) * k, _px(56.0) * k
+
+
+#: The stir bar in the beaker a solid dissolves in (length, thickness), m: a 20 x 6 mm PTFE bar for a 100 mL
+#: beaker, lying on its floor across the camera's view. The 3-D scene draws it (sim/scene_model.py) and the
+#: dissolution watch keeps its regions off it (perception/beaker_floor.py).
+STIR_BAR_M = (0.020, 0.006)
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,13 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.bench.grasp_points import MM_PER_DESIGN_PX, beaker_size_m
+from agentchemist.bench.grasp_points import MM_PER_DESIGN_PX, STIR_BAR_M, beaker_size_m
 from agentchemist.bench.platforms import LABEL_STANDOFF_M
 from agentchemist.perception.tag_pose import CameraModel, TagPose
 
 __all__ = ["BAR_M", "FloorMasks", "FloorView", "floor_masks"]
 
-#: A stir bar for a 100 mL beaker (length, thickness), m.
-BAR_M = (0.020, 0.006)
+BAR_M = STIR_BAR_M  #: the stir bar (length, thickness), m, from the bench description
 
 
 @dataclass(frozen=True)

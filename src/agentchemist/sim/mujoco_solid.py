@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from agentchemist.bench.grasp_points import STIR_BAR_M
 from agentchemist.sim.drawing import MILKY, MM_PER_PX, POUR_DU, solid_appearance
-from agentchemist.sim.scene_model import STIR_BAR_M, WALL_M, SceneBody
+from agentchemist.sim.scene_model import WALL_M, SceneBody
 
 __all__ = ["CLEAR_LIQUID_ALPHA", "GRAINS", "GRAIN_D_M", "SolidDisplay", "solid_geoms"]
 

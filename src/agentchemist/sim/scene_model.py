@@ -31,6 +31,7 @@ from typing import Any, Iterable
 import cv2
 import numpy as np
 
+from agentchemist.bench.grasp_points import STIR_BAR_M
 from agentchemist.bench.platforms import LABEL_STANDOFF_M, PLATFORM_SIZES, card_tag_centre
 from agentchemist.bench.tags import LABEL_SIDE_M, TAG_QUIET, TAG_SIDE_M
 from agentchemist.sim.bench_view import ADD, BODY, CONTENT, CUBE, CYLINDER, PART, SPHERE, MarkerSpec, twin_markers
@@ -47,8 +48,7 @@ BULB_KIND_MASS_KG = 0.012  # a rubber-bulb pipette, glass tube and bulb
 FREE_KINDS = ("pipette",)
 FLAG_KINDS = ("pipette", "ph_probe")  # thin items whose tag is a flag at their top
 PROBE_FLAG_TILT_RAD = 0.6
-#: A stir bar for a 100 mL beaker: 20 mm long, 6 mm thick, white PTFE (a capsule).
-STIR_BAR_M = (0.020, 0.006)
+#: The stir bar (bench/grasp_points.py: 20 mm long, 6 mm thick) is drawn as a white PTFE capsule.
 STIR_BAR_RGBA = (0.97, 0.97, 0.97, 1.0)
 
 
