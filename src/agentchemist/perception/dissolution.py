@@ -356,9 +356,8 @@ class DissolutionWatch:
         c = self.config
         tag = self._locate(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY))
         if camera is not None:
-            if (camera.width, camera.height) != (frame.shape[1], frame.shape[0]):
-                raise FrameError(f"the camera model is for {camera.width} x {camera.height} px, the frame is "
-                                 f"{frame.shape[1]} x {frame.shape[0]}")
+            if camera.size_mismatch(frame):
+                raise FrameError(f"the camera model does not fit the frame: {camera.size_mismatch(frame)}")
             if depth_m is not None and np.shape(depth_m) != frame.shape[:2]:
                 depth_m = None  # not aligned to this frame: PnP alone
             pose = tag_pose(self._finder.corners, camera, depth_m)

@@ -101,9 +101,8 @@ def describe_scene(image_rgb: np.ndarray, *, horizontal_tolerance: float = 0.12,
     decided from the poses."""
     if image_rgb.ndim != 3 or image_rgb.shape[2] != 3 or image_rgb.dtype != np.uint8:
         raise ValueError(f"scene check needs an RGB uint8 image, got shape {image_rgb.shape} {image_rgb.dtype}")
-    if camera is not None and (camera.width, camera.height) != (image_rgb.shape[1], image_rgb.shape[0]):
-        raise ValueError(f"the camera's intrinsics are for {camera.width} x {camera.height} px, the image is "
-                         f"{image_rgb.shape[1]} x {image_rgb.shape[0]}")
+    if camera is not None and camera.size_mismatch(image_rgb):
+        raise ValueError(camera.size_mismatch(image_rgb))
     if depth_m is not None and (camera is None or depth_m.shape != image_rgb.shape[:2]):
         raise ValueError(f"a depth image {depth_m.shape} needs the camera's intrinsics and the colour image's "
                          f"size {image_rgb.shape[:2]}")

@@ -83,6 +83,13 @@ class CameraModel:
             raise CameraModelError(f"distortion must have 0, 4, 5, 8, 12 or 14 coefficients, got {dd.size}")
         return cls(kk, dd, int(width), int(height))
 
+    def size_mismatch(self, image: np.ndarray) -> str:
+        """Why this model does not fit ``image`` (its intrinsics are for another size), or '' when it does."""
+        h, w = np.shape(image)[:2]
+        if (self.width, self.height) == (w, h):
+            return ""
+        return f"the camera's intrinsics are for {self.width} x {self.height} px, the image is {w} x {h}"
+
     def ray(self, u: float, v: float) -> np.ndarray:
         """The undistorted ray (x, y, 1) through pixel (u, v)."""
         pt = cv2.undistortPoints(np.array([[[u, v]]], dtype=np.float64), self.k, self.d if self.d.size else None)

@@ -51,9 +51,8 @@ class FrontGeometry:
             camera = CameraModel.from_camera_info(info.k, info.d, info.width, info.height, info.distortion_model)
         except CameraModelError as exc:
             return None, None, f"front camera_info is unusable: {exc}"
-        if (camera.width, camera.height) != (frame.shape[1], frame.shape[0]):
-            return None, None, (f"front camera_info is for {camera.width} x {camera.height} px, the image is "
-                                f"{frame.shape[1]} x {frame.shape[0]}")
+        if camera.size_mismatch(frame):
+            return None, None, f"front camera_info does not fit the image: {camera.size_mismatch(frame)}"
         if depth is None or now - to_sec(depth.header.stamp) > MAX_DEPTH_AGE_S:
             return camera, None, ""
         try:
