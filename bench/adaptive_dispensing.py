@@ -97,15 +97,20 @@ def phases(run, top_rate_mm_s: float) -> dict:
     state, why, k = "MOTION", "", 0
     cmds = run.commands
     last_hold = max((t for t, _s, cond, _d in marks if cond == "hold_command"), default=None)
+    judged = run.judge is not None and run.judge.reached_at is not None
+
+    def wait_key(why: str, last: bool) -> str:
+        """What a WAIT started by `why` counts under; `last`: the run's last hold_command (the judge's)."""
+        if why == "hold_command":
+            return "endpoint_confirm" if last and judged else "wait_endpoint_released"
+        return WAITS.get(why, "other")
+
     for (t0, c0), (t1, c1) in zip(cmds, cmds[1:]):
         while k < len(marks) and marks[k][0] <= t0 + 1e-9:
             _t, _src, cond, dst = marks[k]
             state, why = dst.value, cond
             if dst.value == "WAIT":
-                key = ("endpoint_confirm" if _t == last_hold and run.judge is not None
-                       and run.judge.reached_at is not None else "wait_endpoint_released") \
-                    if cond == "hold_command" else WAITS.get(cond, "other")
-                counts[key] += 1
+                counts[wait_key(cond, _t == last_hold)] += 1
             k += 1
         dt = t1 - t0
         if state == "MOTION":
@@ -114,9 +119,7 @@ def phases(run, top_rate_mm_s: float) -> dict:
             if t1 <= first_drop:
                 priming += dt
         elif state == "WAIT":
-            key = ("endpoint_confirm" if why == "hold_command" and t0 >= (last_hold or math.inf)
-                   and run.judge is not None and run.judge.reached_at is not None else
-                   "wait_endpoint_released" if why == "hold_command" else WAITS.get(why, "other"))
+            key = wait_key(why, t0 >= (last_hold or math.inf))
         else:
             key = "other"
         out[key] += dt
@@ -131,10 +134,10 @@ def titrate(name: str, target: float, seed: int, goal_kw: dict, cfg_kw: dict, ma
     loop.prepare(draw_ml=55.0)
     run = loop.run(DispenseGoal(target_ph=target, **goal_kw), config(**cfg_kw), max_s=max_s)
     o = grade_titration(loop, run, target)
-    landed = [d["volume_ml"] for d in loop.twin.truth()["drops"] if d["fate"] in ("beaker", "overflow")]
+    drops = [d for d in loop.twin.truth()["drops"] if d["fate"] in ("beaker", "overflow")]
+    landed, times = [d["volume_ml"] for d in drops], [d["time"] for d in drops]
     crossed = crossing_volume(loop.scenario, landed, target)
     excess = sum(landed[crossed[1] + 1:]) / DROP if crossed else float("nan")
-    times = [d["time"] for d in loop.twin.truth()["drops"] if d["fate"] in ("beaker", "overflow")]
     after_crossing = run.ended - times[crossed[1]] if crossed else float("nan")
     reached = run.judge is not None and run.judge.reached_at is not None
     holds = sum(1 for _, _, cond, _ in run.transitions if cond in ("near_target_drop", "drop_landed_settle"))
