@@ -17,11 +17,12 @@ a. pH reading across the target -> the gripper's hold (`ph_to_hold`, goal p99 <=
    `hold_message_to_hold` times that hold's last hop: the judge's `hold` AgentMessage -> the gripper's hold.
 b. drop sound -> AudioEvent (`drop_to_audio_event`, goal p99 <= 50 ms). The real audio_supervisor is fed
    AudioChunks at real-time pace, cut from the twin's contact audio (agentchemist.sim.audio, drops at known
-   onsets, 20 dB SNR); chunk k is sent when its last sample would have been captured. Latency = the
-   AudioEvent's arrival - the drop's onset in the world (when that sample was "heard": the stream's
+   onsets, 20 dB SNR) while the probe's DispenserState says the dispenser squeezes (drops expected: the
+   drops the dispenser counts); chunk k is sent when its last sample would have been captured. Latency =
+   the AudioEvent's arrival - the drop's onset in the world (when that sample was "heard": the stream's
    start + its onset), so it holds the chunk's buffering (the onset is, on average, half a chunk before
-   the chunk is sent), the detector's wait for the ring to end, and DDS. For chunks of 10, 20, 50 and
-   100 ms, with the node's CPU % (of one core) for each.
+   the chunk is sent), the detector's wait for a verdict (decide_after_s into the ring, or its end), and
+   DDS. For chunks of 10, 20, 50 and 100 ms, with the node's CPU % (of one core) for each.
 c. camera frame -> colour (`frame_to_colour`). The real vision_supervisor runs the Ca/EDTA plan (the
    probe holds its first subtask, so the machine stays where colour is tracked from the start); the
    probe publishes front-camera frames drawn by the twin, magenta and sapphire blue in turn (the same
@@ -266,9 +267,9 @@ def measure_audio(drops: int, chunk_s: float, tmp: Path, seed: int = 11) -> dict
     import rclpy.node
     from std_msgs.msg import Header
 
-    from agentchemist_interfaces.msg import AudioChunk, AudioEvent
+    from agentchemist_interfaces.msg import AudioChunk, AudioEvent, DispenserState
     from agentchemist_ros.common import topics
-    from agentchemist_ros.common.qos import AUDIO, RELIABLE
+    from agentchemist_ros.common.qos import AUDIO, FSM, RELIABLE
 
     audio, onsets = render_drops(drops, chunk_s, seed)
     n_chunk = int(round(chunk_s * SAMPLE_RATE))
@@ -277,6 +278,8 @@ def measure_audio(drops: int, chunk_s: float, tmp: Path, seed: int = 11) -> dict
                                   log=node_log(tmp, f"audio_{chunk_s}"))
     node = rclpy.node.Node(f"latency_audio_probe_{uuid.uuid4().hex[:6]}")
     pub = node.create_publisher(AudioChunk, topics.audio_topic("right"), AUDIO)
+    # The dispenser squeezes (drops expected, one per 0.5 s): the drops are the ones it counts
+    state_pub = node.create_publisher(DispenserState, topics.DISPENSER_STATE, FSM)
     events: list[tuple[float, str, float]] = []   # (arrival, kind, onset on the stream's stamps)
     node.create_subscription(AudioEvent, topics.AUDIO_EVENTS,
                              lambda m: events.append((time.monotonic(), m.kind, stamp_sec(m.start))), RELIABLE)
@@ -287,6 +290,9 @@ def measure_audio(drops: int, chunk_s: float, tmp: Path, seed: int = 11) -> dict
                           and node.count_publishers(topics.AUDIO_EVENTS) > 0, 60.0):
             out["error"] = "the audio supervisor never came up"
             return out
+        state_pub.publish(DispenserState(stamp=stamp_msg(time.time()), experiment_id="latency", subtask_id="s1",
+                                         mode="drops", state="MOTION", previous_state="IDLE", reason="goal",
+                                         active=True, drop_interval_s=0.5))
         time.sleep(0.5)
         epoch = time.time()                      # stream time 0 on the chunks' stamps
         m0 = time.monotonic() + 0.05             # stream time 0 on this process's clock

@@ -91,6 +91,8 @@ class AudioSupervisorNode(GuardedNode):
         squeezing = msg.active and msg.state == "MOTION" and msg.mode in ("drops", "calibration")
         # A solid pour is a broadband sound on the pouring gripper's microphone (left, with both listened to).
         self.pouring = msg.active and msg.mode == "solid_pour"
+        for detector in self.detectors.values():
+            detector.drops_expected = squeezing  # a droplet is told as it rings, not after (see the detector)
         with self.lock:
             self.experiment_id = msg.experiment_id or self.experiment_id
             if msg.experiment_id and msg.experiment_id != self.context_experiment:

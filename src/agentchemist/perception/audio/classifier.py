@@ -40,6 +40,10 @@ class RuleClassifierConfig:
     low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets
     with more clipped samples than this share are implausible (a saturated click is not a drop).
     floor: probability mass added to every class before normalising (keeps margins finite).
+    early_attack_s, early_faded_db: a sound judged while it still rings (partial) is a droplet only
+    with an impact's attack (within early_attack_s of the onset), a fitted ring no longer than a
+    droplet's (no credit from a short energy centroid: what was heard is cut short, so it is short)
+    and an envelope already early_faded_db below its peak: the start of a pour or a whine has not faded.
     """
 
     short_hold_s: float = 0.06
@@ -67,6 +71,10 @@ class RuleClassifierConfig:
     max_clip: float = 0.02
     max_clip_w: float = 0.005
     floor: float = 0.01
+    early_attack_s: float = 0.006
+    early_attack_w: float = 0.001
+    early_faded_db: float = 2.0
+    early_faded_w: float = 0.5
 
     def __post_init__(self) -> None:
         for fld in fields(self):
@@ -93,7 +101,7 @@ def _below(x: float, edge: float, width: float) -> float:
     return _above(-x, -edge, width)
 
 
-def class_probabilities(f: EventFeatures, *, continued: bool = False, reonset: bool = False,
+def class_probabilities(f: EventFeatures, *, continued: bool = False, reonset: bool = False, partial: bool = False,
                         config: RuleClassifierConfig = RuleClassifierConfig()) -> dict[str, float]:
     """Probabilities of the DETECTED_KINDS for one event's features (sum to 1).
 
@@ -101,7 +109,8 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False, reonset: b
     so it cannot be a droplet or a contact). reonset: the event is a second impact that rose sharply
     out of the decaying ring of the one before (the segmenter's reonset test): the sound before its
     onset is that ring, so the quiet-before test that rejects fragments of sustained sounds does not
-    apply."""
+    apply. partial: the sound still rings; ``f`` describes what has been heard of it so far (see
+    RuleClassifierConfig.early_attack_s)."""
     c = config
     short = _below(f.hold_s, c.short_hold_s, c.short_hold_w)
     sharp = _below(f.attack_s, c.sharp_attack_s, c.sharp_attack_w)
@@ -124,6 +133,10 @@ def class_probabilities(f: EventFeatures, *, continued: bool = False, reonset: b
 
     smooth = _below(f.granularity_db, c.drop_max_granularity_db, c.drop_max_granularity_w)
     droplet_like = drop_decay * drop_centroid * drop_freq * smooth * (1.0 - thud)
+    if partial:
+        droplet_like *= (_below(f.decay_s, c.drop_decay_s[1], c.drop_decay_w[1])
+                         * _below(f.attack_s, c.early_attack_s, c.early_attack_w)
+                         * _above(f.faded_db, c.early_faded_db, c.early_faded_w))
     amid = 1.0 - quiet_before  # the event starts inside another sound: a fragment of it
     sustained = max(1.0 - short, amid)
     clean_ring = ring * sharp

@@ -53,6 +53,10 @@ class DetectorConfig:
         chunk's end is a discontinuity.
     time_jump_s: a chunk starting more than this before the previous chunk's end is a clock reset
         (the stream restarts there), not a re-sent chunk to be trimmed.
+    decide_after_s: an event still ringing this long after its onset is judged on what has been heard
+        of it so far, once; a droplet verdict is told then (flagged "early"), instead of when its ring has
+        faded into the floor (tens to a hundred ms later: the dispenser counts drops as they land).
+        Any other verdict waits for the whole sound. 0 = judge every event when it ends.
     min_block: incoming samples are filtered in blocks of at least this many (amortises per-call cost
         of small chunks; adds at most min_block / sample_rate of latency). 0 = process every chunk at once.
     id_prefix: prefix of event ids ("aud-000001" ...).
@@ -84,7 +88,8 @@ class DetectorConfig:
     clip_fraction: float = 0.001
     continuity_tol_s: float = 0.001
     time_jump_s: float = 1.0
-    min_block: int = 1024
+    decide_after_s: float = 0.03
+    min_block: int = 480
     id_prefix: str = "aud"
 
     def __post_init__(self) -> None:
@@ -133,6 +138,7 @@ class DetectorConfig:
         num("settle_s", 0.0, 1.0)
         num("pre_roll_s", 0.0, 2.0)
         num("clip_fraction", 0.0, 1.0)
+        num("decide_after_s", 0.0, 1.0)
         num("continuity_tol_s", 0.0, 1.0)
         num("time_jump_s", self.continuity_tol_s, 3600.0)
         if not isinstance(self.id_prefix, str) or not self.id_prefix:

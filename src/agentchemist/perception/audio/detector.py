@@ -7,8 +7,10 @@ closed segment: onset refinement, features, classification, confidence.
 
 Because filtering is causal with carried state and frames sit on absolute sample indices, the events
 do not depend on how the stream is chunked. Latency: an event is emitted release_hold_s + one frame
-after its end (about 25 ms with the defaults) plus up to min_block samples of input buffering (21 ms),
-or at max_event_s for long sounds.
+after its end (about 25 ms with the defaults) plus up to min_block samples of input buffering (10 ms),
+or at max_event_s for long sounds. While drops are expected (``drops_expected``, set by the caller) a
+droplet is told decide_after_s (30 ms) after its onset, while it still rings: a drop rings for 30-200 ms
+above the floor, and the dispenser counts drops as they land.
 
 Example::
 
@@ -100,6 +102,11 @@ class StreamingDetector:
         self._ongoing: tuple[int, OngoingSound] | None = None  # (open event start, its judgement)
         self._count = 0
         self._validated_end: float | None = None
+        # Set by the caller while drops are expected (a dispenser squeezes): only then is a droplet told
+        # before its ring ends (DetectorConfig.decide_after_s). The first tens of ms of a pour's grains
+        # or a clink against glass can sound like a drop; where none is expected, the whole sound is heard
+        # first, and a false early verdict would be a false alarm.
+        self.drops_expected = False
         self.reset()
 
     # ------------------------------------------------------------------ public API
@@ -119,6 +126,9 @@ class StreamingDetector:
         self._pending: list[np.ndarray] = []  # received, not yet filtered (see DetectorConfig.min_block)
         self._pending_n = 0
         self._split: Segment | None = None  # the first part of a segment split at a second impact
+        self._split_told = False  # ... and it was told as a droplet before it closed
+        self._judged: int | None = None  # start of the open event judged before it closed ...
+        self._told = False  # ... and whether that verdict (a droplet) was told
 
     def ongoing(self, min_duration_s: float) -> OngoingSound | None:
         """The sound still going on, once it has lasted `min_duration_s` (else None): a droplet's energy
@@ -236,6 +246,7 @@ class StreamingDetector:
         starts = self._next_frame + c.hop * np.arange(m)
         self._next_frame += m * c.hop
         out = self._finalise_all(self._seg.feed(starts, energies))
+        out += self._judge_open()
         # the open event and a held first part of a split one are still to be judged
         held = [self._seg.active_start, self._split.start if self._split is not None else None]
         keep = min([self._next_frame] + [h for h in held if h is not None])
@@ -243,25 +254,74 @@ class StreamingDetector:
         self._tape.trim(keep - self._pre_roll - 2 * c.frame - c.hop)
         return out
 
+    def _judge_open(self) -> list[DetectedEvent]:
+        """Tell a droplet before its ring ends: the open event is judged once, on its first decide_after_s;
+        a droplet verdict is the event (its end is then the end of that window), anything else waits for
+        the whole sound (see DetectorConfig.decide_after_s)."""
+        c = self.config
+        start = self._seg.active_start
+        if (not self.drops_expected or c.decide_after_s <= 0 or start is None or start == self._judged
+                or self._seg.active_continued):
+            return []
+        end = start + c.samples(c.decide_after_s)
+        if self._tape.end < end:
+            return []
+        # exactly that window, however the stream was chunked: its peak is that of the frames heard in it
+        # (the segmenter's may already count later ones)
+        _, filt, _ = self._tape.get(start, end)
+        peaks = frame_energy_db(filt, c.frame, c.hop)
+        seg = self._seg.so_far(end)
+        assert seg is not None
+        if peaks.size:
+            seg = replace(seg, peak_db=float(np.max(peaks)))
+        if seg.reonset and not self._split_told:
+            return []  # a second impact whose first part is not yet judged: judged with it when it closes
+        self._judged, self._told = start, False
+        count = self._count
+        event = self._finalise(seg, reonset=seg.reonset, partial=True)
+        if event.kind != "droplet":
+            self._count = count
+            return []
+        self._told = True
+        return [replace(event, flags=event.flags + ("early",))]
+
+    def _told_early(self, seg: Segment) -> bool:
+        """The closed segment ``seg`` is the open event a droplet verdict was already told for."""
+        told = self._told and seg.start == self._judged
+        if seg.start == self._judged:
+            self._judged, self._told = None, False
+        return told
+
     def _finalise_all(self, segments: list[Segment | None]) -> list[DetectedEvent]:
         out: list[DetectedEvent] = []
         for seg in segments:
             if seg is None:
                 continue
+            told = self._told_early(seg)
             if seg.split:  # judged with the second impact that cut it
-                self._split = seg
+                self._split, self._split_told = seg, told
             elif seg.reonset and self._split is not None:
-                out += self._finalise_split(self._split, seg)
-                self._split = None
-            else:
+                out += self._finalise_split(self._split, seg, told)
+                self._split, self._split_told = None, False
+            elif not told:
                 out.append(self._finalise(seg))
         return out
 
-    def _finalise_split(self, first: Segment, second: Segment) -> list[DetectedEvent]:
+    def _finalise_split(self, first: Segment, second: Segment, second_told: bool = False) -> list[DetectedEvent]:
         """Two drops landing tens of ms apart ring as one sound with two impacts: they are two droplets
         when both parts are heard as droplets (the second judged as an impact in the first one's ring).
         Otherwise the split stands for nothing (the grains of a pour, a bump in a ring): one event, as if
-        the segment had not been cut."""
+        the segment had not been cut. A first part already told as a droplet stands: the second is told
+        when it is a droplet too (if it was not already), and is otherwise that droplet's ring."""
+        if self._split_told:
+            if second_told:
+                return []
+            count = self._count
+            b = self._finalise(second, reonset=True)
+            if b.kind == "droplet":
+                return [b]
+            self._count = count
+            return []
         count = self._count
         a = self._finalise(first)
         if a.kind == "droplet":
@@ -273,7 +333,7 @@ class StreamingDetector:
                         first.continued, cut=second.cut, truncated=second.truncated)
         return [self._finalise(whole)]
 
-    def _finalise(self, seg: Segment, *, reonset: bool = False) -> DetectedEvent:
+    def _finalise(self, seg: Segment, *, reonset: bool = False, partial: bool = False) -> DetectedEvent:
         c = self.config
         sr = c.sample_rate
         onset = seg.start if seg.continued else self._refine_onset(seg)
@@ -281,7 +341,8 @@ class StreamingDetector:
         floor = seg.floor_db
         feats = extract_features(raw, filt, onset - first, seg.end - first, sr, floor, seg.peak_db,
                                  c.band_hz, c.clip_level / INT16_FULL_SCALE)
-        probs = class_probabilities(feats, continued=seg.continued, reonset=reonset, config=self.classifier)
+        probs = class_probabilities(feats, continued=seg.continued, reonset=reonset, partial=partial,
+                                    config=self.classifier)
         kind, margin = decide(probs)
         flags: list[str] = []
         if feats.clip_fraction > 0:

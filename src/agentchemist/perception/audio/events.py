@@ -25,6 +25,9 @@ class EventFeatures:
     low_fraction: share of the excess energy below 600 Hz (thuds).
     granularity_db: median absolute step of the 1 ms envelope, dB (grains make it jitter).
     clip_fraction: share of raw samples at or above the clip level in the event and the 50 ms before it.
+    faded_db: how far the 10 ms envelope's last point lies below its peak, dB (how much of the sound has
+        died away by the end of what was heard: an impulse judged while it still rings has faded; a
+        sustained sound has not).
     """
 
     duration_s: float
@@ -40,6 +43,7 @@ class EventFeatures:
     low_fraction: float
     granularity_db: float
     clip_fraction: float
+    faded_db: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
     # hold on a 10 ms envelope: single grains or noise spikes must not pass for the event's peak
     smooth = 10.0 * np.log10(ndimage.uniform_filter1d(10.0 ** (env / 10.0), _HOLD_SMOOTH, mode="nearest"))
     hold = float(np.count_nonzero(smooth >= float(np.max(smooth)) - 6.0)) * ENV_HOP_S
+    faded = float(np.max(smooth) - smooth[-1])
     decay, r2 = _decay(t, env, ipk, max(floor_db + 3.0, pk - 40.0))
     # energy centroid above the floor: where the event's energy sits in time (exponential: tau / 2)
     excess = np.maximum(10.0 ** (env / 10.0) - 10.0 ** (floor_db / 10.0), 0.0)
@@ -95,7 +96,7 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
     clip = float(np.mean(np.abs(seg) >= clip_level)) if seg.size else 0.0
     return EventFeatures(duration_s=(end - onset) / sr, snr_db=float(peak_frame_db - floor_db),
                          peak_frequency_hz=peak_f, decay_s=decay, decay_r2=r2, attack_s=attack, hold_s=hold,
-                         centroid_s=centroid, pre_level_db=pre_db,
+                         centroid_s=centroid, pre_level_db=pre_db, faded_db=faded,
                          flatness=flat, low_fraction=low, granularity_db=gran, clip_fraction=clip)
 
 

@@ -100,6 +100,14 @@ class Segmenter:
         """The open event continues one cut at max_event_s (it has no onset of its own)."""
         return self._open is not None and self._open.continued
 
+    def so_far(self, end: int) -> Segment | None:
+        """The open event as heard up to sample ``end`` (for a verdict before it closes); None if none."""
+        ev = self._open
+        if ev is None:
+            return None
+        return Segment(ev.start, max(end, ev.start + 1), ev.peak_db, self._floor(), ev.continued, reonset=ev.reonset,
+                       base_db=ev.base_db)
+
     def restart(self, at: int) -> None:
         """The signal restarts at sample ``at`` (stream start or after a gap): ignore frames while the
         band-pass settles; keep the floor (the room did not change because packets were lost)."""
