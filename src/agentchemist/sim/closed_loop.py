@@ -195,6 +195,7 @@ class ClosedLoop:
     def _set_expectation(self, active: bool, now: float) -> None:
         if active != self.expecting:
             self.expecting = active
+            self.detector.drops_expected = active  # as audio_supervisor: droplets told as they ring
             self.context.set_expectation(active=active, subtask_id="dispense", fsm_state="titrating",
                                          expected_interval_s=None, now=now)
 

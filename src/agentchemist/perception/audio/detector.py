@@ -126,9 +126,9 @@ class StreamingDetector:
         self._pending: list[np.ndarray] = []  # received, not yet filtered (see DetectorConfig.min_block)
         self._pending_n = 0
         self._split: Segment | None = None  # the first part of a segment split at a second impact
-        self._split_told = False  # ... and it was told as a droplet before it closed
+        self._split_told: DetectedEvent | None = None  # ... the droplet told for it before it closed
         self._judged: int | None = None  # start of the open event judged before it closed ...
-        self._told = False  # ... and whether that verdict (a droplet) was told
+        self._told: DetectedEvent | None = None  # ... and the droplet told for it, if that was the verdict
 
     def ongoing(self, min_duration_s: float) -> OngoingSound | None:
         """The sound still going on, once it has lasted `min_duration_s` (else None): a droplet's energy
@@ -274,22 +274,27 @@ class StreamingDetector:
         assert seg is not None
         if peaks.size:
             seg = replace(seg, peak_db=float(np.max(peaks)))
-        if seg.reonset and not self._split_told:
+        if seg.reonset and self._split_told is None:
             return []  # a second impact whose first part is not yet judged: judged with it when it closes
-        self._judged, self._told = start, False
+        self._judged, self._told = start, None
         count = self._count
         event = self._finalise(seg, reonset=seg.reonset, partial=True)
-        if event.kind != "droplet":
+        if event.kind != "droplet" or (seg.reonset and not self._second_impact(self._split_told, event)):
             self._count = count
             return []
-        self._told = True
-        return [replace(event, flags=event.flags + ("early",))]
+        self._told = replace(event, flags=event.flags + ("early",))
+        return [self._told]
 
-    def _told_early(self, seg: Segment) -> bool:
-        """The closed segment ``seg`` is the open event a droplet verdict was already told for."""
-        told = self._told and seg.start == self._judged
+    def _second_impact(self, first: DetectedEvent | None, second: DetectedEvent) -> bool:
+        """A second part's impact (its refined onset) comes reonset_after_s or more after the first's: one
+        sooner is the first impact's own ring rising out of a beat null, whatever the frames suggested."""
+        return first is None or second.onset - first.onset >= self.config.reonset_after_s
+
+    def _told_early(self, seg: Segment) -> DetectedEvent | None:
+        """The droplet already told for the open event that closed as ``seg``, if one was."""
+        told = self._told if seg.start == self._judged else None
         if seg.start == self._judged:
-            self._judged, self._told = None, False
+            self._judged, self._told = None, None
         return told
 
     def _finalise_all(self, segments: list[Segment | None]) -> list[DetectedEvent]:
@@ -301,24 +306,25 @@ class StreamingDetector:
             if seg.split:  # judged with the second impact that cut it
                 self._split, self._split_told = seg, told
             elif seg.reonset and self._split is not None:
-                out += self._finalise_split(self._split, seg, told)
-                self._split, self._split_told = None, False
-            elif not told:
+                out += self._finalise_split(self._split, seg, told is not None)
+                self._split, self._split_told = None, None
+            elif told is None:
                 out.append(self._finalise(seg))
         return out
 
     def _finalise_split(self, first: Segment, second: Segment, second_told: bool = False) -> list[DetectedEvent]:
         """Two drops landing tens of ms apart ring as one sound with two impacts: they are two droplets
-        when both parts are heard as droplets (the second judged as an impact in the first one's ring).
-        Otherwise the split stands for nothing (the grains of a pour, a bump in a ring): one event, as if
-        the segment had not been cut. A first part already told as a droplet stands: the second is told
+        when both parts are heard as droplets (the second judged as an impact in the first one's ring)
+        and the second impact comes reonset_after_s or more after the first. Otherwise the split stands
+        for nothing (the grains of a pour, a bump in a ring, a beating ring): one event, as if the
+        segment had not been cut. A first part already told as a droplet stands: the second is told
         when it is a droplet too (if it was not already), and is otherwise that droplet's ring."""
-        if self._split_told:
+        if self._split_told is not None:
             if second_told:
                 return []
             count = self._count
             b = self._finalise(second, reonset=True)
-            if b.kind == "droplet":
+            if b.kind == "droplet" and self._second_impact(self._split_told, b):
                 return [b]
             self._count = count
             return []
@@ -326,7 +332,7 @@ class StreamingDetector:
         a = self._finalise(first)
         if a.kind == "droplet":
             b = self._finalise(second, reonset=True)
-            if b.kind == "droplet":
+            if b.kind == "droplet" and self._second_impact(a, b):
                 return [a, b]
         self._count = count
         whole = Segment(first.start, second.end, max(first.peak_db, second.peak_db), first.floor_db,
