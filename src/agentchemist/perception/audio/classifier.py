@@ -34,7 +34,7 @@ class RuleClassifierConfig:
     drop_decay_s: (min, max) droplet ring time constant. drop_freq_hz: (min, max) droplet peak frequency.
     ring_decay_s: clean exponential rings slower than this are glass clinks (contact). ring_r2: minimum
     R^2 of the decay fit for a clean ring. quiet_before_db: droplets start from quiet: the band energy in
-    the 50 ms before the onset is at most this far above the floor (else: a fragment of a longer sound).
+    the 30 ms before the onset is at most this far above the floor (else: a fragment of a longer sound).
     granular_db: envelope jitter (median 1 ms step) above this is pouring (for sustained events).
     drop_max_granularity_db: a droplet's envelope decays smoothly: jitter above this is a cluster of grains.
     low_fraction: events with more than this share of energy below 600 Hz are thuds. max_clip: droplets

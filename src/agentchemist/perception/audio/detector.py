@@ -33,7 +33,7 @@ from .classifier import RuleClassifierConfig, class_probabilities, decide
 from .config import DetectorConfig
 from .errors import AudioInputError, DetectorConfigError
 from .events import DETECTED_KINDS, DetectedEvent, OngoingSound
-from .features import extract_features, frame_energy_db
+from .features import RingBefore, extract_features, frame_energy_db
 from .segmenter import MIN_FLOOR_DB, Segment, Segmenter
 
 _ONSET_ENV_S = 0.0005  # smoothing of the envelope used to find the transient's peak
@@ -129,6 +129,7 @@ class StreamingDetector:
         self._split_told: DetectedEvent | None = None  # ... the droplet told for it before it closed
         self._judged: int | None = None  # start of the open event judged before it closed ...
         self._told: DetectedEvent | None = None  # ... and the droplet told for it, if that was the verdict
+        self._last_ring: tuple[int, float, float] | None = None  # last droplet: (peak sample, dB over floor, decay s)
 
     def ongoing(self, min_duration_s: float) -> OngoingSound | None:
         """The sound still going on, once it has lasted `min_duration_s` (else None): a droplet's energy
@@ -283,7 +284,7 @@ class StreamingDetector:
             self._count = count
             return []
         self._told = replace(event, flags=event.flags + ("early",))
-        return [self._told]
+        return self._heard([self._told])
 
     def _second_impact(self, first: DetectedEvent | None, second: DetectedEvent) -> bool:
         """A second part's impact (its refined onset) comes reonset_after_s or more after the first's: one
@@ -306,11 +307,22 @@ class StreamingDetector:
             if seg.split:  # judged with the second impact that cut it
                 self._split, self._split_told = seg, told
             elif seg.reonset and self._split is not None:
-                out += self._finalise_split(self._split, seg, told is not None)
+                out += self._heard(self._finalise_split(self._split, seg, told is not None))
                 self._split, self._split_told = None, None
             elif told is None:
-                out.append(self._finalise(seg))
+                out += self._heard([self._finalise(seg)])
         return out
+
+    def _heard(self, events: list[DetectedEvent]) -> list[DetectedEvent]:
+        """Events as they are told; the last droplet's ring is remembered (see features.RingBefore)."""
+        for e in events:
+            f = e.features
+            if e.kind == "droplet" and f is not None:
+                sr = self.config.sample_rate
+                # the fitted ring; a droplet without one (a drop's fit over noise) decays as its centroid says
+                decay = f.decay_s if f.decay_s < 1.0 else 2.0 * f.centroid_s
+                self._last_ring = (int(round((e.onset + f.attack_s) * sr)), f.snr_db, decay)
+        return events
 
     def _finalise_split(self, first: Segment, second: Segment, second_told: bool = False) -> list[DetectedEvent]:
         """Two drops landing tens of ms apart ring as one sound with two impacts: they are two droplets
@@ -345,8 +357,12 @@ class StreamingDetector:
         onset = seg.start if seg.continued else self._refine_onset(seg)
         raw, filt, first = self._tape.get(onset - self._pre_roll, seg.end)
         floor = seg.floor_db
+        ring = None
+        if self._last_ring is not None and self._last_ring[0] < onset:
+            peak, level, decay = self._last_ring
+            ring = RingBefore(peak_s=(onset - peak) / sr, level_db=level, decay_s=decay)
         feats = extract_features(raw, filt, onset - first, seg.end - first, sr, floor, seg.peak_db,
-                                 c.band_hz, c.clip_level / INT16_FULL_SCALE)
+                                 c.band_hz, c.clip_level / INT16_FULL_SCALE, ring)
         probs = class_probabilities(feats, continued=seg.continued, reonset=reonset, partial=partial,
                                     config=self.classifier)
         kind, margin = decide(probs)

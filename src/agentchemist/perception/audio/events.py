@@ -19,12 +19,12 @@ class EventFeatures:
         0.69 * decay_s; stationary sounds: their length).
     centroid_s: energy-weighted mean time of the energy above the floor, from the onset, s
         (exponential decay: decay_s / 2; a cluster of grains or a burst: half its length).
-    pre_level_db: band energy over the 50 ms before the onset relative to the floor, dB (about 0 when
+    pre_level_db: band energy over the 30 ms before the onset relative to the floor, dB (about 0 when
         the event starts from quiet).
     flatness: spectral flatness of the excess spectrum in the detection band (0 tonal .. 1 white).
     low_fraction: share of the excess energy below 600 Hz (thuds).
     granularity_db: median absolute step of the 1 ms envelope, dB (grains make it jitter).
-    clip_fraction: share of raw samples at or above the clip level in the event and the 50 ms before it.
+    clip_fraction: share of raw samples at or above the clip level in the event and the 30 ms before it.
     faded_db: how far the 10 ms envelope's last point lies below its peak, dB (how much of the sound has
         died away by the end of what was heard: an impulse judged while it still rings has faded; a
         sustained sound has not).

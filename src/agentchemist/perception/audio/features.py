@@ -7,6 +7,7 @@ a clip handed to it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage, signal
@@ -19,7 +20,9 @@ _TINY = 1e-20  # energy added before log10 (full scale = 1)
 _MAX_DECAY_S = 10.0  # reported when the envelope does not decay
 _HOLD_SMOOTH = 10  # envelope points (ms) averaged before measuring the hold time
 _SPECTRUM_MAX_S = 0.25  # the spectrum looks at the first part of an event, where its energy is
-_PRE_WINDOW_S = (0.05, 0.003)  # (from, to) s before the onset: the background just before an event
+# (from, to) s before the onset: the background just before an event. 30 ms: drops landing 120-150 ms apart
+# (a fast squeeze) ring into the next one's 50 ms, and at 30 ms the ring before has faded into the floor.
+_PRE_WINDOW_S = (0.03, 0.003)
 
 
 def envelope_db(y: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
@@ -61,12 +64,15 @@ def frame_energy_from_blocks(blocks: np.ndarray, per_frame: int, frame: int) -> 
 
 def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int, sample_rate: int,
                      floor_db: float, peak_frame_db: float, band_hz: tuple[float, float],
-                     clip_level: float) -> EventFeatures:
+                     clip_level: float, ring_before: RingBefore | None = None) -> EventFeatures:
     """Features of the event occupying samples [onset, end) of ``raw``/``filtered``.
 
     raw: float audio, full scale 1, including pre-roll before ``onset`` (the background spectrum).
     filtered: the band-passed audio aligned with ``raw``. floor_db: noise floor (frame energy, dB).
     peak_frame_db: the event's peak frame energy, dB. clip_level: clipped magnitude, full scale 1.
+    ring_before: the droplet heard before this event, whose ring may still sound before its onset (its
+    expected energy there is taken out of pre_level_db: with drops landing 120-150 ms apart, the ring of
+    one is still 1-3 dB over the floor when the next lands, and that is not a sustained sound).
     """
     sr = sample_rate
     end = min(max(end, onset + int(0.004 * sr)), filtered.size)
@@ -91,6 +97,9 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
     a = max(0, onset - int(_PRE_WINDOW_S[0] * sr))
     b = max(a, onset - int(_PRE_WINDOW_S[1] * sr))
     pre_db = (10.0 * math.log10(float(np.mean(filtered[a:b] ** 2)) + _TINY) - floor_db) if b - a > 0 else 0.0
+    if ring_before is not None and b - a > 0:
+        ring = ring_before.mean_excess(-(onset - a) / sr, -(onset - b) / sr)  # x the floor's power
+        pre_db = 10.0 * math.log10(max(10.0 ** (pre_db / 10.0) - ring, 10.0 ** (pre_db / 10.0 - 20.0), _TINY))
     # clipping in the event or in the background window just before it: either way the features lie
     seg = raw[a:end]
     clip = float(np.mean(np.abs(seg) >= clip_level)) if seg.size else 0.0
@@ -98,6 +107,28 @@ def extract_features(raw: np.ndarray, filtered: np.ndarray, onset: int, end: int
                          peak_frequency_hz=peak_f, decay_s=decay, decay_r2=r2, attack_s=attack, hold_s=hold,
                          centroid_s=centroid, pre_level_db=pre_db, faded_db=faded,
                          flatness=flat, low_fraction=low, granularity_db=gran, clip_fraction=clip)
+
+
+@dataclass(frozen=True)
+class RingBefore:
+    """A droplet's ring as heard: it peaked ``peak_s`` before the next event's onset (s), ``level_db`` over the
+    floor, and decays with amplitude time constant ``decay_s``."""
+
+    peak_s: float
+    level_db: float
+    decay_s: float
+
+    def mean_excess(self, t0: float, t1: float) -> float:
+        """Mean power of the ring over [t0, t1) (s from the next onset, negative before it), as a multiple
+        of the floor's power: an exponential energy decay with time constant decay_s / 2."""
+        if not (t1 > t0 and self.decay_s > 0 and math.isfinite(self.decay_s)):
+            return 0.0
+        k = 2.0 / self.decay_s
+        since = t0 + self.peak_s  # time since the peak at t0
+        if since < 0:
+            return 0.0  # the window reaches back before the ring's peak: not a ring's tail alone
+        e0 = 10.0 ** (self.level_db / 10.0)
+        return float(e0 * math.exp(-k * since) * (1.0 - math.exp(-k * (t1 - t0))) / (k * (t1 - t0)))
 
 
 def _decay(t: np.ndarray, env: np.ndarray, ipk: int, stop_db: float) -> tuple[float, float]:
