@@ -176,7 +176,8 @@ def main() -> None:
     lat = np.array(latencies) * 1e3
     result = {
         "benchmark": "audio_detector",
-        "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine()},
+        "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
+                    "commit": commit(), "load_1min_end": os.getloadavg()[0]},
         "setup": {"drops_per_run": args.drops, "seeds": args.seeds, "distractor_rate": args.distractor_rate,
                   "chunk_ms": 10, "snr_definition": "mean drop peak 5 ms RMS over full-band pink room-noise RMS"},
         "snr_sweep": rows,
