@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.provenance import commit  # noqa: E402
 from agentchemist.control.calibration import load_calibration  # noqa: E402
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController  # noqa: E402
 from agentchemist.sim.scenario import load_scenario  # noqa: E402
@@ -240,7 +241,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "dispenser.json")
     args = ap.parse_args()
     seeds = [1, 2] if args.quick else [1, 2, 3, 4, 5]
-    t0 = time.perf_counter()
+    t0, load0 = time.perf_counter(), os.getloadavg()[0]
     result = {
         "volume": volume_errors(seeds, [1.0, 2.0, 5.0, 10.0]),
         "audio_rate_limit": audio_rate_limit([0.2, 0.25, 0.3, 0.35, 0.4]),
@@ -274,6 +275,8 @@ def main() -> int:
     }
     result["machine"] = f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
     result["wall_s"] = time.perf_counter() - t0
+    result["commit"] = commit()
+    result["load_avg_1min"] = {"start": load0, "end": os.getloadavg()[0]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps(result["summary"], indent=2))
