@@ -179,6 +179,9 @@ class DispenserController:
         self._released_at = -math.inf
         self._follow: deque[tuple[float, float, float]] = deque()  #: (t, command, measured) in this MOTION
         self._commands: deque[tuple[float, float]] = deque([(now, start_opening_mm)])  #: (t, command) history
+        #: (t, high-water mark) at each squeeze since shortly before the last drop: how far the bulb was
+        #: squeezed when a drop left the tip, whenever its report arrives (see on_drop, _landed_ml)
+        self._deepest: deque[tuple[float, float]] = deque([(now, start_opening_mm)], maxlen=20000)
         self._last_drop_stamp: float | None = None
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
         self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
@@ -214,12 +217,17 @@ class DispenserController:
         self._last_drop_stamp = stamp
         while len(self._commands) > 2 and self._commands[1][0] <= keep_from:
             self._commands.popleft()
+        while len(self._deepest) > 1 and self._deepest[1][0] <= stamp - self.config.drop_fall_s - 1.0:
+            self._deepest.popleft()
         self._disp_since_drop = 0.0
         self._frozen.on_drop(stamp)
         self._resume_requested = False  # a resume meant the previous drop's pH had settled
         if not self.primed:
             self.primed = True
-            self.q_stat = self.config.drop_volume_ml
+            # One drop has left, and so has what was squeezed since it left the tip (the next pendant),
+            # however late its report came: counted from then, Q_stat does not depend on the audio's latency.
+            self.q_stat = self.config.drop_volume_ml + self.config.k_ml_per_mm * self._squeezed_since(
+                stamp - self.config.drop_fall_s)
         if self.state == State.MOTION:
             if self.goal.settle_each_drop:
                 self._drop_pending_settle = "drop_landed_settle"
@@ -227,6 +235,22 @@ class DispenserController:
                 self._increment_count += 1
                 if self._increment_count >= self._planned_increment():
                     self._drop_pending_settle = "near_target_drop"
+
+    def _squeezed_since(self, t: float) -> float:
+        """How far the bulb's high-water mark has moved since time t (mm; 0 before the goal)."""
+        at = self._deepest[0][1]
+        for ti, d in self._deepest:
+            if ti > t:
+                break
+            at = d
+        return max(0.0, at - self.deepest_mm)
+
+    def _landed_ml(self) -> float:
+        """Q_stat less the pendant at the tip (squeezed since the last drop left it): the volume landed."""
+        if self._last_drop_stamp is None:
+            return 0.0
+        pendant = self.config.k_ml_per_mm * self._squeezed_since(self._last_drop_stamp - self.config.drop_fall_s)
+        return max(0.0, self.q_stat - pendant)
 
     def _last_move_before(self, t: float) -> float:
         """When the command last changed at or before t (the goal's start if it never did)."""
@@ -432,6 +456,7 @@ class DispenserController:
             # bulb, and closing again first pushes that air out. (Counted in any state: liquid that left
             # while the gripper caught up with a hold is still dispensed.)
             self.deepest_mm = measured
+            self._deepest.append((now, measured))
             if self.primed:
                 self.q_stat += self.config.k_ml_per_mm * dd
             else:
@@ -655,7 +680,8 @@ class DispenserController:
         judge: the supervisor decides the endpoint (target reached, then stable over its hold), holds the
         dispenser while it confirms it, and cancels the goal (agentchemist.fsm.supervision)."""
         g = self.goal
-        return g.target_volume_ml > 0 and self.q_stat >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml
+        # on what has landed (the pendant at the tip stays there once the squeeze stops): the nearest drop
+        return g.target_volume_ml > 0 and self._landed_ml() >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml
 
     def _change_rate_high(self) -> bool:
         # A slope through two or three noisy readings is mostly noise: judge only a filled window.
