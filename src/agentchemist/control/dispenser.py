@@ -9,7 +9,10 @@ events, and returns the command to send. It never reads a clock: `now` is always
 
 Priming: a freshly drawn bulb has slack, and the tip must fill before anything falls, so the squeeze
 before the first drop is dead travel. Q_stat starts at the first drop (counted as one calibrated drop)
-and accumulates k * dd from there; until then the no-drop check allows `priming_allowance_mm`.
+and accumulates k * dd from the moment it left the tip (its heard stamp less `drop_fall_s`: the squeeze
+while its report was on the way is counted, so Q_stat does not depend on the audio's latency); until then
+the no-drop check allows `priming_allowance_mm`. Q_stat includes the pendant growing at the tip; a volume
+goal stops on what has landed (Q_stat less the squeeze since the last drop left), to the nearest drop.
 
 High-water mark: a bulb that was released (RESET retracts the gripper) fills with air through the tip,
 and squeezing it again pushes that air out before any liquid moves. So only closing past the deepest
