@@ -99,3 +99,29 @@ def test_decide_after_zero_judges_every_sound_whole(train):
     assert events and not any("early" in e.flags for e in events)
     with pytest.raises(ValueError):
         DetectorConfig(decide_after_s=float("nan"))
+
+
+@pytest.mark.parametrize("gap", [0.04, 0.07])
+def test_a_noise_burst_starting_in_a_told_drops_ring_is_still_heard(gap):
+    """fault_noise_burst seed 17: a drop told early at 59.93 s, and the 5 s burst began 70 ms later, inside its
+    ring: the sound went on as one event, cut at max_event_s and skipped as the drop already told, so the
+    noise monitor never saw it. A told sound that goes on past told_max_s is judged whole when it ends."""
+    from agentchemist.perception.audio import NoiseMonitor
+
+    truth = [AudioEventTruth(1.0, "droplet"), AudioEventTruth(1.0 + gap, "noise_burst", duration=3.0)]
+    audio = _audio(truth, 17, 5.0)
+    det, monitor = StreamingDetector(DetectorConfig()), NoiseMonitor()
+    det.drops_expected = True
+    events, episodes = [], []
+    for i in range(0, audio.size, CHUNK):
+        told = det.process(audio[i:i + CHUNK], i / SR)
+        for e in told:
+            episodes += monitor.on_event(e)
+        episodes += monitor.update((i + CHUNK) / SR, det.ongoing(monitor.config.min_duration_s), det.noise_floor_db)
+        events += told
+    drops = [e for e in events if e.kind == "droplet"]
+    assert [round(e.onset, 2) for e in drops] == [1.0] and "early" in drops[0].flags
+    noise = [e for e in events if "after_early" in e.flags]
+    assert noise and noise[0].kind == "noise", [(round(e.onset, 3), e.kind, e.flags) for e in events]
+    starts = [ep for change, ep in episodes if change == "start"]
+    assert starts and starts[0].start <= 1.0 + gap + 0.1

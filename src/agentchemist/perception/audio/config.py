@@ -57,6 +57,9 @@ class DetectorConfig:
         of it so far, once; a droplet verdict is told then (flagged "early"), instead of when its ring has
         faded into the floor (tens to a hundred ms later: the dispenser counts drops as they land).
         Any other verdict waits for the whole sound. 0 = judge every event when it ends.
+    told_max_s: a sound told early as a droplet that goes on longer than this (a drop rings 30-200 ms
+        above the floor) is judged again whole when it ends: another sound began inside the ring (a noise
+        burst, a pour), and unless the whole is a droplet too it is told as well (flagged "after_early").
     min_block: incoming samples are filtered in blocks of at least this many (amortises per-call cost
         of small chunks; adds at most min_block / sample_rate of latency). 0 = process every chunk at once.
     id_prefix: prefix of event ids ("aud-000001" ...).
@@ -89,6 +92,7 @@ class DetectorConfig:
     continuity_tol_s: float = 0.001
     time_jump_s: float = 1.0
     decide_after_s: float = 0.03
+    told_max_s: float = 0.3
     min_block: int = 480
     id_prefix: str = "aud"
 
@@ -139,6 +143,7 @@ class DetectorConfig:
         num("pre_roll_s", 0.0, 2.0)
         num("clip_fraction", 0.0, 1.0)
         num("decide_after_s", 0.0, 1.0)
+        num("told_max_s", 0.0, 60.0)
         num("continuity_tol_s", 0.0, 1.0)
         num("time_jump_s", self.continuity_tol_s, 3600.0)
         if not isinstance(self.id_prefix, str) or not self.id_prefix:

@@ -146,6 +146,11 @@ class StreamingDetector:
             return None
         if self._ongoing is not None and self._ongoing[0] == start:
             return replace(self._ongoing[1], duration_s=duration)
+        key = start
+        if self._split is not None:
+            # a second impact whose first part is held: heard from the quiet before the first (against the
+            # first's ring as its background, a broadband noise would look tonal)
+            start = self._split.start
         raw, filt, first = self._tape.get(start - self._pre_roll, end)
         floor = self._seg.floor_db if self._seg.floor_db is not None else MIN_FLOOR_DB
         peak = self._seg.active_peak_db if self._seg.active_peak_db is not None else floor
@@ -155,7 +160,7 @@ class StreamingDetector:
         kind, _ = decide(class_probabilities(feats, continued=continued, config=self.classifier))
         sound = OngoingSound(start=start / c.sample_rate, duration_s=duration, kind=kind, flatness=feats.flatness,
                              level_db=peak - floor, continued=continued)
-        self._ongoing = (start, sound)
+        self._ongoing = (key, sound)
         return sound
 
     def validate_chunk(self, samples: object, sample_rate: int, channels: int, t0: float) -> list[str]:
@@ -311,7 +316,20 @@ class StreamingDetector:
                 self._split, self._split_told = None, None
             elif told is None:
                 out += self._heard([self._finalise(seg)])
+            elif self._outlasts_a_ring(seg):
+                # another sound (a noise burst, a pour) began inside the ring of the droplet told: the whole
+                # sound is judged, and told too unless it is a droplet
+                count = self._count
+                whole = self._finalise(seg)
+                if whole.kind == "droplet":
+                    self._count = count
+                else:
+                    out.append(replace(whole, flags=whole.flags + ("after_early",)))
         return out
+
+    def _outlasts_a_ring(self, seg: Segment) -> bool:
+        """A sound longer than any drop rings (DetectorConfig.told_max_s, or cut at max_event_s)."""
+        return seg.cut or seg.end - seg.start > self.config.samples(self.config.told_max_s)
 
     def _heard(self, events: list[DetectedEvent]) -> list[DetectedEvent]:
         """Events as they are told; the last droplet's ring is remembered (see features.RingBefore)."""
@@ -330,7 +348,8 @@ class StreamingDetector:
         and the second impact comes reonset_after_s or more after the first. Otherwise the split stands
         for nothing (the grains of a pour, a bump in a ring, a beating ring): one event, as if the
         segment had not been cut. A first part already told as a droplet stands: the second is told
-        when it is a droplet too (if it was not already), and is otherwise that droplet's ring."""
+        when it is a droplet too (if it was not already), or when it goes on longer than any drop rings
+        (another sound began in the ring); otherwise it is that droplet's ring."""
         if self._split_told is not None:
             if second_told:
                 return []
@@ -339,6 +358,15 @@ class StreamingDetector:
             if b.kind == "droplet" and self._second_impact(self._split_told, b):
                 return [b]
             self._count = count
+            if b.kind != "droplet" and self._outlasts_a_ring(second):
+                # a sound that began in its ring: judged whole, from the quiet before the drop (against
+                # the drop's ring as its background, a broadband noise would look tonal)
+                whole = self._finalise(Segment(first.start, second.end, max(first.peak_db, second.peak_db),
+                                               first.floor_db, first.continued, cut=second.cut,
+                                               truncated=second.truncated))
+                if whole.kind != "droplet":
+                    return [replace(whole, flags=whole.flags + ("after_early",))]
+                self._count = count
             return []
         count = self._count
         a = self._finalise(first)
