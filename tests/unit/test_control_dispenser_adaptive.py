@@ -193,3 +193,12 @@ def test_stall_during_retract_times_out():
 def test_new_parameters_are_validated(field, value):
     with pytest.raises(ValueError, match=field):
         DispenserConfig(**{field: value})
+
+
+def test_an_increment_with_neither_bound_in_sight_is_the_most_drops():
+    """A distance without bound (the readings span no curve yet: infinite) plans the largest increment, not
+    an OverflowError from floor(inf) (the course check's hcl_naoh run hit it once drops were heard sooner)."""
+    c = make(DispenseGoal(target_ph=7.0))
+    assert c._whole_drops(float("inf")) == CFG.max_increment_drops
+    assert c._whole_drops(float("nan")) == 1 and c._whole_drops(-float("inf")) == 1
+    assert c._whole_drops(2.7) == 2 and c._whole_drops(0.2) == 1

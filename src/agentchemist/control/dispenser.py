@@ -670,13 +670,22 @@ class DispenserController:
             # `approach_fraction`), whichever is less: the distance shrinks geometrically, and no increment
             # reaches either bound.
             planned = min(c.jump_fraction * ahead[0], c.approach_fraction * ahead[1])
-            return int(min(max(math.floor(planned / c.drop_volume_ml), 1), c.max_increment_drops))
+            return self._whole_drops(planned / c.drop_volume_ml)
         if g.target_ph is None or self._last_ph is None or self._steep() or math.isnan(self.sensitivity_ph_per_ml):
             return 1  # no pH target, no slope measured yet, or steep: one drop at a time
         per_drop = self._sensitivity_bound * c.drop_volume_ml
         distance = g.ph_direction * (g.target_ph - self._last_ph)
         predicted = distance / per_drop
-        return int(min(max(math.floor(c.approach_fraction * predicted), 1), c.max_increment_drops))
+        return self._whole_drops(c.approach_fraction * predicted)
+
+    def _whole_drops(self, drops: float) -> int:
+        """An increment of `drops` as whole drops, 1 to max_increment_drops (neither bound in sight: an
+        infinite distance, the most)."""
+        if math.isnan(drops):
+            return 1
+        if math.isinf(drops):
+            return self.config.max_increment_drops if drops > 0 else 1
+        return int(min(max(math.floor(drops), 1), self.config.max_increment_drops))
 
     def _goal_reached(self) -> bool:
         """The goal's own end: its volume target (a hard cap). A pH target is never the dispenser's to
