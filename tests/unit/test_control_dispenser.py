@@ -61,10 +61,8 @@ def test_starts_in_motion_and_closes_at_the_commanded_rate():
     assert c.state == State.MOTION
     out, _ = run_motion(c, 0.0, 1.0)
     assert out.command_opening_mm == pytest.approx(60.0 - 0.2, abs=0.005)
-    # Q_stat from the measured position: one drop at priming (heard at t = 0.1 s, so it left the tip at
-    # t = 0.1 - drop_fall_s = 0), then k * the displacement since it left (not since it was heard)
-    assert CFG.drop_fall_s == pytest.approx(0.1)
-    assert c.q_stat == pytest.approx(CFG.drop_volume_ml + CFG.k_ml_per_mm * 0.2, abs=0.005)
+    # Q_stat from the measured position: one drop at priming (t = 0.1 s), then k * displacement
+    assert c.q_stat == pytest.approx(CFG.drop_volume_ml + 1.0 * 0.18, abs=0.005)
 
 
 def test_priming_dead_travel_is_not_counted_and_has_an_allowance():
@@ -76,8 +74,8 @@ def test_priming_dead_travel_is_not_counted_and_has_an_allowance():
         measured = out.command_opening_mm
     assert c.q_stat == 0.0 and c.state == State.MOTION and not out.anomalies
     assert c.dead_travel_mm == pytest.approx(1.0, abs=0.02)
-    c.on_drop(t)  # heard now: it left the tip drop_fall_s ago, and what was squeezed since is the next pendant
-    assert c.primed and c.q_stat == pytest.approx(CFG.drop_volume_ml + CFG.k_ml_per_mm * 0.5 * CFG.drop_fall_s)
+    c.on_drop(t)
+    assert c.primed and c.q_stat == CFG.drop_volume_ml
     c2 = make(DispenseGoal(target_volume_ml=5.0, rate_mm_s=0.5))
     t, measured, kinds = 0.0, 60.0, []
     while t < 6.0 and not kinds:

@@ -7,8 +7,7 @@ from agentchemist.control.dispenser import (TRANSITIONS, DispenseGoal, Dispenser
                                             State)
 from agentchemist.fsm.endpoint import EndpointJudge, steer
 
-# The ideal bulb below reports each drop the instant it leaves the tip: no fall before it is heard.
-CFG = DispenserConfig(drop_fall_s=0.0)
+CFG = DispenserConfig()
 DROP = CFG.drop_volume_ml
 
 
@@ -92,7 +91,7 @@ def test_gentle_band_is_crossed_in_shrinking_increments():
 
 
 def test_one_drop_per_hold_when_increments_are_disabled():
-    c = make(DispenseGoal(target_ph=7.0), config=DispenserConfig(approach_fraction=1e-6, drop_fall_s=0.0))
+    c = make(DispenseGoal(target_ph=7.0), config=DispenserConfig(approach_fraction=1e-6))
     bulb = Bulb(c, ph=lambda v: 6.8 + 0.01 * v / DROP)
     bulb.run(60.0)
     holds = [t for t, _, cond, _ in bulb.transitions if cond == "near_target_drop"]
@@ -168,7 +167,7 @@ def test_sensor_timeout_waits_for_the_meter_before_resuming():
 
 
 def test_sensor_that_never_returns_gives_up_after_the_recovery_timeout():
-    c = make(DispenseGoal(target_volume_ml=2.0, target_ph=12.0), config=DispenserConfig(recovery_timeout_s=5.0, drop_fall_s=0.0))
+    c = make(DispenseGoal(target_volume_ml=2.0, target_ph=12.0), config=DispenserConfig(recovery_timeout_s=5.0))
     bulb = Bulb(c, ph=lambda v: 3.0)
     bulb.run(2.0)
     bulb.ph = None
@@ -178,7 +177,7 @@ def test_sensor_that_never_returns_gives_up_after_the_recovery_timeout():
 
 
 def test_stall_during_retract_times_out():
-    c = make(DispenseGoal(target_volume_ml=2.0), config=DispenserConfig(retract_timeout_s=2.0, drop_fall_s=0.0))
+    c = make(DispenseGoal(target_volume_ml=2.0), config=DispenserConfig(retract_timeout_s=2.0))
     bulb = Bulb(c)
     bulb.run(2.0)
     bulb.stalled = True

@@ -8,11 +8,11 @@ events, and returns the command to send. It never reads a clock: `now` is always
     Q_stat = sum over closing increments of k * dd      (from the measured opening)
 
 Priming: a freshly drawn bulb has slack, and the tip must fill before anything falls, so the squeeze
-before the first drop is dead travel. Q_stat starts at the first drop (counted as one calibrated drop)
-and accumulates k * dd from the moment it left the tip (its heard stamp less `drop_fall_s`: the squeeze
-while its report was on the way is counted, so Q_stat does not depend on the audio's latency); until then
-the no-drop check allows `priming_allowance_mm`. Q_stat includes the pendant growing at the tip; a volume
-goal stops on what has landed (Q_stat less the squeeze since the last drop left), to the nearest drop.
+before the first drop is dead travel. Q_stat starts at the first drop's report (counted as one calibrated
+drop) and accumulates k * dd from there; until then the no-drop check allows `priming_allowance_mm`. What
+is squeezed while a report is on the way is left out once, at priming, and hangs at the tip at each later
+hold, so at a hold Q_stat is what landed, whatever the audio's latency. A volume goal stops on what has
+landed (Q_stat less the squeeze since the last drop was heard), to the nearest drop.
 
 High-water mark: a bulb that was released (RESET retracts the gripper) fills with air through the tip,
 and squeezing it again pushes that air out before any liquid moves. So only closing past the deepest
@@ -182,9 +182,6 @@ class DispenserController:
         self._released_at = -math.inf
         self._follow: deque[tuple[float, float, float]] = deque()  #: (t, command, measured) in this MOTION
         self._commands: deque[tuple[float, float]] = deque([(now, start_opening_mm)])  #: (t, command) history
-        #: (t, high-water mark) at each squeeze since shortly before the last drop: how far the bulb was
-        #: squeezed when a drop left the tip, whenever its report arrives (see on_drop, _landed_ml)
-        self._deepest: deque[tuple[float, float]] = deque([(now, start_opening_mm)], maxlen=20000)
         self._last_drop_stamp: float | None = None
         self._to_judge: list[tuple[float, float]] = []  #: (previous drop, drop) onsets not yet judged
         self._curve = CurveTracker(config.reading_lags_s, goal.ph_direction, 0.0, now)  #: see _ahead_ml
@@ -220,17 +217,16 @@ class DispenserController:
         self._last_drop_stamp = stamp
         while len(self._commands) > 2 and self._commands[1][0] <= keep_from:
             self._commands.popleft()
-        while len(self._deepest) > 1 and self._deepest[1][0] <= stamp - self.config.drop_fall_s - 1.0:
-            self._deepest.popleft()
         self._disp_since_drop = 0.0
         self._frozen.on_drop(stamp)
         self._resume_requested = False  # a resume meant the previous drop's pH had settled
         if not self.primed:
             self.primed = True
-            # One drop has left, and so has what was squeezed since it left the tip (the next pendant),
-            # however late its report came: counted from then, Q_stat does not depend on the audio's latency.
-            self.q_stat = self.config.drop_volume_ml + self.config.k_ml_per_mm * self._squeezed_since(
-                stamp - self.config.drop_fall_s)
+            # Counted from this report on: what was squeezed while it was on the way is left out, as much as
+            # hangs at the tip when a later drop's report stops the squeeze, so at a hold Q_stat is what
+            # landed whatever the audio's latency (counting from when the drop left the tip biased every
+            # equivalence volume in the library by +0.4 drop: the pendant at each settled reading).
+            self.q_stat = self.config.drop_volume_ml
         if self.state == State.MOTION:
             if self.goal.settle_each_drop:
                 self._drop_pending_settle = "drop_landed_settle"
@@ -239,21 +235,12 @@ class DispenserController:
                 if self._increment_count >= self._planned_increment():
                     self._drop_pending_settle = "near_target_drop"
 
-    def _squeezed_since(self, t: float) -> float:
-        """How far the bulb's high-water mark has moved since time t (mm; 0 before the goal)."""
-        at = self._deepest[0][1]
-        for ti, d in self._deepest:
-            if ti > t:
-                break
-            at = d
-        return max(0.0, at - self.deepest_mm)
-
     def _landed_ml(self) -> float:
-        """Q_stat less the pendant at the tip (squeezed since the last drop left it): the volume landed."""
-        if self._last_drop_stamp is None:
+        """Q_stat less what was squeezed since the last drop was heard (the next pendant): what landed, by the
+        squeeze each heard drop took."""
+        if not self.primed:
             return 0.0
-        pendant = self.config.k_ml_per_mm * self._squeezed_since(self._last_drop_stamp - self.config.drop_fall_s)
-        return max(0.0, self.q_stat - pendant)
+        return max(0.0, self.q_stat - self.config.k_ml_per_mm * self._disp_since_drop)
 
     def _last_move_before(self, t: float) -> float:
         """When the command last changed at or before t (the goal's start if it never did)."""
@@ -459,7 +446,6 @@ class DispenserController:
             # bulb, and closing again first pushes that air out. (Counted in any state: liquid that left
             # while the gripper caught up with a hold is still dispensed.)
             self.deepest_mm = measured
-            self._deepest.append((now, measured))
             if self.primed:
                 self.q_stat += self.config.k_ml_per_mm * dd
             else:
