@@ -606,6 +606,8 @@ def main() -> int:
             elif key in kept:
                 result[key] = kept[key]
                 result[key].setdefault("machine", kept["machine"])
+        for key, value in kept.items():  # the A/B records other runs merged in stay too
+            result.setdefault(key, value)
     out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 

@@ -212,7 +212,8 @@ def latency_rows(lat: dict | None) -> list[tuple[str, str]]:
         return "; ".join(parts) or "no samples"
 
     rows = []
-    where = f"{lat['machine']['commit']}, {lat['machine']['cpus']} cores"
+    machine = lat.get("ph_to_hold", {}).get("machine", lat["machine"])  # measured at its own commit (--merge)
+    where = f"{machine['commit']}, {machine['cpus']} cores"
     if "ph_to_hold" in lat:
         rows.append((f"pH reading across the target -> gripper hold, DDS, wall (goal p99 <= "
                      f"{lat['ph_to_hold']['goal_p99_ms']:g} ms)", both(lat["ph_to_hold"]) +
