@@ -21,7 +21,7 @@ _MAX_DECAY_S = 10.0  # reported when the envelope does not decay
 _HOLD_SMOOTH = 10  # envelope points (ms) averaged before measuring the hold time
 _SPECTRUM_MAX_S = 0.25  # the spectrum looks at the first part of an event, where its energy is
 # (from, to) s before the onset: the background just before an event. 30 ms: drops landing 120-150 ms apart
-# (a fast squeeze) ring into the next one's 50 ms, and at 30 ms the ring before has faded into the floor.
+# (a fast squeeze) ring into the 50 ms before the next one; its last 30 ms hold less of that ring.
 _PRE_WINDOW_S = (0.03, 0.003)
 
 
