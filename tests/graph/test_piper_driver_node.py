@@ -173,7 +173,9 @@ def test_piper_driver_node_faults_diagnostics_and_estop_over_ros():
         estop = probe.create_client(Trigger, "/right_piper_driver/emergency_stop")
         resume = probe.create_client(Trigger, "/right_piper_driver/resume")
         with spinning([driver, probe]):
-            wait_for(lambda: states and len(states[-1].velocity) == 7, "joint_states with velocity and effort")
+            # the first arrays may predate the first high-speed feedback (effort still 0): wait for the effort
+            wait_for(lambda: states and len(states[-1].velocity) == 7 and any(states[-1].effort),
+                     "joint_states with velocity and effort")
             s = states[-1]
             assert len(s.effort) == 7 and s.effort[1] == pytest.approx(0.9 * 1.18125, rel=1e-6)
             # the first array may predate the first low-speed frames (STALE): wait for one with every driver OK
