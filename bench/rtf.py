@@ -29,7 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.provenance import REPO, commit  # noqa: E402
 
-CONFIGS = {"one": "", "two": None}  # None: the runner's default second process (tools/agents_apart.py)
+#: None: the runner's default second process (tools/agents_apart.py); "all": every agent apart from the twin
+CONFIGS = {"one": "", "two": None,
+           "twin_apart": "planner,vision_supervisor,audio_supervisor,action_policy,dispenser_controller,recorder,summarizer"}
 GOAL = 40.0
 
 

@@ -24,6 +24,9 @@ from tests.conftest import REPO  # noqa: E402
 from tests.graph.harness import run_experiment  # noqa: E402
 
 SCENARIO = REPO / "config" / "scenarios" / "nacl_weighing.yaml"
+#: free run, as the scenario runner and the demo run the twin: nothing but the lock-step, the peer waits and
+#: the executor's queue keeps it from running ahead (lab_sim_config.free_run), so these runs test that
+SIM = {"camera_rate_hz": 1.0, "free_run": True}
 
 
 class Probe(Node):
@@ -41,7 +44,7 @@ class Probe(Node):
 def weighing_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     run = run_experiment(SCENARIO, runs, probe=Probe, wall_limit_s=300.0,
-                         overrides={"lab_sim": {"camera_rate_hz": 1.0}})
+                         overrides={"lab_sim": SIM})
     return run, runs
 
 
@@ -102,7 +105,7 @@ def test_a_lagging_graph_cache_costs_no_twin_time(tmp_path, monkeypatch):
     monkeypatch.setattr(ActionClient, "server_is_ready",
                         lambda self: False if self._action_name == topics.EXECUTE_SUBTASK else ready(self))
     run = run_experiment(SCENARIO, tmp_path, probe=Probe, wall_limit_s=300.0,
-                         overrides={"lab_sim": {"camera_rate_hz": 1.0}, "vision_supervisor": {"agent_wait_s": 5.0}})
+                         overrides={"lab_sim": SIM, "vision_supervisor": {"agent_wait_s": 5.0}})
     problems = [f"{a.source}: {a.kind}: {a.description}" for a in run.probe.anomalies if a.severity != "info"]
     assert run.result.success, f"{run.result.message}; anomalies: {problems}"
     assert problems == []
@@ -133,7 +136,7 @@ def test_a_cpu_hog_changes_wall_time_not_the_outcome(weighing_run, tmp_path, cpu
     hog ends the same: outcome, anomalies, the order of the states, the mass within the tolerance."""
     quiet, _ = weighing_run
     loaded = run_experiment(SCENARIO, tmp_path, probe=Probe, wall_limit_s=300.0,
-                            overrides={"lab_sim": {"camera_rate_hz": 1.0}})
+                            overrides={"lab_sim": SIM})
 
     def summary(run):
         anomalies = sorted((a.source, a.kind) for a in run.probe.anomalies if a.severity != "info")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from agentchemist.sim import drawing as dr
 from agentchemist.sim.indicators import WATER_RGB
@@ -39,6 +40,7 @@ class BenchRenderer:
         self.spec = spec
         self._rng = rng
         self._backgrounds: dict[float, np.ndarray] = {}
+        self._noise_table: np.ndarray | None = None  # floor(noise) per 16-bit word (see _noisy)
 
     # ------------------------------------------------------------------------------------------------
     def render(self, name: str, state: dict[str, Any]) -> np.ndarray:
@@ -57,9 +59,23 @@ class BenchRenderer:
             img = canvas.img[y0:y0 + h, x0:x0 + w].copy()
             self._own_fingers(img, state["gripper_opening_m"][side])
         if self.spec.noise_sd > 0:
-            noise = self._rng.standard_normal(img.shape, dtype=np.float32) * np.float32(self.spec.noise_sd)
-            img = np.clip(img.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+            img = self._noisy(img)
         return img
+
+    def _noisy(self, img: np.ndarray) -> np.ndarray:
+        """img plus Gaussian noise of noise_sd grey levels, truncated to uint8 as a sensor's ADC does.
+
+        The noise is drawn as 16-bit uniform words mapped through the normal quantile (65 536 levels,
+        tails to 4.3 sd): three times faster than float normals, and a camera frame per tick is a large
+        part of the twin's work. floor(pixel + n) = pixel + floor(n) for whole pixels, so the table holds
+        floor(noise) and the sum stays in integers."""
+        if self._noise_table is None:
+            u = (np.arange(65536, dtype=np.float64) + 0.5) / 65536.0
+            self._noise_table = np.floor(self.spec.noise_sd * special.ndtri(u)).astype(np.int16)
+        words = np.frombuffer(self._rng.bytes(img.size * 2), dtype=np.uint16).reshape(img.shape)
+        out = img.astype(np.int16)
+        out += self._noise_table[words]
+        return np.clip(out, 0, 255).astype(np.uint8)
 
     # ------------------------------------------------------------------------------------------------
     def _background(self, w: int, h: int, s: float) -> np.ndarray:

@@ -14,6 +14,16 @@ class LabSimConfig:
                                     description="Sim seconds per wall second; 0 = the scenario's value (capped at "
                                                 "max_real_time_factor)")
     max_real_time_factor: float = param(50.0, low=0.1, high=1000.0, description="Upper bound of the pace")
+    # Batch runs (scenario runner, benchmarks, demo): no pace at all. What keeps the twin from running
+    # ahead is not the pace but the lock-step, the acknowledgements and the peer waits; in one process each
+    # tick's messages are queued (delivered in the publish call) before the next tick, which goes in behind
+    # them. A pace timer under 50x lost a fifth of the wall time to waiting for its period.
+    free_run: bool = param(False, description="Tick as fast as the graph keeps up: the next tick is queued on the "
+                                              "executor behind the last one's messages (the pace timer then only "
+                                              "looks at held ticks, every free_run_look_s)")
+    free_run_look_s: float = param(0.005, unit="wall s", low=0.001, high=0.1,
+                                   description="With free_run: how often a held tick is looked at (the lock-step's "
+                                               "and the peer waits' wall timeouts)")
     clock_period: float = param(0.05, unit="sim s", low=0.001, high=0.5, description="Sim time per /clock tick")
     ph_rate_hz: float = param(5.0, unit="Hz (sim time)", low=0.1, high=100.0, description="pH meter publish rate")
     balance_rate_hz: float = param(5.0, unit="Hz (sim time)", low=0.1, high=50.0,

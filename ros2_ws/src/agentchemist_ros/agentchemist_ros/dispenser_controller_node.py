@@ -177,11 +177,11 @@ class DispenserControllerNode(GuardedNode):
         if tick is None:
             return
         ids = {"experiment_id": tick.experiment_id, "subtask_id": tick.subtask_id}
+        # The arm before the gripper: the twin's next tick goes out as soon as the gripper command arrives.
+        if tick.arm is not None:  # (side, positions, duration_s)
+            self.arm_pubs[tick.arm[0]].publish(arm_point(*tick.arm))
         if tick.gripper_opening_mm is not None:
             self.cmd_pub.publish(Float64MultiArray(data=[tick.gripper_opening_mm / 1000.0]))
-        if tick.arm is not None:
-            side, positions, duration_s = tick.arm
-            self.arm_pubs[side].publish(arm_point(side, positions, duration_s))
         for est in tick.estimates:
             self.qty_pub.publish(QuantityEstimate(
                 stamp=to_msg(est.stamp), quantity="titrant_volume", unit="mL", channel="statistical",

@@ -14,9 +14,9 @@ squeezes and releases the bulb at the titrant bottle (agentchemist.sim.pipette_d
 Arms and cameras (arm_backend, agentchemist.sim.arm_backends): the twin's kinematics and drawings, or
 MuJoCo (physics, joint states, RGB-D renders with depth on depth_topic and CameraInfo on camera_info_topic).
 
-Pacing: parameters are agentchemist.sim.lab_sim_config.LabSimConfig; each tick advances sim time by
-clock_period, the streams go out when due (agentchemist.sim.streams), and while a gripper controller
-streams commands the next tick waits for its answer (agentchemist.sim.lockstep).
+Pacing (agentchemist.sim.lab_sim_config.LabSimConfig): a tick advances sim time by clock_period, streams go
+out when due (agentchemist.sim.streams); a timer at the pace ticks, or with free_run each tick queues the next
+behind its messages; while a gripper controller streams commands a tick waits for its answer (sim.lockstep).
 
 For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (agentchemist.sim.bench_view:
 the front-image layout mapped onto a bench top in front of the robot), in base_link (no bench TF is
@@ -52,6 +52,7 @@ from agentchemist_ros.common.markers import marker_msg
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.qos import AUDIO, LATCHED, PEER_WAITS, READINGS, SENSOR
+from agentchemist_ros.common.queued_call import QueuedCall
 from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
 
 SAMPLE_RATE = 48000
@@ -73,8 +74,7 @@ class LabSimNode(GuardedNode):
         self.next_marker_wall = 0.0
         self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s)
         self.held = False  # the last tick was held by the lockstep
-        self.release_timer = self.create_timer(1e-4, self._release_tick)  # one-shot: see released()
-        self.release_timer.cancel()
+        self.release = QueuedCall(self, self._release_tick, "release tick")  # see released()
         poses = load_poses()
         self.pipette_side = self.scenario.pipette.held_by
         self.draw = PipetteDraw(self.twin, poses)
@@ -120,9 +120,13 @@ class LabSimNode(GuardedNode):
         self.create_service(Trigger, "/lab_sim/new_sample", self.on_new_sample)
         self.serial = cfg.serial_bench(self.context, self.twin, self.streams)  # instruments serial: docs/robot.md
         self.create_service(Trigger, "/lab_sim/tare" if self.serial else topics.BALANCE_TARE, self.on_tare)
-        self.wall_started, self.sim_started = time.monotonic(), self.t
-        self.timer = self.create_timer(cfg.clock_period / self.rtf, self.tick)
-        self.get_logger().info(f"twin '{self.scenario.name}' at up to {self.rtf:.0f}x real time")
+        self.wall_started = time.monotonic()
+        self.free_run = cfg.free_run and cfg.publish_clock
+        self.next_tick = QueuedCall(self, self.tick, "next tick")  # free run: behind this tick's messages
+        self.timer = self.create_timer(cfg.free_run_look_s if self.free_run else cfg.clock_period / self.rtf,
+                                       self.tick)
+        pace = "as fast as the graph keeps up" if self.free_run else f"at up to {self.rtf:.0f}x real time"
+        self.get_logger().info(f"twin '{self.scenario.name}' {pace}")
 
     # ------------------------------------------------------------------ commands
     def on_gripper(self, side, msg):
@@ -182,15 +186,13 @@ class LabSimNode(GuardedNode):
 
     # ------------------------------------------------------------------ pacing
     def released(self, _=None):
-        """A held tick goes out when what it waited for arrives, not at the timer's next period: waiting
-        for the period doubled the wall time per tick while a controller streams (the twin ran at half its
-        pace). Each such tick takes the place of a held timer tick (the pace stays bounded); a one-shot timer
-        queues it behind what has arrived: answers to the last tick's messages act before the next tick."""
+        """A held tick goes out when what it waited for arrives, not at the timer's next period (that
+        doubled the wall time per tick while a controller streams), queued behind what has arrived: answers
+        to the last tick's messages act before the next tick. It takes the place of a held timer tick."""
         if self.held:
-            self.release_timer.reset()
+            self.release.post()
 
     def _release_tick(self):
-        self.release_timer.cancel()
         if self.held:
             self.tick()
 
@@ -248,6 +250,8 @@ class LabSimNode(GuardedNode):
                     self.depth_pubs[name][1].publish(images.camera_info(k, frame.shape[1], frame.shape[0], header))
         if self.streams.due("truth", self.t):
             self.publish_truth()
+        if self.free_run:
+            self.next_tick.post()
 
     def _publish_ph(self):
         reading = self.ph_meter.read(self.twin.read_ph(self.t), time.time())  # corrected, or flagged
@@ -274,10 +278,6 @@ class LabSimNode(GuardedNode):
         """The bench as it is now, one MarkerArray (every item's markers: ADD, or DELETE when gone)."""
         stamp = to_msg(self.t)
         self.marker_pub.publish(MarkerArray(markers=[marker_msg(s, stamp) for s in twin_markers(self.twin)]))
-
-    def real_time_factor(self) -> float:
-        wall = time.monotonic() - self.wall_started
-        return (self.t - self.sim_started) / wall if wall > 0 else 0.0
 
 
 def _blank():

@@ -167,7 +167,8 @@ def main(argv=None):
     parser.add_argument("--scenario", default=str(config_dir() / "scenarios" / "hcl_naoh.yaml"))
     parser.add_argument("--runs", default=str(default_runs_dir()))
     parser.add_argument("--instruction", help="instruction to run instead of the scenario's")
-    parser.add_argument("--rtf", type=float, default=0.0, help="real-time factor (0: the scenario's, capped at 50)")
+    parser.add_argument("--rtf", type=float, default=0.0,
+                        help="real-time factor to pace the twin at (default 0: as fast as the graph keeps up)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
     parser.add_argument("--two-processes", action="store_true",
                         help="the agents that only listen during a titration in a second process, so the graph "
@@ -179,8 +180,8 @@ def main(argv=None):
     scenario = load_scenario(args.scenario)
     ensure_init()
     apart = DEFAULT_APART if args.two_processes else ()
-    graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf, without=apart,
-                  overrides={"lab_sim": {"max_lead_s": LEAD_S}} if apart else None)
+    sim = {"free_run": args.rtf <= 0.0, **({"max_lead_s": LEAD_S} if apart else {})}
+    graph = Graph(args.scenario, args.runs, real_time_factor=args.rtf, without=apart, overrides={"lab_sim": sim})
     watcher = Watcher()
     graph.executor.add_node(watcher)
     stop = threading.Event()

@@ -71,7 +71,9 @@ class Graph:
                 file = Path(runs) / f".twin-inventory-{Path(scenario).stem}-{os.getpid()}-{id(self)}.yaml"
                 params["inventory_file"] = str(write_twin_inventory(load_scenario(scenario), file))
             self.nodes[name] = cls(parameter_overrides=_params(params))
-        self.clock_node = Node("sim_clock", parameter_overrides=[Parameter("use_sim_time", value=True)])
+        # One /clock subscription for the process: the clock node itself stays on wall time (with
+        # use_sim_time its own TimeSource would subscribe a second time, one more callback per tick).
+        self.clock_node = Node("sim_clock")
         self.time_source = TimeSource(node=self.clock_node)
         self.time_source.ros_time_is_active = True
         for name, node in self.nodes.items():

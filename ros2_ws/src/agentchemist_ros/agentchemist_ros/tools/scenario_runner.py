@@ -154,7 +154,9 @@ def worker_main(argv: list[str] | None = None) -> int:
     # on 2 cores for nothing the supervisors need.
     # Memory tracing reads this process: every node in it, so the trace says which one holds what.
     apart = () if tracing else tuple(a for a in args.apart.split(",") if a)
-    sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), **({"max_lead_s": LEAD_S} if apart else {})}
+    # Free run: a batch run goes as fast as the graph keeps up (lab_sim_config.free_run).
+    sim = {"camera_rate_hz": min(1.0, sc.cameras.rate_hz), "free_run": True,
+           **({"max_lead_s": LEAD_S} if apart else {})}
     overrides = policy_overrides(args.policy_checkpoint)
     overrides["lab_sim"] = {**sim, **overrides.get("lab_sim", {})}
     graph = Graph(scenario_file, runs, overrides=overrides, without=apart)
