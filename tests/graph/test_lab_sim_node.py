@@ -158,3 +158,37 @@ def test_a_held_tick_goes_out_when_the_controller_answers(ros):
     assert sim.t == pytest.approx(t0 + 2 * period) and not sim.held
     for n in (sim, probe):
         n.destroy_node()
+def test_free_run_ticks_behind_its_messages_and_waits_for_the_controller(ros):
+    """free_run (batch runs): no pace, each tick queued on the executor behind the messages it published, so
+    a node in the twin's process reads every reading before the twin moves on, however fast it runs; a
+    controller that streams answers is still waited for, tick by tick, and a silent one only until the
+    lock-step's wall timeout. The looks at held ticks are 0.1 s of wall time apart here, so the twin's
+    progress below is the free run's (the timer alone would make 0.5 s of sim time per wall second)."""
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO), Parameter("free_run", value=True),
+                                          Parameter("free_run_look_s", value=0.1)])
+    probe = Node("free_run_probe")
+    lag = []  # twin time minus the reading's stamp, when the probe reads it
+    probe.create_subscription(ChemicalReading, topics.PH_READING, lambda m: lag.append(
+        sim.t - (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), READINGS)
+    answering = [True]
+    pub = probe.create_publisher(Float64MultiArray, topics.gripper_command_topic(sim.pipette_side), 10)
+    answered = []  # twin time of each tick answered
+    probe.create_subscription(Clock, "/clock", lambda m: answering[0] and (
+        answered.append(sim.t), pub.publish(Float64MultiArray(data=[0.06]))), 10)
+    executor = make_executor()
+    executor.add_node(sim)
+    executor.add_node(probe)
+    t0 = sim.t
+    assert spin_until(executor, lambda: sim.t > t0 + 20.0, 15.0), f"free run reached {sim.t - t0:.1f} s of sim time"
+    assert len(lag) >= 150 and max(lag) < 1e-9, max(lag)  # every reading read at its own tick
+    # streaming: the answer to each tick came before the next one (each tick's time answered once)
+    assert len(answered) == len(set(answered)) and sim.lockstep.streak >= 3
+    answering[0] = False
+    assert spin_until(executor, lambda: sim.held, 5.0)
+    held_at, since = sim.t, time.monotonic()
+    assert spin_until(executor, lambda: sim.t > held_at, 10.0), "a silent controller stalled the twin"
+    assert time.monotonic() - since >= sim.config.lockstep_timeout_s - 0.05  # it was waited for, up to the timeout
+    for n in (sim, probe):
+        n.destroy_node()
+
+

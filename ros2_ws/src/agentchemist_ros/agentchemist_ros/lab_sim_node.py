@@ -94,7 +94,7 @@ class LabSimNode(GuardedNode):
         self.balance_pub = self.create_publisher(ChemicalReading, topics.BALANCE_READING, READINGS)
         self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, 10)
         self.audio_pubs = {s: self.create_publisher(AudioChunk, topics.audio_topic(s), AUDIO) for s in topics.SIDES}
-        self.camera_pubs = {c: self.create_publisher(type(images.to_msg(_blank())), topics.camera_topic(c), SENSOR)
+        self.camera_pubs = {c: self.create_publisher(Image, topics.camera_topic(c), SENSOR)
                             for c in cfg.cameras}
         physics = self.arms.name != "kinematic"  # RGB-D renders: depth and intrinsics beside each colour image
         self.depth_pubs = {c: (self.create_publisher(Image, topics.depth_topic(c), SENSOR),
@@ -123,8 +123,11 @@ class LabSimNode(GuardedNode):
         self.wall_started = time.monotonic()
         self.free_run = cfg.free_run and cfg.publish_clock
         self.next_tick = QueuedCall(self, self.tick, "next tick")  # free run: behind this tick's messages
-        self.timer = self.create_timer(cfg.free_run_look_s if self.free_run else cfg.clock_period / self.rtf,
-                                       self.tick)
+        # Free run: the timer only looks at a held tick; a look that ticked otherwise would jump the queue.
+        self.timer = (self.create_timer(cfg.free_run_look_s, self._release_tick) if self.free_run
+                      else self.create_timer(cfg.clock_period / self.rtf, self.tick))
+        if self.free_run:
+            self.next_tick.post()  # the first tick
         pace = "as fast as the graph keeps up" if self.free_run else f"at up to {self.rtf:.0f}x real time"
         self.get_logger().info(f"twin '{self.scenario.name}' {pace}")
 
@@ -278,11 +281,6 @@ class LabSimNode(GuardedNode):
         """The bench as it is now, one MarkerArray (every item's markers: ADD, or DELETE when gone)."""
         stamp = to_msg(self.t)
         self.marker_pub.publish(MarkerArray(markers=[marker_msg(s, stamp) for s in twin_markers(self.twin)]))
-
-
-def _blank():
-    import numpy as np
-    return np.zeros((1, 1, 3), dtype="uint8")
 
 
 def _as_array(samples):
