@@ -101,6 +101,15 @@ def compare(reference: list[dict], other: list[dict]) -> dict:
             "different": [x for x in rows if not x["same_decisions"]], "rows": rows}
 
 
+def first_seeds(runs: list[dict], scenarios: set[str], seeds: int) -> list[dict]:
+    """The runs of `scenarios` at each one's first `seeds` seeds (a runner starts at the scenario's seed)."""
+    first = {}
+    for r in runs:
+        if r["scenario"] in scenarios:
+            first[r["scenario"]] = min(first.get(r["scenario"], r["seed"]), r["seed"])
+    return [r for r in runs if r["scenario"] in first and 0 <= r["seed"] - first[r["scenario"]] < seeds]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=1)
@@ -109,20 +118,28 @@ def main(argv=None) -> int:
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "contention.json"))
     p.add_argument("--work", default="", help="where the runs go (default: a temporary folder under runs/)")
+    p.add_argument("--alone-from", default="", metavar="JSON",
+                   help="take `alone` from a scenario runner JSON of the same commit (bench/scenarios.py's, with "
+                        "more seeds: each scenario's first --seeds seeds are used) instead of running it")
     args = p.parse_args(argv)
     files = library()
     if args.only:
         wanted = set(args.only.split(","))
         files = [f for f in files if f.stem in wanted]
     conditions = [c for c in args.conditions.split(",") if c]
-    if "alone" not in conditions or any(c not in CONDITIONS for c in conditions):
-        p.error(f"--conditions must include 'alone' (the reference) and name only {', '.join(CONDITIONS)}")
+    if ("alone" not in conditions and not args.alone_from) or any(c not in CONDITIONS for c in conditions):
+        p.error(f"--conditions must include 'alone' (the reference, or --alone-from) and name only "
+                f"{', '.join(CONDITIONS)}")
     (REPO / "runs").mkdir(exist_ok=True)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="contention-", dir=REPO / "runs"))
     work.mkdir(parents=True, exist_ok=True)
     result = {"what": __doc__.split("\n\n")[0], "commit": commit(), "machine": f"{os.cpu_count()} cores, shared",
               "scenarios": [f.stem for f in files], "seeds": args.seeds, "jobs": args.jobs, "work": str(work),
               "conditions": {}}
+    if args.alone_from and "alone" not in conditions:
+        doc = json.loads(Path(args.alone_from).read_text())
+        result["conditions"]["alone"] = {"copies": [first_seeds(doc["runs"], {f.stem for f in files}, args.seeds)],
+                                         "from": args.alone_from, "commit": doc.get("commit")}
     for name in conditions:
         print(f"[contention] {name}: {len(files)} scenarios x {args.seeds} seeds", flush=True)
         result["conditions"][name] = condition(name, files, args.seeds, args.jobs, work)

@@ -158,6 +158,41 @@ def test_a_held_tick_goes_out_when_the_controller_answers(ros):
     assert sim.t == pytest.approx(t0 + 2 * period) and not sim.held
     for n in (sim, probe):
         n.destroy_node()
+def test_free_run_waits_for_a_controller_on_a_sim_time_timer(ros):
+    """The dispenser answers from a timer on the twin's clock, and the executor's timers come from another
+    thread: in free run the next tick used to go out before that timer fired, every answer came a tick
+    late, the twin never saw a stream and the controller skipped periods (a Ca/EDTA dispense took 57 s of
+    sim time to its first drop instead of 22). Now each step of such a controller is computed at the
+    twin's current time, one per tick."""
+    from rclpy.time_source import TimeSource
+    sim = LabSimNode(parameter_overrides=[Parameter("scenario", value=SCENARIO), Parameter("free_run", value=True),
+                                          Parameter("free_run_look_s", value=0.1)])
+    controller = Node("timer_controller")
+    clock_node = Node("sim_clock_for_test")
+    source = TimeSource(node=clock_node)
+    source.ros_time_is_active = True
+    source.attach_clock(controller.get_clock())
+    pub = controller.create_publisher(Float64MultiArray, topics.gripper_command_topic(sim.pipette_side), 10)
+    steps = []  # (the controller's time, the twin's time) at each step
+
+    def step():
+        now = controller.get_clock().now().nanoseconds * 1e-9
+        steps.append((now, sim.t))
+        pub.publish(Float64MultiArray(data=[0.06]))
+
+    controller.create_timer(sim.config.clock_period, step)
+    executor = make_executor()
+    for n in (sim, controller, clock_node):
+        executor.add_node(n)
+    assert spin_until(executor, lambda: len(steps) >= 200, 30.0), len(steps)
+    late = [(c, t) for c, t in steps[5:] if abs(c - t) > 1e-6]
+    assert late == [], late[:5]  # every step at the twin's own time: the tick waited for it
+    covered = (steps[-1][0] - steps[5][0]) / sim.config.clock_period
+    assert len(steps) - 6 == pytest.approx(covered, abs=1), "the controller skipped periods"
+    for n in (sim, controller, clock_node):
+        n.destroy_node()
+
+
 def test_free_run_ticks_behind_its_messages_and_waits_for_the_controller(ros):
     """free_run (batch runs): no pace, each tick queued on the executor behind the messages it published, so
     a node in the twin's process reads every reading before the twin moves on, however fast it runs; a
@@ -183,11 +218,18 @@ def test_free_run_ticks_behind_its_messages_and_waits_for_the_controller(ros):
     assert len(lag) >= 150 and max(lag) < 1e-9, max(lag)  # every reading read at its own tick
     # streaming: the answer to each tick came before the next one (each tick's time answered once)
     assert len(answered) == len(set(answered)) and sim.lockstep.streak >= 3
-    answering[0] = False
-    assert spin_until(executor, lambda: sim.held, 5.0)
-    held_at, since = sim.t, time.monotonic()
-    assert spin_until(executor, lambda: sim.t > held_at, 10.0), "a silent controller stalled the twin"
-    assert time.monotonic() - since >= sim.config.lockstep_timeout_s - 0.05  # it was waited for, up to the timeout
+    answering[0] = False  # the controller falls silent: the twin waits for it up to the timeout, then runs on
+    moves, last = [time.monotonic()], [sim.t]
+
+    def moved_three_times():
+        if sim.t != last[0]:
+            last[0] = sim.t
+            moves.append(time.monotonic())
+        return len(moves) > 3
+
+    assert spin_until(executor, moved_three_times, 10.0), "a silent controller stalled the twin"
+    longest = max(b - a for a, b in zip(moves, moves[1:]))
+    assert longest >= sim.config.lockstep_timeout_s - 0.05, longest  # it was waited for
     for n in (sim, probe):
         n.destroy_node()
 

@@ -33,8 +33,14 @@ MIN_LOOKS = 3
 
 class Lockstep:
     def __init__(self, timeout_s: float, wait_limit_s: float = 60.0, max_lead_s: float = 2.0,
-                 ack_dead_s: float = 10.0):
+                 ack_dead_s: float = 10.0, streaming_ticks: int = STREAMING_TICKS):
         self.timeout_s = timeout_s      #: 0 = never wait
+        #: answered ticks in a row that make a stream. The twin's free run (lab_sim_config.free_run) queues
+        #: the next tick at once, before a controller's sim-time timer has fired for the last one (the
+        #: executor's timers come from another thread): every answer then comes a tick late, the streak never
+        #: reaches 3, nothing is waited for, and the controller skips periods (a Ca/EDTA dispense took 57 s
+        #: instead of 22 s to its first drop). There one answered tick makes a stream.
+        self.streaming_ticks = streaming_ticks
         self.streak = 0                 #: consecutive ticks answered by a gripper command
         self.answered = True            #: the last tick has been answered
         self.waiting_since: float | None = None
@@ -80,7 +86,7 @@ class Lockstep:
         time t, or the streaming controller has not yet answered the last tick (skip this tick)."""
         if self.waiting_on_peers(wall_now) or (t is not None and self.behind(t, wall_now)):
             return True
-        if not (self.timeout_s and self.streak >= STREAMING_TICKS) or self.answered:
+        if not (self.timeout_s and self.streak >= self.streaming_ticks) or self.answered:
             self.waiting_since = None
             return False
         if self.waiting_since is None:

@@ -40,7 +40,7 @@ from agentchemist.sim.bench_effects import TwinBench
 from agentchemist.sim.bench_view import twin_markers
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.lab_sim_config import LabSimConfig
-from agentchemist.sim.lockstep import Lockstep
+from agentchemist.sim.lockstep import STREAMING_TICKS, Lockstep
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.streams import StreamSchedule
@@ -72,7 +72,8 @@ class LabSimNode(GuardedNode):
         self.rtf = cfg.pace(self.scenario.real_time_factor)
         self.lazy = cfg.publish_only_with_subscribers
         self.next_marker_wall = 0.0
-        self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s)
+        self.lockstep = Lockstep(cfg.lockstep_timeout_s, cfg.peer_wait_limit_s, cfg.max_lead_s, cfg.ack_dead_s,
+                                 streaming_ticks=1 if cfg.free_run else STREAMING_TICKS)
         self.held = False  # the last tick was held by the lockstep
         self.release = QueuedCall(self, self._release_tick, "release tick")  # see released()
         poses = load_poses()
@@ -189,9 +190,8 @@ class LabSimNode(GuardedNode):
 
     # ------------------------------------------------------------------ pacing
     def released(self, _=None):
-        """A held tick goes out when what it waited for arrives, not at the timer's next period (that
-        doubled the wall time per tick while a controller streams), queued behind what has arrived: answers
-        to the last tick's messages act before the next tick. It takes the place of a held timer tick."""
+        """A held tick goes out when what it waited for arrives (not at the timer's next period), queued
+        behind what has arrived: answers to the last tick's messages act before the next tick."""
         if self.held:
             self.release.post()
 
@@ -253,8 +253,10 @@ class LabSimNode(GuardedNode):
                     self.depth_pubs[name][1].publish(images.camera_info(k, frame.shape[1], frame.shape[0], header))
         if self.streams.due("truth", self.t):
             self.publish_truth()
-        if self.free_run:
-            self.next_tick.post()
+        if self.free_run:  # the next tick now, or once what would hold it arrives (released())
+            self.held = self.lockstep.hold(time.monotonic(), self.t)
+            if not self.held:
+                self.next_tick.post()
 
     def _publish_ph(self):
         reading = self.ph_meter.read(self.twin.read_ph(self.t), time.time())  # corrected, or flagged
