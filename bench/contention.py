@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     if args.alone_from and "alone" not in conditions:
         doc = json.loads(Path(args.alone_from).read_text())
         result["conditions"]["alone"] = {"copies": [first_seeds(doc["runs"], {f.stem for f in files}, args.seeds)],
-                                         "from": args.alone_from, "commit": doc.get("commit")}
+                                         "from": args.alone_from, "commit": doc.get("commit")}  # None: say it
     for name in conditions:
         print(f"[contention] {name}: {len(files)} scenarios x {args.seeds} seeds", flush=True)
         result["conditions"][name] = condition(name, files, args.seeds, args.jobs, work)

@@ -311,9 +311,11 @@ def contention_row(result: dict) -> tuple[str, str]:
         parts.append(f"{name}: {v['same_decisions']}/{v['runs']} same (load {load['load_1min_before']:.0f}"
                      f"->{load['load_1min_after']:.0f}{'; equivalence within %.2f drop' % gap if gap is not None else ''}"
                      f"{'; ' + differ if differ else ''})")
+    alone = result["conditions"]["alone"]
+    where = (f"alone load {alone['load_1min_before']:.0f}" if "load_1min_before" in alone
+             else f"alone = the library run at {alone.get('commit') or '?'}, {alone['from']}")
     return (f"scenario library, {result['seeds']} seed each: decisions (outcome, anomaly kinds) vs the same run alone "
-            f"(goal: all the same; {result['commit']}, alone load {result['conditions']['alone']['load_1min_before']:.0f})",
-            "; ".join(parts))
+            f"(goal: all the same; {result['commit']}, {where})", "; ".join(parts))
 
 
 def fault_campaign_row(faults: dict) -> tuple[str, str]:
