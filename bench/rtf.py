@@ -29,17 +29,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.provenance import REPO, commit  # noqa: E402
 
-#: None: the runner's default second process (tools/agents_apart.py); "all": every agent apart from the twin
-CONFIGS = {"one": "", "two": None,
-           "twin_apart": "planner,vision_supervisor,audio_supervisor,action_policy,dispenser_controller,recorder,summarizer"}
+#: None: the runner's default second process (tools/agents_apart.py); "*": every agent (tools/graph.py AGENTS)
+#: in a process apart from the twin's
+CONFIGS = {"one": "", "two": None, "twin_apart": "*"}
 GOAL = 40.0
 
 
 def run_one(name: str, scenario: Path, runs: Path) -> dict:
     from agentchemist_ros.tools.agents_apart import DEFAULT_APART
+    from agentchemist_ros.tools.graph import AGENTS
 
-    apart = CONFIGS[name]
-    apart = ",".join(DEFAULT_APART) if apart is None else apart
+    apart = {None: ",".join(DEFAULT_APART), "*": ",".join(AGENTS)}.get(CONFIGS[name], CONFIGS[name])
     out = runs / name
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load0 = os.getloadavg()

@@ -282,7 +282,7 @@ class ContactAudioSynth:
             self._pink_spectrum = (full, n, sp_fft.rfftn(self._pink, [n], axes=[0]))
         _, n, spectrum = self._pink_spectrum
         out = sp_fft.irfftn(sp_fft.rfftn(white, [n], axes=[0]) * spectrum, [n], axes=[0])
-        return out[taps - 1: taps - 1 + white.size - taps + 1].copy()
+        return out[taps - 1: white.size].copy()  # mode "valid": white.size - taps + 1 samples
 
     def _white_block(self, blk: int) -> np.ndarray:
         cached = self._white.get(blk)
