@@ -49,16 +49,26 @@ def test_an_unsupported_equivalence_point_is_not_scored_as_found():
     assert score_run(sc, rec)["equivalence_found_ml"] == []
 
 
-def test_pka_error_prefers_the_converged_fit_and_keeps_half_equivalence_beside_it():
+def test_pka_error_is_the_stated_value_with_half_equivalence_and_the_raw_fit_beside_it():
     sc = scenario("acetic_naoh")
-    rec = record(sc, results={"pka": [{"index": 1, "value": 4.70, "supported": True}],
-                              "curve_fit": {"converged": True, "parameters": {"pka1": 4.77}}})
+    half = {"index": 1, "value": 4.70, "uncertainty": 0.03, "method": "half_equivalence", "supported": True}
+    # The report states the supported estimate with the smaller uncertainty: here the fit, whose value carries
+    # the budget's settling-lag correction (4.77) while its raw parameter is 4.75.
+    fitted = {"index": 1, "value": 4.77, "uncertainty": 0.02, "method": "curve_fit", "supported": True}
+    rec = record(sc, results={"pka": [half, fitted],
+                              "curve_fit": {"converged": True, "parameters": {"pka1": 4.75}}})
     row = score_run(sc, rec)
     assert row["pka_truth"] == [4.76]
     assert row["pka_error"] == pytest.approx([0.01])
     assert row["pka_half_equivalence_error"] == pytest.approx([-0.06])
+    assert row["pka_fit_parameter_error"] == pytest.approx([-0.01])
+    fitted["supported"] = False
     rec.results["curve_fit"]["converged"] = False
-    assert score_run(sc, rec)["pka_error"] == pytest.approx([-0.06])
+    row = score_run(sc, rec)
+    assert row["pka_error"] == pytest.approx([-0.06])
+    assert row["pka_fit_parameter_error"] == [None]
+    half["supported"] = False
+    assert score_run(sc, rec)["pka_error"] == [None]
 
 
 def test_refusal_must_name_what_is_missing():

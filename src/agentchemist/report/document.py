@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .results import stated_pka
 from .summary import SECTION_TITLES
 from .uncertainty import BUDGET_HEADERS, budget_rows, interval_text
 
@@ -179,12 +180,7 @@ def _answer(results: dict) -> list[tuple[str, str]]:
     if conc and conc.get("supported"):
         rows.append(("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt_sig(conc['uncertainty_m'], 2)} mol/L "
                      f"({conc['method'].replace('_', ' ')})"))
-    best: dict[int, dict] = {}
-    for p in results.get("pka") or []:
-        if p.get("supported") and _finite(p.get("value")) and _finite(p.get("uncertainty")):
-            if p["index"] not in best or p["uncertainty"] < best[p["index"]]["uncertainty"]:
-                best[p["index"]] = p
-    for index, p in sorted(best.items()):
+    for index, p in sorted(stated_pka(results.get("pka")).items()):
         rows.append((f"pKa{index}", f"{fmt(p['value'], 3)} ± {fmt_sig(p['uncertainty'], 2)} "
                      f"({p['method'].replace('_', ' ')}){interval_text(p.get('budget'))}"))
     if results.get("final_ph") is not None and not results.get("interrupted") and results.get("target_ph") is not None:

@@ -29,7 +29,7 @@ from agentchemist.chemistry.reagents import Reagent, default_library
 from .model import DropRow, ReportInputError, RunData, flagged_volume_ranges, series, titration_table
 from .uncertainty import interval_text
 
-__all__ = ["ResultsContext", "TitrationSetup", "compute_results", "titration_setup"]
+__all__ = ["ResultsContext", "TitrationSetup", "compute_results", "stated_pka", "titration_setup"]
 
 # A glass electrode responds to the activity of H+, and so does the twin's simulated meter: fit and
 # compare with Davies activities unless the caller says the pH values are concentrations.
@@ -190,6 +190,18 @@ def _pka_dict(p) -> dict:
     return {"index": p.index, "value": p.value, "uncertainty": p.uncertainty, "method": p.method,
             "supported": p.supported, "reason": p.reason, "half_equivalence_volume_ml": p.half_equivalence_volume_ml,
             "budget": p.budget.as_dict() if p.budget is not None else None}
+
+
+def stated_pka(pka: list[Mapping] | None) -> dict[int, Mapping]:
+    """The pKa the report states for each index: of the supported estimates (results["pka"] rows), the one
+    with the smallest standard uncertainty. The report's answer and the scenario scoring both read this."""
+    best: dict[int, Mapping] = {}
+    for p in pka or []:
+        value, u = _num(p.get("value")), _num(p.get("uncertainty"))
+        if p.get("supported") and value is not None and u is not None:
+            if p["index"] not in best or u < best[p["index"]]["uncertainty"]:
+                best[p["index"]] = p
+    return best
 
 
 def _titration(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:

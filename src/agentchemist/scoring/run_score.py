@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from agentchemist.chemistry.equilibrium import equivalence_volumes_ml
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
+from agentchemist.report.results import stated_pka
 from agentchemist.sim.scenario import Scenario
 
 __all__ = ["OUTCOME_OF_RESULT", "RunRecord", "score_run"]
@@ -125,23 +126,27 @@ def _score_titration(sc: Scenario, rec: RunRecord, drop_ml: float, out: dict) ->
     out["equivalence_found_ml"] = found
     out["equivalence_error_ml"] = errors
     out["equivalence_error_drops"] = [e / drop_ml for e in errors]
-    # pKa: the analyte's weak steps, by index (1-based over the analyte's pKa values in [0, 14]).
+    # pKa: the analyte's weak steps, by index (1-based over the analyte's pKa values in [0, 14]). Scored is the
+    # value the report states (the same choice as its answer); beside it, the half-equivalence pH (the paper's
+    # method, when supported) and the fit's raw parameter (before the budget's known corrections, e.g. the
+    # settling lag), so that a correction's share of the result stays visible.
     truth_pka = _truth_pka(sc)
     fit = res.get("curve_fit") or {}
     params = fit.get("parameters") or {} if fit.get("converged") else {}
-    pka_err, pka_half_err = [], []
+    stated = stated_pka(res.get("pka"))
+    pka_err, pka_half_err, pka_raw_err = [], [], []
     for i, true in enumerate(truth_pka, start=1):
-        fitted = _finite(params.get(f"pka{i}"))
+        best = _finite((stated.get(i) or {}).get("value"))
         half = next((p["value"] for p in res.get("pka") or [] if p.get("index") == i and p.get("supported")
-                     and _finite(p.get("value")) is not None), None)
-        pka_half_err.append(None if half is None else half - true)
-        # The fit uses every point and (by default) Davies activities, as the twin's electrode reads;
-        # the half-equivalence pH is the paper's method and is kept beside it.
-        best = fitted if fitted is not None else half
+                     and p.get("method") == "half_equivalence" and _finite(p.get("value")) is not None), None)
+        raw = _finite(params.get(f"pka{i}"))
         pka_err.append(None if best is None else best - true)
+        pka_half_err.append(None if half is None else half - true)
+        pka_raw_err.append(None if raw is None else raw - true)
     out["pka_truth"] = truth_pka
     out["pka_error"] = pka_err
     out["pka_half_equivalence_error"] = pka_half_err
+    out["pka_fit_parameter_error"] = pka_raw_err
     conc = res.get("concentration") or {}
     analyte_m = _finite(conc.get("analyte_m")) if isinstance(conc, Mapping) else None
     if res.get("family") == "complexometric_titration":

@@ -104,6 +104,7 @@ def _block(rows: list[dict]) -> dict[str, Any]:
         "volume_error_drops": _stats(_vals(rows, "volume_error_drops")),
         "pka_error": _stats(_vals(rows, "pka_error")),
         "pka_half_equivalence_error": _stats(_vals(rows, "pka_half_equivalence_error")),
+        "pka_fit_parameter_error": _stats(_vals(rows, "pka_fit_parameter_error")),
         "concentration_error_rel": _stats(_vals(rows, "concentration_error_rel")),
         "weighing_error_g": _stats(_vals(rows, "weighing_error_g")),
         "wall_s": _stats(_vals(expect_complete, "wall_s")),
