@@ -19,6 +19,7 @@ _NEPER_DB = 20.0 / math.log(10.0)  # dB per neper of amplitude
 _TINY = 1e-20  # energy added before log10 (full scale = 1)
 _MAX_DECAY_S = 10.0  # reported when the envelope does not decay
 _HOLD_SMOOTH = 10  # envelope points (ms) averaged before measuring the hold time
+_FLATNESS_FLOOR = 0.01  # -20 dB: see _spectrum
 _SPECTRUM_MAX_S = 0.25  # the spectrum looks at the first part of an event, where its energy is
 # (from, to) s before the onset: the background just before an event. 30 ms: drops landing 120-150 ms apart
 # (a fast squeeze) ring into the 50 ms before the next one; its last 30 ms hold less of that ring.
@@ -178,7 +179,12 @@ def _spectrum(raw: np.ndarray, onset: int, end: int, sr: int,
         excess = pe
     peak_f = float(f[usable][int(np.argmax(ratio[usable]))])
     in_band = (f >= band_hz[0]) & (f <= band_hz[1])
-    e_band = excess[in_band] + 1e-30
+    e_band = excess[in_band]
+    # A bin where the background masks the event (the ring of a drop just before it, in the pre-roll) is a
+    # deep notch, not -inf dB: without a floor a few such bins (5 % of the band) take a white noise burst's
+    # flatness from 0.97 to 0.02. Floored at _FLATNESS_FLOOR of the band's mean, a tone (excess in a few
+    # bins) still scores about the floor and white noise with 10 % of its bins masked about 0.6.
+    e_band = np.maximum(e_band, _FLATNESS_FLOOR * float(np.mean(e_band))) + 1e-30 if e_band.size else e_band
     flat = float(np.exp(np.mean(np.log(e_band))) / np.mean(e_band)) if e_band.size else 0.0
     total = float(np.sum(excess[usable]))
     low = float(np.sum(excess[usable & (f < 600.0)]) / total) if total > 0 else 0.0

@@ -2,7 +2,7 @@
 
 A drop rings for tens of milliseconds; a sound that has lasted ``min_duration_s`` and is broadband
 (spectral flatness of its excess over the background at least ``min_flatness``) and that the rule
-classifier calls noise is a noise burst (a hiss, a compressor, someone knocking on the bench with a
+classifier does not call a pour is a noise burst (a hiss, a compressor, someone knocking on the bench with a
 tool). The gripper's own motor whine is tonal (flatness near 0) and a pour is granular (classified
 pour): neither deafens the microphone, and neither starts an episode. A burst shorter than
 ``min_duration_s`` is caught when its event closes (kind noise, broadband, at least ``short_min_s``).
@@ -93,8 +93,12 @@ class NoiseMonitor:
         """Whether time `t` falls in the current or last episode (events are judged at their onset)."""
         return self.episode is not None and self.episode.covers(t)
 
-    def _broadband(self, kind: str, flatness: float) -> bool:
-        return kind == "noise" and flatness >= self.config.min_flatness
+    def _broadband(self, kind: str, flatness: float, *, lasting: bool = False) -> bool:
+        """A broadband noise: kind noise, or for a sound that has lasted min_duration_s any kind but a pour
+        (a drop that lands just before a burst opens the same sound, and the classifier, seeing an impulse
+        at its onset, calls the whole a contact; no drop or contact rings that long)."""
+        known = kind != "pour" if lasting else kind == "noise"
+        return known and flatness >= self.config.min_flatness
 
     def _start(self, start: float, flatness: float, level_db: float, floor_db: float) -> list[tuple[str, NoiseEpisode]]:
         before = self._quiet_floor if self._quiet_floor is not None else floor_db
@@ -116,7 +120,8 @@ class NoiseMonitor:
         if not self.noisy:
             if ongoing is None and math.isfinite(floor_db):
                 self._quiet_floor = floor_db  # the floor is frozen inside events: this is the room's
-            if ongoing is not None and not ongoing.continued and self._broadband(ongoing.kind, ongoing.flatness):
+            if ongoing is not None and not ongoing.continued and self._broadband(ongoing.kind, ongoing.flatness,
+                                                                                  lasting=True):
                 return self._start(ongoing.start, ongoing.flatness, ongoing.level_db, floor_db)
             return []
         episode = self.episode
