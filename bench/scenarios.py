@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
+sys.path.insert(0, str(REPO))
+from bench.provenance import commit  # noqa: E402
+
 NOT_EXPERIMENTS = {"calibration_naoh"}  # a calibration bench for `agentchemist calibrate`, not an instruction
 
 
@@ -30,7 +34,13 @@ def runner_argv(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int,
 def runner(files: list[Path], out: Path, runs: Path, seeds: int, jobs: int, timeout: float) -> int:
     argv = runner_argv(files, out, runs, seeds, jobs, timeout)
     print("[bench] " + " ".join(argv), flush=True)
-    return subprocess.run(argv, cwd=REPO).returncode
+    stamp = {"commit": commit(), "machine": f"{os.cpu_count()} cores, shared", "load_1min_before": os.getloadavg()[0]}
+    code = subprocess.run(argv, cwd=REPO).returncode
+    if out.exists():  # the runner writes runs and summary; where they come from is written beside them
+        data = json.loads(out.read_text())
+        data.update(stamp, load_1min_after=os.getloadavg()[0])
+        out.write_text(json.dumps(data, indent=1, default=float))
+    return code
 
 
 def rescore(path: Path) -> None:
