@@ -99,9 +99,10 @@ def table() -> str:
     rtf = load("rtf")
     if rtf:
         rows.append(rtf_row(rtf))
-    contention = load("contention")
-    if contention:
-        rows.append(contention_row(contention))
+    for name in ("contention", "contention_concurrent"):  # the second: a later run of one condition (--out)
+        contention = load(name)
+        if contention:
+            rows.append(contention_row(contention))
     demo = load("demo")
     if demo:
         rows.append(("make demo (HCl/NaOH worked example, whole graph)",
