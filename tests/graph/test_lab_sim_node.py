@@ -207,17 +207,21 @@ def test_free_run_ticks_behind_its_messages_and_waits_for_the_controller(ros):
         sim.t - (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), READINGS)
     answering = [True]
     pub = probe.create_publisher(Float64MultiArray, topics.gripper_command_topic(sim.pipette_side), 10)
-    answered = []  # twin time of each tick answered
+    answered = []  # (tick answered, how far the twin was past it when answered), s
     probe.create_subscription(Clock, "/clock", lambda m: answering[0] and (
-        answered.append(sim.t), pub.publish(Float64MultiArray(data=[0.06]))), 10)
+        answered.append((m.clock.sec + m.clock.nanosec * 1e-9, sim.t - (m.clock.sec + m.clock.nanosec * 1e-9))),
+        pub.publish(Float64MultiArray(data=[0.06]))), 10)
     executor = make_executor()
     executor.add_node(sim)
     executor.add_node(probe)
     t0 = sim.t
     assert spin_until(executor, lambda: sim.t > t0 + 20.0, 15.0), f"free run reached {sim.t - t0:.1f} s of sim time"
     assert len(lag) >= 150 and max(lag) < 1e-9, max(lag)  # every reading read at its own tick
-    # streaming: the answer to each tick came before the next one (each tick's time answered once)
-    assert len(answered) == len(set(answered)) and sim.lockstep.streak >= 3
+    # streaming: the twin is never more than the lock-step's streaming lead (one tick in free run) past a tick
+    # when its answer is made; on a starved machine that one tick is used now and then (it was in 1 of 400)
+    period = sim.config.clock_period
+    assert max(ahead for _, ahead in answered) <= sim.lockstep.streaming_ticks * period + 1e-9, answered
+    assert sim.lockstep.streak >= 3
     answering[0] = False  # the controller falls silent: the twin waits for it up to the timeout, then runs on
     moves, last = [time.monotonic()], [sim.t]
 
