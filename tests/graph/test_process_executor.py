@@ -49,6 +49,10 @@ def supervisor():
         proc.kill()
 
 
+# slow (make test-all): a CPU budget, not a behaviour. On 2026-11-26 this machine ran the single-threaded node at
+# 0.17-0.28 CPU s per audio s (0.055 the week before), overlapping the multi-threaded executor's 0.31 at load 7:
+# there the budget cannot tell the two apart, and the default run must not depend on the machine's speed.
+@pytest.mark.slow
 def test_ten_ms_chunks_cost_little_cpu_in_the_nodes_own_process(supervisor):
     rclpy.init()
     probe = Node("executor_probe")
