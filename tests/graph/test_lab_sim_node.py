@@ -208,9 +208,14 @@ def test_free_run_ticks_behind_its_messages_and_waits_for_the_controller(ros):
     answering = [True]
     pub = probe.create_publisher(Float64MultiArray, topics.gripper_command_topic(sim.pipette_side), 10)
     answered = []  # (tick answered, how far the twin was past it when answered), s
-    probe.create_subscription(Clock, "/clock", lambda m: answering[0] and (
-        answered.append((m.clock.sec + m.clock.nanosec * 1e-9, sim.t - (m.clock.sec + m.clock.nanosec * 1e-9))),
-        pub.publish(Float64MultiArray(data=[0.06]))), 10)
+
+    def answer(m):
+        if answering[0]:
+            tick = m.clock.sec + m.clock.nanosec * 1e-9
+            answered.append((tick, sim.t - tick))
+            pub.publish(Float64MultiArray(data=[0.06]))
+
+    probe.create_subscription(Clock, "/clock", answer, 10)
     executor = make_executor()
     executor.add_node(sim)
     executor.add_node(probe)

@@ -25,8 +25,8 @@ from agentchemist_ros.common.timeconv import to_msg  # noqa: E402
 from tests.graph.harness import wait_for  # noqa: E402
 
 SAMPLE_RATE, CHUNK_S, AUDIO_S = 48000, 0.01, 4.0
-CPU_PER_AUDIO_S = 0.25  # single-threaded: 0.055 here at load 7 (0.167 on 2026-11-26, when this machine ran the
-# whole graph on about 3x the CPU of the week before, cause not found); multi-threaded: 0.31 at load 7, 0.6-1.0 quiet
+CPU_PER_AUDIO_S = 0.25  # single-threaded: 0.055 here at load 7 (see the slow mark below); multi-threaded: 0.31 at
+# load 7, 0.6-1.0 quiet
 
 
 def cpu_seconds(pid: int) -> float:

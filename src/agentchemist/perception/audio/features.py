@@ -184,8 +184,10 @@ def _spectrum(raw: np.ndarray, onset: int, end: int, sr: int,
     # deep notch, not -inf dB: without a floor a few such bins (5 % of the band) take a white noise burst's
     # flatness from 0.97 to 0.02. Floored at _FLATNESS_FLOOR of the band's mean, a tone (excess in a few
     # bins) still scores about the floor and white noise with 10 % of its bins masked about 0.6.
-    e_band = np.maximum(e_band, _FLATNESS_FLOOR * float(np.mean(e_band))) + 1e-30 if e_band.size else e_band
-    flat = float(np.exp(np.mean(np.log(e_band))) / np.mean(e_band)) if e_band.size else 0.0
+    flat = 0.0
+    if e_band.size:
+        e_band = np.maximum(e_band, _FLATNESS_FLOOR * float(np.mean(e_band))) + 1e-30
+        flat = float(np.exp(np.mean(np.log(e_band))) / np.mean(e_band))
     total = float(np.sum(excess[usable]))
     low = float(np.sum(excess[usable & (f < 600.0)]) / total) if total > 0 else 0.0
     return peak_f, flat, low
