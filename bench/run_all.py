@@ -63,8 +63,12 @@ def mujoco_library_row(lib: dict) -> tuple[str, str]:
     kin = [r["kinematic"]["expected_behaviour"] for r in rows.values() if r.get("kinematic")]
     det = sum((r["mujoco"] or {}).get("faults_detected") or 0 for r in rows.values())
     inj = sum((r["mujoco"] or {}).get("faults_injected") or 0 for r in rows.values())
+    # readme_note: what a reader needs beside the counts (which rows were re-run after which change)
+    note = f"{lib['readme_note']} " if lib.get("readme_note") else ""
+    false = sum((r["mujoco"] or {}).get("clean_runs_with_false_alarm") or 0 for r in rows.values())
+    alarms = "no false alarm" if not false else f"{false} clean runs with a false alarm"
     return ("library with mujoco (goal: the kinematic figures)",
-            f"now {ok} of {runs} runs as expected over {len(rows)} scenarios, faults detected {det}/{inj} "
+            f"now {ok} of {runs} runs as expected over {len(rows)} scenarios, {alarms}, faults detected {det}/{inj} {note}"
             f"(kinematic: {100 * min(kin):.0f} % as expected on each)" if kin else f"now {ok} of {runs} as expected")
 
 
@@ -99,6 +103,9 @@ def table() -> str:
     rtf = load("rtf")
     if rtf:
         rows.append(rtf_row(rtf))
+    ab = load("rtf_ab_2026-11-26")
+    if ab:
+        rows.append(rtf_ab_row(ab))
     for name in ("contention", "contention_concurrent"):  # the second: a later run of one condition (--out)
         contention = load(name)
         if contention:
@@ -298,6 +305,16 @@ def rtf_row(rtf: dict) -> tuple[str, str]:
                      f"{r['outcome']}, {r['drops_landed']} drops, eq err {r['equivalence_error_drops'][0]:+.2f} drops)")
     return (f"full HCl/NaOH titration real-time factor (goal >= {rtf['goal_real_time_factor']:.0f}x on 2 cores; "
             f"{rtf['commit']})", "; ".join(parts))
+
+
+def rtf_ab_row(ab: dict) -> tuple[str, str]:
+    """bench/results/rtf_ab_*.json: the goal's commit and a later one alternated in one sitting, so that a
+    slower machine shows as the same drop on both."""
+    by: dict[str, list[str]] = {}
+    for r in ab["runs"]:
+        by.setdefault(r["commit"], []).append(f"{r['real_time_factor']:.1f}x ({r['cpu_s']:.0f} CPU s)")
+    return ("real-time factor, the same titration from two commits alternated in one sitting (2026-11-26)",
+            "; ".join(f"{c}: {', '.join(v)}" for c, v in by.items()) + f": {ab['finding'].split(': ', 1)[1]}")
 
 
 def contention_row(result: dict) -> tuple[str, str]:
