@@ -20,9 +20,15 @@ DOMAIN_RANGE = range(1, 101)
 DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "agentchemist-ros-domains"
 
 
+_claims = [0]
+
+
 def _claim_domain():
     DOMAIN_LOCKS.mkdir(parents=True, exist_ok=True)
-    start = os.getpid() % len(DOMAIN_RANGE)  # sessions start their search at different ids
+    # Sessions start their search at different ids, and each module of a session one id further than the
+    # last: the lock is free once a module ends, but a process it left behind may still be on its domain.
+    start = (os.getpid() + _claims[0]) % len(DOMAIN_RANGE)
+    _claims[0] += 1
     for k in range(len(DOMAIN_RANGE)):
         domain = DOMAIN_RANGE[(start + k) % len(DOMAIN_RANGE)]
         lock = open(DOMAIN_LOCKS / f"{domain}.lock", "w")

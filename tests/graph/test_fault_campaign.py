@@ -2,10 +2,12 @@
 the robot, killed or stalled at a seeded moment of an HCl/NaOH titration in the twin. Every case must be held
 (no drop but the forming one falls while the agent is gone), named (an anomaly names it), recorded (every
 record the recorder acknowledged is in the store) and honest (no success with something lost; the report of
-an interrupted run says so). Two cases run in the default suite (a goal holder killed, an evidence source
-stalled; the dispenser in its own process is left to the slow cases: on a loaded machine it has found the
-gripper not following before the fault, which is issue 20's no-run-ahead work); the whole table is slow (about half a minute each) and is the fault-campaign benchmark
-(bench/fault_campaign.py, 3 seeds)."""
+an interrupted run says so). One case runs in the default suite: a goal holder killed (38 s on the slowed
+machine of 2026-11-26). The stalled evidence source (stall:audio_supervisor, 59 s there) went to the slow
+cases with the rest to keep `make test` under 20 minutes; a frozen agent stopping the clock stays in the
+default run (test_clock_lead.py). The dispenser in its own process is a slow case: on a loaded machine it has
+found the gripper not following before the fault, which is issue 20's no-run-ahead work. The whole table
+(about half a minute each) is the fault-campaign benchmark (bench/fault_campaign.py, 3 seeds)."""
 from dataclasses import asdict
 
 import pytest
@@ -16,7 +18,7 @@ from agentchemist_ros.tools.fault_campaign import FAULTS, run_case  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 SCENARIO = REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml"
-DEFAULT = ("kill:action_policy", "stall:audio_supervisor")
+DEFAULT = ("kill:action_policy",)
 
 
 @pytest.mark.parametrize("fault", [f if f in DEFAULT else pytest.param(f, marks=pytest.mark.slow) for f in FAULTS])

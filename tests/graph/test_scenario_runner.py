@@ -13,6 +13,10 @@ from agentchemist.sim.scenario import read_scenario_yaml  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 
+# 83 s on the slowed machine of 2026-11-26 (two graphs at once): slow, to keep `make test` under 20 minutes.
+# The runner's worker processes, DDS domains and scoring stay in the default run through
+# test_scenario_runner_vla.py; the scenario library benchmark (bench/scenarios.py) runs this path on 23 scenarios.
+@pytest.mark.slow
 def test_runner_scores_back_to_back_titrations_and_a_refusal(tmp_path):
     data = read_scenario_yaml(REPO / "tests" / "data" / "scenarios" / "hcl_short.yaml")
     data["name"], data["repeat"] = "hcl_short_twice", 2

@@ -16,7 +16,7 @@ rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("pinocchio")
 
 from geometry_msgs.msg import Point, Pose, Quaternion  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
+from rclpy.action import ActionClient, get_action_server_names_and_types_by_node  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.time_source import TimeSource  # noqa: E402
@@ -108,7 +108,11 @@ def test_grasp_goes_by_ik_to_the_seen_pipette_refuses_a_nan_pose_and_keeps_the_n
     seen = SeenTargets(poses)
     twin_arm = lambda: lab.twin.arms["right"].position  # noqa: E731
     try:
-        assert client.wait_for_server(timeout_sec=30)
+        # what the graph showed, if the server was not found (once in a full suite run, 2026-11-26)
+        assert client.wait_for_server(timeout_sec=30), (
+            f"no {topics.EXECUTE_SUBTASK} server; spinner alive: {thread.is_alive()}; nodes: "
+            f"{probe.get_node_names()}; action servers: "
+            f"{get_action_server_names_and_types_by_node(probe, 'action_policy', '/')}")
         bulb = BULB + np.array([0.01, 0.01, 0.0])
         obj = in_camera(seen, "pipette", "pipette", bulb)
         scene.pose = (obj.position, obj.orientation)
