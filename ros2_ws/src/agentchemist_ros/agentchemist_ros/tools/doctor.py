@@ -68,6 +68,21 @@ class DoctorProbe(Node):
         self.sim_last = t
 
 
+def _until_a_fresh_pass(executor, timeout_s: float = 2.0) -> None:
+    """Return once an executor another thread spins has begun a pass without the removed node.
+
+    An rclpy executor gathers its nodes' entities at the start of a pass and adds them to the wait set
+    after; a node destroyed in between makes the spinning thread raise InvalidHandle from a QoS event
+    handler. A task runs at the start of a pass, so of two tasks queued one after the other the second runs
+    in a pass begun after the first was done, hence after remove_node.
+    """
+    for _ in range(2):
+        task = executor.create_task(lambda: None)
+        end = time.monotonic() + timeout_s
+        while not task.done() and time.monotonic() < end:
+            time.sleep(0.005)
+
+
 def observe(profile: readiness.Profile, seconds: float, executor=None) -> list[readiness.Check]:
     """Topic and clock checks after listening for `seconds` (rclpy must be initialised)."""
     probe = DoctorProbe(profile)
@@ -84,6 +99,8 @@ def observe(profile: readiness.Profile, seconds: float, executor=None) -> list[r
                 time.sleep(0.05)
     finally:
         executor.remove_node(probe)
+        if not own:
+            _until_a_fresh_pass(executor)
         probe.destroy_node()
     advance = None if probe.sim_first is None else probe.sim_last - probe.sim_first
     return (readiness.topic_checks(profile.topics, probe.observed, profile.max_skew_s)
