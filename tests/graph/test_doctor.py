@@ -76,3 +76,41 @@ def test_doctor_cli_exits_1_and_names_what_failed(tmp_path):
                          capture_output=True, text=True, timeout=120, env=None)
     assert out.returncode == 1, out.stderr
     assert "missing" in out.stdout and "/lab/ph_meter/reading" in out.stdout and "not ready" in out.stdout
+
+
+def test_observing_beside_a_spinning_executor_leaves_it_spinning():
+    """observe() on an executor another thread spins: its probe, added then destroyed each time, must never
+    be in a wait set being built (rclpy raises InvalidHandle in the spinning thread and it stops)."""
+    profile = readiness.load_profile("twin")
+    rclpy.init()
+    executor = make_executor(threads=4, default="multi")
+    import threading
+    stop, errors = threading.Event(), []
+
+    def spin():
+        try:
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=0.01)
+        except Exception as e:  # noqa: BLE001 - what the test is about
+            errors.append(repr(e))
+
+    # a node with many entities: the spinner spends its time gathering them, where the race is
+    from rclpy.node import Node
+    from std_msgs.msg import Empty
+    busy = Node("doctor_busy_neighbour")
+    for k in range(150):
+        busy.create_subscription(Empty, f"/doctor_test/busy_{k}", lambda _m: None, 1)
+    executor.add_node(busy)
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        for _ in range(60):
+            observe(profile, seconds=0.01, executor=executor)
+            assert not errors, errors
+        assert spinner.is_alive()
+    finally:
+        stop.set()
+        spinner.join(timeout=10)
+        executor.shutdown(timeout_sec=2.0)
+        busy.destroy_node()
+        rclpy.try_shutdown()
