@@ -104,7 +104,7 @@ def test_observing_beside_a_spinning_executor_leaves_it_spinning():
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        for _ in range(60):
+        for _ in range(40):
             observe(profile, seconds=0.01, executor=executor)
             assert not errors, errors
         assert spinner.is_alive()

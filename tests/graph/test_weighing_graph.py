@@ -105,18 +105,19 @@ def test_a_lagging_graph_cache_costs_no_twin_time(tmp_path, monkeypatch):
     monkeypatch.setattr(ActionClient, "server_is_ready",
                         lambda self: False if self._action_name == topics.EXECUTE_SUBTASK else ready(self))
     run = run_experiment(SCENARIO, tmp_path, probe=Probe, wall_limit_s=300.0,
-                         overrides={"lab_sim": SIM, "vision_supervisor": {"agent_wait_s": 5.0}})
+                         overrides={"lab_sim": SIM, "vision_supervisor": {"agent_wait_s": 2.0}})
     problems = [f"{a.source}: {a.kind}: {a.description}" for a in run.probe.anomalies if a.severity != "info"]
     assert run.result.success, f"{run.result.message}; anomalies: {problems}"
     assert problems == []
-    # Every policy goal waited the full 5 s of wall time for the graph, and the twin's clock stood still.
+    # Every policy goal waited the full 2 s of wall time for the graph (a free-running twin left alone runs
+    # minutes ahead in that time), and the twin's clock stood still.
     waits = [w for w in run.probe.waits if w[2].endswith("vision_supervisor")]
     begun = [i for i, w in enumerate(waits) if w[3] == 1 and "action policy" in w[4][0]]
     assert len(begun) >= 2  # place the beaker on the balance, carry it to the stirrer
     for i in begun:
         end = next(w for w in waits[i + 1:] if w[3] == 0)
         wall, sim = end[0] - waits[i][0], end[1] - waits[i][1]
-        assert wall >= 4.5, wall
+        assert wall >= 1.8, wall
         assert sim <= 1.0, f"the twin ran {sim:.1f} s ahead in {wall:.1f} s of waiting"
 
 
