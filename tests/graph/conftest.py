@@ -9,6 +9,7 @@ when the module ends. Modules may run in any order (`make test-random`) or alone
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import tempfile
 from pathlib import Path
@@ -20,15 +21,14 @@ DOMAIN_RANGE = range(1, 101)
 DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "agentchemist-ros-domains"
 
 
-_claims = [0]
+_claims = itertools.count()  # modules claimed so far in this session
 
 
 def _claim_domain():
     DOMAIN_LOCKS.mkdir(parents=True, exist_ok=True)
     # Sessions start their search at different ids, and each module of a session one id further than the
     # last: the lock is free once a module ends, but a process it left behind may still be on its domain.
-    start = (os.getpid() + _claims[0]) % len(DOMAIN_RANGE)
-    _claims[0] += 1
+    start = (os.getpid() + next(_claims)) % len(DOMAIN_RANGE)
     for k in range(len(DOMAIN_RANGE)):
         domain = DOMAIN_RANGE[(start + k) % len(DOMAIN_RANGE)]
         lock = open(DOMAIN_LOCKS / f"{domain}.lock", "w")

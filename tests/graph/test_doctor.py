@@ -9,7 +9,9 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import Empty  # noqa: E402
 
 from agentchemist.hardware import readiness  # noqa: E402
 from agentchemist.hardware.instruments.electrode import (BufferPoint, CalibrationStore, buffer_ph,  # noqa: E402
@@ -17,6 +19,7 @@ from agentchemist.hardware.instruments.electrode import (BufferPoint, Calibratio
 from agentchemist_ros.common.runner import make_executor  # noqa: E402
 from agentchemist_ros.lab_sim_node import LabSimNode  # noqa: E402
 from agentchemist_ros.tools.doctor import observe  # noqa: E402
+from agentchemist_ros.tools.graph import background_spin  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 SCENARIO = str(REPO / "config" / "scenarios" / "hcl_naoh.yaml")
@@ -41,16 +44,10 @@ def test_doctor_on_the_twin_reports_a_missing_topic_and_a_stale_calibration(tmp_
     executor = make_executor(threads=4, default="multi")
     executor.add_node(sim)
     executor.add_node(meter)
-    import threading
-    stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)],
-                               daemon=True)
-    spinner.start()
     try:
-        checks = observe(profile, seconds=4.0, executor=executor)
+        with background_spin(lambda t: executor.spin_once(timeout_sec=t)):
+            checks = observe(profile, seconds=4.0, executor=executor)
     finally:
-        stop.set()
-        spinner.join(timeout=10)
         executor.shutdown(timeout_sec=2.0)
         sim.destroy_node()
         meter.destroy_node()
@@ -84,33 +81,26 @@ def test_observing_beside_a_spinning_executor_leaves_it_spinning():
     profile = readiness.load_profile("twin")
     rclpy.init()
     executor = make_executor(threads=4, default="multi")
-    import threading
-    stop, errors = threading.Event(), []
+    errors = []
 
-    def spin():
+    def spin_once(timeout_s):
         try:
-            while not stop.is_set():
-                executor.spin_once(timeout_sec=0.01)
+            executor.spin_once(timeout_sec=timeout_s)
         except Exception as e:  # noqa: BLE001 - what the test is about
             errors.append(repr(e))
+            raise
 
     # a node with many entities: the spinner spends its time gathering them, where the race is
-    from rclpy.node import Node
-    from std_msgs.msg import Empty
     busy = Node("doctor_busy_neighbour")
     for k in range(150):
         busy.create_subscription(Empty, f"/doctor_test/busy_{k}", lambda _m: None, 1)
     executor.add_node(busy)
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
     try:
-        for _ in range(40):
-            observe(profile, seconds=0.01, executor=executor)
-            assert not errors, errors
-        assert spinner.is_alive()
+        with background_spin(spin_once, period_s=0.01):
+            for _ in range(40):
+                observe(profile, seconds=0.01, executor=executor)
+                assert not errors, errors
     finally:
-        stop.set()
-        spinner.join(timeout=10)
         executor.shutdown(timeout_sec=2.0)
         busy.destroy_node()
         rclpy.try_shutdown()
