@@ -103,9 +103,9 @@ def table() -> str:
     rtf = load("rtf")
     if rtf:
         rows.append(rtf_row(rtf))
-    ab = load("rtf_ab_2026-11-26")
+    ab = sorted(RESULTS.glob("rtf_ab_*.json"))  # dated; the latest comparison
     if ab:
-        rows.append(rtf_ab_row(ab))
+        rows.append(rtf_ab_row(ab[-1].stem.removeprefix("rtf_ab_"), json.loads(ab[-1].read_text())))
     for name in ("contention", "contention_concurrent"):  # the second: a later run of one condition (--out)
         contention = load(name)
         if contention:
@@ -307,14 +307,14 @@ def rtf_row(rtf: dict) -> tuple[str, str]:
             f"{rtf['commit']})", "; ".join(parts))
 
 
-def rtf_ab_row(ab: dict) -> tuple[str, str]:
+def rtf_ab_row(date: str, ab: dict) -> tuple[str, str]:
     """bench/results/rtf_ab_*.json: the goal's commit and a later one alternated in one sitting, so that a
     slower machine shows as the same drop on both."""
     by: dict[str, list[str]] = {}
     for r in ab["runs"]:
         by.setdefault(r["commit"], []).append(f"{r['real_time_factor']:.1f}x ({r['cpu_s']:.0f} CPU s)")
-    return ("real-time factor, the same titration from two commits alternated in one sitting (2026-11-26)",
-            "; ".join(f"{c}: {', '.join(v)}" for c, v in by.items()) + f": {ab['finding'].split(': ', 1)[1]}")
+    return (f"real-time factor, the same titration from two commits alternated in one sitting ({date})",
+            "; ".join(f"{c}: {', '.join(v)}" for c, v in by.items()) + f": {ab['conclusion']}")
 
 
 def contention_row(result: dict) -> tuple[str, str]:
