@@ -68,7 +68,8 @@ def mujoco_library_row(lib: dict) -> tuple[str, str]:
     false = sum((r["mujoco"] or {}).get("clean_runs_with_false_alarm") or 0 for r in rows.values())
     alarms = "no false alarm" if not false else f"{false} clean runs with a false alarm"
     return ("library with mujoco (goal: the kinematic figures)",
-            f"now {ok} of {runs} runs as expected over {len(rows)} scenarios, {alarms}, faults detected {det}/{inj} {note}"
+            f"now {ok} of {runs} runs as expected over {len(rows)} scenarios, {alarms}, "
+            f"faults detected {det}/{inj} {note}"
             f"(kinematic: {100 * min(kin):.0f} % as expected on each)" if kin else f"now {ok} of {runs} as expected")
 
 
