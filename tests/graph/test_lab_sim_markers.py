@@ -43,7 +43,7 @@ def test_bench_markers_show_the_beaker_and_its_liquid_in_base_link():
     assert (beaker.type, liquid.type) == (Marker.CYLINDER, Marker.CYLINDER)
     assert liquid.scale.z > 0.0 and liquid.scale.x < beaker.scale.x  # inside the glass
     assert beaker.color.a < 1.0  # translucent glass
-    # the bench stands in front of the robot at the deck's height (bench_view.BENCH_IN_BASE_LINK)
+    # the bench stands in front of the robot at the deck's height (workcell_view.BENCH_IN_BASE_LINK)
     assert 0.4 < beaker.pose.position.x < 0.8 and abs(beaker.pose.position.y) < 0.05
     assert beaker.pose.position.z > 0.6
     assert any(m.type == Marker.TEXT_VIEW_FACING and m.text.startswith("pH ") for m in adds.values())

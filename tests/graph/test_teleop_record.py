@@ -12,7 +12,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from agentchemist.bench.robot import JOINT_NAMES  # noqa: E402
+from agentchemist.workcell.robot import JOINT_NAMES  # noqa: E402
 from agentchemist.policy.vla.dataset import ACTION, STATE, Dataset  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
 from agentchemist_ros.common.runner import make_executor  # noqa: E402

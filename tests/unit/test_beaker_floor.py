@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from agentchemist.bench.grasp_points import beaker_size_m
-from agentchemist.bench.platforms import LABEL_STANDOFF_M
+from agentchemist.workcell.grasp_points import beaker_size_m
+from agentchemist.workcell.platforms import LABEL_STANDOFF_M
 from agentchemist.perception.beaker_floor import FloorView, floor_masks
 from agentchemist.perception.tag_pose import CameraModel, TagPose
 

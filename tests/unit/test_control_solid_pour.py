@@ -4,7 +4,7 @@ guards one by one.
 The bench is the nacl_weighing scenario's twin driven the way lab_sim drives it: the left arm picks the
 bottle up at `solid_bottle` and carries it to `pour_over_beaker` (config/poses.yaml), the wrist follows
 its commands with the arm's first-order lag (tau 0.3 s), and the twin's bench effects
-(agentchemist.sim.bench_effects.TwinBench, every 50 ms tick) turn the wrist's tilt into the bottle's,
+(agentchemist.sim.workcell_effects.TwinBench, every 50 ms tick) turn the wrist's tilt into the bottle's,
 whose powder flows past ~35 deg onto the Balance (0.01 g, settle tau 0.8 s, noise 0.002 g). The
 controller sees what the graph gives it: balance readings at 5 Hz, joint states at 10 Hz (the tilt by
 the contract's convention, policy.primitives.bottle_tilt_deg), and its commands arrive one control
@@ -20,7 +20,7 @@ from agentchemist.control.dispenser_types import GoalError
 from agentchemist.control.solid_pour import SolidPourConfig, SolidPourController, SolidPourGoal
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist.policy.primitives import bottle_tilt_deg, bottle_tilt_joints, load_poses
-from agentchemist.sim.bench_effects import TwinBench
+from agentchemist.sim.workcell_effects import TwinBench
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentchemist.bench.inventory import inventory_from_dict, load_inventory
+from agentchemist.workcell.inventory import inventory_from_dict, load_inventory
 from agentchemist.chemistry.reagents import default_library
 from agentchemist.perception.scene import describe_scene
 from agentchemist.plan import plan_instruction

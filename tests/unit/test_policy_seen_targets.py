@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("pinocchio")
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from agentchemist.bench.grasp_points import (GRASP_POINTS, PIPETTE, TAG_LABEL_M, TAG_STANDOFF_M,  # noqa: E402
-                                             beaker_size_m)
+from agentchemist.workcell.grasp_points import (GRASP_POINTS, PIPETTE, TAG_LABEL_M, TAG_STANDOFF_M,  # noqa: E402
+                                                beaker_size_m)
 from agentchemist.policy.primitives import PrimitiveError, load_poses, plan_primitive  # noqa: E402
 from agentchemist.policy.seen_targets import (SeenObject, SeenTargetConfig, SeenTargets,  # noqa: E402
                                               seen_kind)
@@ -193,12 +193,12 @@ def test_a_wrist_camera_is_placed_at_the_measured_joints(seen, poses):
 
 def test_the_grasp_geometry_is_the_twins_scene(seen):
     """The bench numbers the targets use are the ones the twin's 3-D scene is built from."""
-    from agentchemist.sim import bench_view, drawing, scene_model
+    from agentchemist.sim import workcell_view, drawing, scene_model
     assert drawing.MM_PER_PX == pytest.approx(50.0 / 46.0)
-    assert PIPETTE.tube_length_m == pytest.approx(bench_view.PIPETTE_TUBE_PX[1] * bench_view.M_PER_PX)
-    assert PIPETTE.bulb_height_m == pytest.approx(bench_view.PIPETTE_BULB_PX[1] * bench_view.M_PER_PX)
-    assert PIPETTE.bulb_diameter_m == pytest.approx(bench_view.PIPETTE_BULB_PX[0] * bench_view.M_PER_PX)
+    assert PIPETTE.tube_length_m == pytest.approx(workcell_view.PIPETTE_TUBE_PX[1] * workcell_view.M_PER_PX)
+    assert PIPETTE.bulb_height_m == pytest.approx(workcell_view.PIPETTE_BULB_PX[1] * workcell_view.M_PER_PX)
+    assert PIPETTE.bulb_diameter_m == pytest.approx(workcell_view.PIPETTE_BULB_PX[0] * workcell_view.M_PER_PX)
     assert TAG_LABEL_M == pytest.approx(scene_model.TAG_SIDE_M * (1 + 2 * scene_model.TAG_QUIET))
-    assert beaker_size_m(250.0)[0] == pytest.approx(drawing.beaker_size(250.0)[0] * bench_view.M_PER_PX)
+    assert beaker_size_m(250.0)[0] == pytest.approx(drawing.beaker_size(250.0)[0] * workcell_view.M_PER_PX)
     # the label box (1 mm thick) is centred 1.5 mm in front of the item: its printed face 2 mm proud
     assert TAG_STANDOFF_M == pytest.approx(0.0015 + 0.0005)

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD
 from agentchemist.perception.scene import describe_scene
 from agentchemist.policy.primitives import (JOINT6_MAX_RAD, PrimitiveError, beaker_station, bottle_tilt_deg,
                                             bottle_tilt_joints, load_poses, needs_beaker_station, plan_primitive,

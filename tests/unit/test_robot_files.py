@@ -24,7 +24,7 @@ import pytest
 import xacro
 import yaml
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
 from tests.conftest import REPO
 from tests.unit.node_params import config_call_specs, ros_default
 
@@ -59,7 +59,7 @@ def expand_xacro(**args: str) -> str:
 
 # ============================================================================================ URDF
 def expected_limits() -> dict[str, tuple[float, float]]:
-    """The bench's joint limits (Piper SDK software limits, agentchemist.bench.robot) by joint name."""
+    """The bench's joint limits (Piper SDK software limits, agentchemist.workcell.robot) by joint name."""
     limits = {}
     for name in JOINT_NAMES:
         side, joint = name.split("_", 1)
@@ -885,7 +885,7 @@ def test_rviz_config_shows_the_robot_the_bench_markers_and_the_front_camera():
     assert cloud["Depth Map Topic"] == "/camera/front/aligned_depth_to_color/image_raw"
     assert cloud["Color Image Topic"] == "/camera/front/color/image_raw"
     assert displays["RobotModel"]["Description Source"] == "Topic"
-    from agentchemist.sim.bench_view import BASE_FRAME
+    from agentchemist.sim.workcell_view import BASE_FRAME
     assert BASE_FRAME == "base_link"  # the markers' frame is the fixed frame: no TF lookup needed
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.workcell.tags import MARKER_TABLE
 from agentchemist.perception.scene import describe_scene
 from agentchemist.perception.tags import detect_markers
 from agentchemist.sim.lab import LabTwin

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("pinocchio")
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from agentchemist.bench.grasp_points import PIPETTE, beaker_size_m  # noqa: E402
+from agentchemist.workcell.grasp_points import PIPETTE, beaker_size_m  # noqa: E402
 from agentchemist.policy.primitives import load_poses  # noqa: E402
 from agentchemist.policy.seen_targets import SeenObject, SeenTargetConfig, SeenTargets  # noqa: E402
 from agentchemist.sim.lab import LabTwin  # noqa: E402

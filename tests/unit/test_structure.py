@@ -83,11 +83,11 @@ def test_bench_check_catches_a_test_import(tmp_path):
 
 
 # ---------------------------------------------------------------- the core never imports the twin
-# Robot-side code takes the bench (tags, kinds, limits, stations) from agentchemist.bench and detects
+# Robot-side code takes the bench (tags, kinds, limits, stations) from agentchemist.workcell and detects
 # tags with agentchemist.perception; only the twin itself, its node (lab_sim) and tools load agentchemist.sim.
 SIM = "agentchemist.sim"
 NO_SIM_PACKAGES = ("perception", "hardware", "control", "plan", "fsm", "record", "report", "policy", "chemistry",
-                   "bench")
+                   "workcell")
 
 
 def absolute_imports(source: str, package: str) -> set[str]:
@@ -136,7 +136,7 @@ def test_twin_import_check_catches_a_violation():
     source = (
         "import math\n"
         "import agentchemist.sim.lab\n"
-        "from agentchemist.bench.tags import MARKER_TABLE\n"
+        "from agentchemist.workcell.tags import MARKER_TABLE\n"
         "from agentchemist import sim\n"
         "import agentchemist.simulated_but_not_the_twin\n"
         "def render():\n"

@@ -8,8 +8,8 @@ import cv2
 import numpy as np
 import pytest
 
-from agentchemist.bench.platforms import PLATFORM_SIZES, card_tag_centre
-from agentchemist.bench.tags import TAG_SIDE_M
+from agentchemist.workcell.platforms import PLATFORM_SIZES, card_tag_centre
+from agentchemist.workcell.tags import TAG_SIDE_M
 from agentchemist.perception.scene import ON_BENCH, aligned, describe_scene
 from agentchemist.perception.standing import _TAG_AXES_IN_PLATFORM, stands_on
 from agentchemist.perception.tag_pose import (CameraModel, CameraModelError, TagPose, depth_metres,

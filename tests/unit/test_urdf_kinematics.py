@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD
 from tests.conftest import REPO
 
 URDF = REPO / "urdf" / "agentchemist_aloha.urdf"

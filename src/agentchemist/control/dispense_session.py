@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from agentchemist.bench.robot import SIDES
+from agentchemist.workcell.robot import SIDES
 from agentchemist.control.calibration import Calibration, CalibrationError, save_calibration
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError

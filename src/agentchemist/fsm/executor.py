@@ -23,7 +23,7 @@ import dataclasses
 import math
 from typing import Any
 
-from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.workcell.tags import MARKER_TABLE
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.course_check import CourseCheck

@@ -9,9 +9,9 @@ known (CameraInfo), this module finds the liquid and the floor in 3-D instead:
 * the tag's pose in the optical frame (:func:`agentchemist.perception.tag_pose.tag_pose`: PnP on its corners,
   the position from the aligned depth where there is one);
 * the beaker from the bench description: a low-form beaker of ``capacity_ml``
-  (:func:`agentchemist.bench.grasp_points.beaker_size_m`) with its tag at mid height on the face toward the
-  robot, the label's face :data:`~agentchemist.bench.platforms.LABEL_STANDOFF_M` proud of the glass
-  (as :data:`agentchemist.bench.grasp_points.GRASP_POINTS` places the beaker's mouth); the tag's y axis is
+  (:func:`agentchemist.workcell.grasp_points.beaker_size_m`) with its tag at mid height on the face toward the
+  robot, the label's face :data:`~agentchemist.workcell.platforms.LABEL_STANDOFF_M` proud of the glass
+  (as :data:`agentchemist.workcell.grasp_points.GRASP_POINTS` places the beaker's mouth); the tag's y axis is
   the beaker's up;
 * every pixel of a crop round the beaker is traced as a ray: it is *liquid* when it passes the rim's plane
   inside the mouth (seen from above, not through the label or the front wall) and is still inside the
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.bench.grasp_points import MM_PER_DESIGN_PX, STIR_BAR_M, beaker_size_m
-from agentchemist.bench.platforms import LABEL_STANDOFF_M
+from agentchemist.workcell.grasp_points import MM_PER_DESIGN_PX, STIR_BAR_M, beaker_size_m
+from agentchemist.workcell.platforms import LABEL_STANDOFF_M
 from agentchemist.perception.tag_pose import CameraModel, TagPose
 
 __all__ = ["BAR_M", "FloorMasks", "FloorView", "floor_masks"]

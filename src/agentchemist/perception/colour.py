@@ -1,6 +1,6 @@
 """Liquid colour in the beaker from the front camera (OpenCV, HSV).
 
-The beaker is found by its ArUco tag (:data:`agentchemist.bench.tags.MARKER_TABLE`, id 1 for
+The beaker is found by its ArUco tag (:data:`agentchemist.workcell.tags.MARKER_TABLE`, id 1 for
 ``beaker_main``). The tag's side length gives the image scale, so the search region below the tag is
 written in tag sides and works at any camera resolution. The tag's shape says where the camera looks from:
 a tag seen about straight on (the twin's drawing, a camera level with the bench) is square and the liquid
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.workcell.tags import MARKER_TABLE
 from agentchemist.perception.tags import TagFinder, tag_aspect
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Undissolved solid in the working beaker, from the front camera: is anything left to dissolve?
 
-Where to look. The beaker is found by its ArUco tag (:data:`agentchemist.bench.tags.MARKER_TABLE`, id 1
+Where to look. The beaker is found by its ArUco tag (:data:`agentchemist.workcell.tags.MARKER_TABLE`, id 1
 for ``beaker_main``), as :class:`agentchemist.perception.colour.BeakerColourTracker` does. The tag's side
 is the image scale: lengths below are in *design px*, 1/18 of the tag's printed side (the twin prints its
 tags 18 px wide in its 320 x 240 layout, so these are pixels of the default front image), and regions are
@@ -102,7 +102,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from agentchemist.bench.tags import MARKER_TABLE, TAG_SIDE_DESIGN_PX
+from agentchemist.workcell.tags import MARKER_TABLE, TAG_SIDE_DESIGN_PX
 from agentchemist.perception.beaker_floor import FloorView, floor_masks
 from agentchemist.perception.tag_pose import CameraModel, tag_pose
 from agentchemist.perception.tags import TagFinder

@@ -2,8 +2,8 @@
 (beaker on the stirrer, probe immersed, pipette in the beaker) from their relative image positions.
 
 The tag table (tag id -> labware id and kind) is the one printed on the bench: the bench description's
-(:mod:`agentchemist.bench.tags`). Kinds are the bench's names; the planner reads any alias of them
-(:func:`agentchemist.bench.labware.canonical_kind`), so the scene goes to it as seen.
+(:mod:`agentchemist.workcell.tags`). Kinds are the bench's names; the planner reads any alias of them
+(:func:`agentchemist.workcell.labware.canonical_kind`), so the scene goes to it as seen.
 
 During the run, `LabwareWatch` compares every front frame's tags with the scene at the scene check: an
 item whose tag disappears (missing) or whose tag moved beyond a tolerance (moved), frame after frame,
@@ -16,7 +16,7 @@ its top. Without them (the kinematic twin's 2-D drawing) the image rules decide,
 Which platform each beaker or bottle stands on, where the poses say, goes along (``supports``: a platform
 id, or :data:`ON_BENCH` for none) so that the planner resolves "the beaker on the stirrer" the same way.
 
-With the lab inventory (:mod:`agentchemist.bench.inventory`), every container whose tag is seen also
+With the lab inventory (:mod:`agentchemist.workcell.inventory`), every container whose tag is seen also
 carries what the lab recorded it holds (reagent, concentration, lot): the planner compares that, not the
 instruction's word, with the plan.
 """
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agentchemist.bench.inventory import Inventory
-from agentchemist.bench.labware import platform_kinds
-from agentchemist.bench.tags import MARKER_TABLE
+from agentchemist.workcell.inventory import Inventory
+from agentchemist.workcell.labware import platform_kinds
+from agentchemist.workcell.tags import MARKER_TABLE
 from agentchemist.params import param
 from agentchemist.perception.standing import stands_on
 from agentchemist.perception.tag_pose import CameraModel, TagPose, tag_pose

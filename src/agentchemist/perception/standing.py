@@ -4,7 +4,7 @@ The front image's rule (perception/scene.py ``aligned``: the tags within 12 % of
 above the other) was written for the kinematic twin's 2-D front view. Seen in perspective from 1.2 m up,
 a beaker beside the stirrer or one row behind it lines up with it too. Where both tags have a pose
 (perception/tag_pose.py) this rule decides instead, in the platform's own frame
-(:mod:`agentchemist.bench.platforms`: origin at its front edge on the bench, x back, y left, z up), taken
+(:mod:`agentchemist.workcell.platforms`: origin at its front edge on the bench, x back, y left, z up), taken
 from the platform tag's pose and where that tag sits on the platform. The item stands on it when its tag:
 
 - lies over the footprint: across, within half the platform's width of its middle (an item's tag is on
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentchemist.bench.platforms import PLATFORM_SIZES, PlatformSize, card_tag_centre
-from agentchemist.bench.tags import TAG_SIDE_M
+from agentchemist.workcell.platforms import PLATFORM_SIZES, PlatformSize, card_tag_centre
+from agentchemist.workcell.tags import TAG_SIDE_M
 from agentchemist.perception.tag_pose import TagPose
 
 __all__ = ["MAX_TAG_ABOVE_TOP_M", "TOLERANCE_M", "in_platform_frame", "stands_on"]
@@ -38,7 +38,7 @@ _TAG_AXES_IN_PLATFORM = np.array([[0.0, 0.0, -1.0],
 
 def in_platform_frame(point_cam: np.ndarray, platform_tag: TagPose) -> np.ndarray:
     """A camera-frame point (m) in the platform frame (see the module docstring), from the platform tag's
-    pose and where the bench description puts that tag (:func:`agentchemist.bench.platforms.card_tag_centre`)."""
+    pose and where the bench description puts that tag (:func:`agentchemist.workcell.platforms.card_tag_centre`)."""
     r_cam_platform = platform_tag.rotation @ _TAG_AXES_IN_PLATFORM.T
     x, z = card_tag_centre()
     offset = np.asarray(point_cam, dtype=np.float64) - np.asarray(platform_tag.position)

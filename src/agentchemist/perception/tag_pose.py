@@ -3,7 +3,7 @@
 Where the camera's intrinsics are known (sensor_msgs/CameraInfo: the MuJoCo twin, a real RGB-D camera on
 the robot) every decoded tag gets a pose: ``cv2.solvePnP`` (IPPE_SQUARE, the planar-square solver) on its
 four corners with the printed side from the bench description
-(:data:`agentchemist.bench.tags.TAG_SIDE_M`), cross-checked against the depth image aligned to colour.
+(:data:`agentchemist.workcell.tags.TAG_SIDE_M`), cross-checked against the depth image aligned to colour.
 
 Which one wins, and why: **depth wins for the position**, PnP gives the orientation. A 30 mm tag is 16-20
 px in the front image, so PnP's range comes from a side measured to about half a pixel: 3 % of 0.6 m,
@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from agentchemist.bench.tags import TAG_SIDE_M
+from agentchemist.workcell.tags import TAG_SIDE_M
 
 __all__ = ["CameraModel", "CameraModelError", "DEPTH_AGREEMENT", "TagPose", "depth_metres", "quaternion_xyzw",
            "tag_pose"]

@@ -1,5 +1,5 @@
 """Finding the labware's ArUco tags in camera frames (the tag table itself is the bench description's,
-:mod:`agentchemist.bench.tags`).
+:mod:`agentchemist.workcell.tags`).
 
 :func:`detect_markers` finds every tag of the bench's dictionary in an image (the scene check, the
 bench watch). :class:`TagFinder` follows one labware's tag frame after frame: the colour tracker and the
@@ -15,7 +15,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from agentchemist.bench.tags import ARUCO_DICTIONARY
+from agentchemist.workcell.tags import ARUCO_DICTIONARY
 
 __all__ = ["Tag", "TagFinder", "aruco_dictionary", "detect_marker_corners", "detect_markers", "tag_aspect"]
 
@@ -25,7 +25,7 @@ Tag = tuple[float, float, float]
 
 @lru_cache(maxsize=1)
 def aruco_dictionary() -> "cv2.aruco.Dictionary":
-    """OpenCV's dictionary of the bench's tags (:data:`agentchemist.bench.tags.ARUCO_DICTIONARY`)."""
+    """OpenCV's dictionary of the bench's tags (:data:`agentchemist.workcell.tags.ARUCO_DICTIONARY`)."""
     return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, ARUCO_DICTIONARY))
 
 

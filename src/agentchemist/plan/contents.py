@@ -1,5 +1,5 @@
 """The bench's contents against the plan: what the lab recorded each container holds (the inventory its
-tag links to, :mod:`agentchemist.bench.inventory`, carried on the scene's objects as ``reagent`` and
+tag links to, :mod:`agentchemist.workcell.inventory`, carried on the scene's objects as ``reagent`` and
 ``concentration_m``) must be what the instruction asks for.
 
 The titrant is looked for in the reagent bottles and the analyte in the beakers. A role whose containers
@@ -9,7 +9,7 @@ that kind do carry records and none holds the asked reagent at the asked concent
 """
 from __future__ import annotations
 
-from agentchemist.bench.labware import canonical_kind
+from agentchemist.workcell.labware import canonical_kind
 from agentchemist.chemistry.reagents import ReagentLibrary, UnknownReagentError
 from agentchemist.plan.scene import SceneInfo, SceneObject
 

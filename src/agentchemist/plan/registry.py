@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import yaml
 
 from agentchemist.limits import load_yaml_file
-from agentchemist.bench.labware import kind_names
+from agentchemist.workcell.labware import kind_names
 from agentchemist.paths import config_dir
 
 __all__ = ["HardwareRegistry", "RegistryError", "default_registry_path"]
@@ -119,7 +119,7 @@ class HardwareRegistry:
     solid_pour_tilt_rate_deg_s: Range = (0.5, 90.0)
 
     def __post_init__(self) -> None:
-        # A scene may name an item by any of its bench names (agentchemist.bench.labware): the stirrer's tag
+        # A scene may name an item by any of its bench names (agentchemist.workcell.labware): the stirrer's tag
         # says "stirrer" where the registry says "magnetic_stirrer"; each listed kind counts with its aliases.
         object.__setattr__(self, "instrument_kinds", {k: kind_names(v) for k, v in self.instrument_kinds.items()})
         if not self.beakers:

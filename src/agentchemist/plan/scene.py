@@ -79,7 +79,7 @@ class SceneObject:
     from the camera: ``u``, ``v`` its position in the front image (px; DescribeScene gives the tag's
     centre), ``width``, ``height`` its image box (px), ``on`` the id of what it stands or hangs in/on
     (when the describer reports it), ``confidence`` of the detection. From the bench's own record (the
-    lab inventory its tag links to, :mod:`agentchemist.bench.inventory`): ``reagent`` the canonical
+    lab inventory its tag links to, :mod:`agentchemist.workcell.inventory`): ``reagent`` the canonical
     reagent it holds and ``concentration_m`` (mol/L), compared with the plan by
     :func:`agentchemist.plan.contents.contents_mismatches`."""
 

@@ -1,6 +1,6 @@
 """Inverse kinematics of one Piper arm on the checked-in URDF (pinocchio): the joint pose that puts the
 arm's tool centre point (``<side>_tcp``) at a position in the robot's base frame, within the bench's joint
-limits (agentchemist.bench.robot, the Piper SDK's, tighter than the URDF's), and the time a move needs
+limits (agentchemist.workcell.robot, the Piper SDK's, tighter than the URDF's), and the time a move needs
 to stay within the URDF's velocity limits.
 
 Damped least squares on the 3-D position (the gripper's orientation is left free: the arm's 6 joints give
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, check_side
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, check_side
 from agentchemist.paths import config_dir
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS
-from agentchemist.bench.stations import BUTTON_SUFFIX, STATION_PREFIX, button_pose, station_name, station_pose
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS
+from agentchemist.workcell.stations import BUTTON_SUFFIX, STATION_PREFIX, button_pose, station_name, station_pose
 from agentchemist.paths import config_dir
 from agentchemist.perception.scene import aligned
 
@@ -83,7 +83,7 @@ BOTTLE_SIDE = "left"
 BOTTLE_POSE = "solid_bottle"
 POUR_POSE = "pour_over_beaker"
 # Carry stations (`beaker_at_<station>` poses) and device buttons (`<device>_button`) are named by the bench
-# description (agentchemist.bench.stations: STATION_PREFIX, BUTTON_SUFFIX; station_name takes a plan's
+# description (agentchemist.workcell.stations: STATION_PREFIX, BUTTON_SUFFIX; station_name takes a plan's
 # name of a station or device, "magnetic_stirrer", to the bench's, "stirrer").
 #: Grasp objects: the plan's object id, without a numeric suffix ("pipette_1"), -> the primitive.
 GRASP_OBJECTS = {"pipette": "grasp_pipette", "solid_bottle": "grasp_bottle"}

@@ -6,7 +6,7 @@ response header's frame, a URDF link such as ``front_camera``; an all-zero pose,
 not known: the kinematic twin's drawn camera has no calibration). :class:`RobotFrames` places that frame
 in the robot's base (the URDF root, the frame :class:`~agentchemist.policy.ik.ArmIK` solves in) with
 pinocchio: the front camera is fixed; a wrist camera moves with its arm, so it is placed at the measured
-joints. :mod:`agentchemist.bench.grasp_points` says where on the item the hand goes, from its tag. The
+joints. :mod:`agentchemist.workcell.grasp_points` says where on the item the hand goes, from its tag. The
 IK starts from the station's named pose (config/poses.yaml), so the arm stays on the taught branch.
 
 Only the primitives that touch a movable item use it: grasp the pipette (its bulb), position over the beaker
@@ -29,8 +29,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from agentchemist.bench.grasp_points import PIPETTE, grasp_point
-from agentchemist.bench.labware import canonical_kind
+from agentchemist.workcell.grasp_points import PIPETTE, grasp_point
+from agentchemist.workcell.labware import canonical_kind
 from agentchemist.params import param
 from agentchemist.policy.ik import ArmIK, IKError, default_urdf
 from agentchemist.policy.primitives import (ALIASES, BOTTLE_POSE, BOTTLE_SIDE, POUR_POSE, Poses, PrimitiveError,

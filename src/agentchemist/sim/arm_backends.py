@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, SIDES
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, SIDES
 from agentchemist.sim.errors import SimCommandError
 from agentchemist.sim.types import CommandResult
 

@@ -4,7 +4,7 @@ The front view is drawn from :meth:`LabTwin.scene_state` (positions in front-ima
 wall and bench, stirrer, balance, meter, stand and probe, beakers with the solution's colour and level,
 the pipette (resting in the beaker, or held above it by the right gripper, with its pendant drop and
 drops in flight), bottles and the arms' grippers. Every item carries its ArUco tag (DICT_4X4_50,
-:mod:`agentchemist.bench.tags`); missing items are not drawn, moved items are drawn where they are.
+:mod:`agentchemist.workcell.tags`); missing items are not drawn, moved items are drawn where they are.
 
 Wrist cameras have no arm kinematics to follow yet: each one shows a 2x close-up of the front scene
 around what its gripper works on (right: the pipette tip over the beaker; left: the solid bottle when

@@ -3,7 +3,7 @@
 Geometry is written in "design pixels" of a 320 x 240 front view and multiplied by a scale ``s``;
 every function takes the canvas, the item's base centre (u, v) in design pixels and ``s``.
 Glass is drawn as thin bright outlines over a faint tint, liquids by alpha blending, labels carry the
-item's ArUco tag on a white quiet zone (the bench's tags, :mod:`agentchemist.bench.tags`).
+item's ArUco tag on a white quiet zone (the bench's tags, :mod:`agentchemist.workcell.tags`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from agentchemist.bench.tags import TAG_CELLS, TAG_SIDE_DESIGN_PX
+from agentchemist.workcell.tags import TAG_CELLS, TAG_SIDE_DESIGN_PX
 from agentchemist.sim.markers import marker_image
 
 __all__ = [

@@ -18,7 +18,7 @@ within half a beaker width in the front image), go back into a reagent bottle wh
 otherwise spill on the bench.
 
 The solid bottle. ``grasp_bottle`` / ``release_bottle`` say whether the weighing gripper holds it (the
-ROS node decides from the arm's poses: sim/bench_effects.py); ``tilt_bottle`` turns it toward a tilt
+ROS node decides from the arm's poses: sim/workcell_effects.py); ``tilt_bottle`` turns it toward a tilt
 at up to 90 deg/s and stops exactly there (an event in ``step``), and refuses while it is not held, so
 powder pours only from a held bottle. ``pour`` sets a tilt rate directly (tests, scripted use) and does
 not ask about the grasp. A tilted bottle is not released.
@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from agentchemist.bench.tags import default_marker_id
+from agentchemist.workcell.tags import default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.sim.audio import AudioEventTruth, AudioSynthError, ContactAudioConfig, ContactAudioSynth
 from agentchemist.sim.beaker import Beaker

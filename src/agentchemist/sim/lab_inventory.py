@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from agentchemist.bench.inventory import Inventory, inventory_from_dict, load_inventory
-from agentchemist.bench.tags import default_marker_id
+from agentchemist.workcell.inventory import Inventory, inventory_from_dict, load_inventory
+from agentchemist.workcell.tags import default_marker_id
 from agentchemist.chemistry.reagents import default_library
 from agentchemist.plan.units import QuantityError, find_quantities
 from agentchemist.sim.scenario import Scenario

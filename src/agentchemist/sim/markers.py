@@ -1,7 +1,7 @@
 """The twin's drawing of the bench's ArUco tags.
 
 The tag table (tag id -> labware id and kind), the dictionary and the free ids are the bench
-description's (:mod:`agentchemist.bench.tags`); finding tags in an image is perception's
+description's (:mod:`agentchemist.workcell.tags`); finding tags in an image is perception's
 (:func:`agentchemist.perception.tags.detect_markers`). This module only renders a tag for the twin's
 cameras. ``MARKER_TABLE``, ``detect_markers`` and the other names below are re-exported from there for
 code that still imports them from here; import them from their home instead.
@@ -14,7 +14,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from agentchemist.bench.tags import ARUCO_DICTIONARY, FREE_IDS, MARKER_TABLE, TAG_CELLS, MarkerInfo, default_marker_id
+from agentchemist.workcell.tags import ARUCO_DICTIONARY, FREE_IDS, MARKER_TABLE, TAG_CELLS, MarkerInfo, default_marker_id
 from agentchemist.perception.tags import aruco_dictionary, detect_markers
 
 __all__ = [

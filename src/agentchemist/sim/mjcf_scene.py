@@ -28,7 +28,7 @@ import cv2
 from agentchemist.sim import mujoco_gl  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
 import mujoco  # noqa: E402
 
-from agentchemist.bench.robot import SIDES
+from agentchemist.workcell.robot import SIDES
 from agentchemist.sim.mujoco_solid import crystal_material, solid_geoms
 from agentchemist.sim.scene_model import FLOOR_Z, SceneBody, SceneGeom, quat_wxyz, write_tag_textures
 

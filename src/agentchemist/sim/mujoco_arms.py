@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from agentchemist.bench.robot import ARM_JOINTS, JOINT_NAMES, SIDES, check_side
+from agentchemist.workcell.robot import ARM_JOINTS, JOINT_NAMES, SIDES, check_side
 from agentchemist.sim.mjcf_scene import CAMERA_FOVY_DEG, CAMERAS, load_scene, mujoco
 from agentchemist.sim.scene_model import SceneBody
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from agentchemist.bench.grasp_points import STIR_BAR_M
+from agentchemist.workcell.grasp_points import STIR_BAR_M
 from agentchemist.sim.drawing import MILKY, MM_PER_PX, POUR_DU, solid_appearance
 from agentchemist.sim.scene_model import WALL_M, SceneBody
 

@@ -1,7 +1,7 @@
 """Kinematic stand-in for the two Piper arms: clamping, first-order follow, gripper stall.
 
 The arms' sides, joint names, joint limits and gripper range are the bench description's
-(:mod:`agentchemist.bench.robot`: the Piper SDK's software limits, which the firmware enforces);
+(:mod:`agentchemist.workcell.robot`: the Piper SDK's software limits, which the firmware enforces);
 commands are clamped to those.
 
 Arms follow their command with a first-order lag (``arm_tau_s``); grippers with a first-order lag whose
@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from agentchemist.bench import robot as _bench
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES, SIDES
+from agentchemist.workcell import robot as _bench
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES, SIDES
 from agentchemist.sim.errors import SimCommandError, finite_number
 
 __all__ = [

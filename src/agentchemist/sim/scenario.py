@@ -30,9 +30,9 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentchemist.limits import InputLimitError, load_yaml, read_text
-from agentchemist.bench.inventory import InventoryError, inventory_from_dict
-from agentchemist.bench.labware import LABWARE_KINDS
-from agentchemist.bench.tags import FREE_IDS, default_marker_id
+from agentchemist.workcell.inventory import InventoryError, inventory_from_dict
+from agentchemist.workcell.labware import LABWARE_KINDS
+from agentchemist.workcell.tags import FREE_IDS, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.sim.errors import ScenarioError
 from agentchemist.sim.indicators import INDICATORS, indicator_for
@@ -72,7 +72,7 @@ FAULT_KINDS = (
     "labware_missing",
     "labware_moved",
 )
-#: The bench's labware kinds (agentchemist.bench.labware), by their bench names.
+#: The bench's labware kinds (agentchemist.workcell.labware), by their bench names.
 LAYOUT_KINDS = tuple(k.name for k in LABWARE_KINDS)
 Side = Literal["left", "right"]
 
@@ -437,7 +437,7 @@ class Scenario(_Model):
             mid = it.marker_id if it.marker_id is not None else default_marker_id(it.id)
             if mid is None:
                 raise ValueError(
-                    f"layout: {it.id} is not in the marker table (agentchemist/bench/tags.py); give marker_id in {FREE_IDS.start}..{FREE_IDS.stop - 1}"
+                    f"layout: {it.id} is not in the marker table (agentchemist/workcell/tags.py); give marker_id in {FREE_IDS.start}..{FREE_IDS.stop - 1}"
                 )
             if mid in markers:
                 raise ValueError(f"layout: marker id {mid} used by both {markers[mid]} and {it.id}")

@@ -1,7 +1,7 @@
 """The lab as 3-D solid bodies: the one scene source that the MuJoCo scene and the Gazebo world are written from.
 
-The bench description (:mod:`agentchemist.bench`: labware kinds, the tag table) and a scenario's layout are
-already laid out in 3-D by :mod:`agentchemist.sim.bench_view` (the twin's rviz markers: sizes from the
+The bench description (:mod:`agentchemist.workcell`: labware kinds, the tag table) and a scenario's layout are
+already laid out in 3-D by :mod:`agentchemist.sim.workcell_view` (the twin's rviz markers: sizes from the
 drawing's own scale, positions in ``base_link``). This module turns those specs into bodies with solid
 shapes, a table under the bench top, and each tagged item's ArUco tag as a textured label on the face the
 robot looks at, so the twin's drawing, rviz, MuJoCo (:mod:`.mjcf_scene`) and Gazebo (:mod:`.sdf_world`) show
@@ -31,10 +31,10 @@ from typing import Any, Iterable
 import cv2
 import numpy as np
 
-from agentchemist.bench.grasp_points import STIR_BAR_M
-from agentchemist.bench.platforms import LABEL_STANDOFF_M, PLATFORM_SIZES, card_tag_centre
-from agentchemist.bench.tags import LABEL_SIDE_M, TAG_QUIET, TAG_SIDE_M
-from agentchemist.sim.bench_view import ADD, BODY, CONTENT, CUBE, CYLINDER, PART, SPHERE, MarkerSpec, twin_markers
+from agentchemist.workcell.grasp_points import STIR_BAR_M
+from agentchemist.workcell.platforms import LABEL_STANDOFF_M, PLATFORM_SIZES, card_tag_centre
+from agentchemist.workcell.tags import LABEL_SIDE_M, TAG_QUIET, TAG_SIDE_M
+from agentchemist.sim.workcell_view import ADD, BODY, CONTENT, CUBE, CYLINDER, PART, SPHERE, MarkerSpec, twin_markers
 from agentchemist.sim.markers import marker_image
 
 __all__ = ["FLOOR_Z", "SceneBody", "SceneGeom", "TagLabel", "scene_bodies", "twin_scene", "write_tag_textures"]

@@ -47,7 +47,7 @@ class LabwareItem:
 
     ``position`` is the (u, v) pixel of the item's base centre in the front camera image;
     ``on`` is the id of the item it stands on (or hangs above, for the pipette), None for the bench.
-    ``marker_id`` is its ArUco tag id (DICT_4X4_50, see :mod:`agentchemist.bench.tags`).
+    ``marker_id`` is its ArUco tag id (DICT_4X4_50, see :mod:`agentchemist.workcell.tags`).
     """
 
     id: str

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentchemist.bench.robot import SIDES
+from agentchemist.workcell.robot import SIDES
 from agentchemist.paths import config_dir
 from agentchemist.policy.primitives import Step, load_poses, plan_primitive, step_reached
 from agentchemist.policy.vla.dataset import IMAGE_KEYS, DatasetWriter

@@ -4,7 +4,7 @@ It follows the piper_driver contract of docs/robot.md:
 
 - the joint state has every joint: ``<side>_joint1..6`` in rad and ``<side>_gripper`` (the opening, m);
 - commands are clamped to the Piper SDK's software limits (the bench description's,
-  ``agentchemist.bench.robot``; the twin clamps to the same) and each joint that starts being clamped
+  ``agentchemist.workcell.robot``; the twin clamps to the same) and each joint that starts being clamped
   is reported;
 - commands are not acted on until trustworthy: the arm stays still (no joint frames at all) until a
   commanded arm position is within ``hold_tolerance_rad`` of the measured one, and the gripper stays
@@ -37,7 +37,7 @@ from typing import Sequence
 
 import can
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, check_side
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, check_side
 from agentchemist.hardware.piper import codec
 from agentchemist.hardware.piper.health import ArmHealth, Fault
 from agentchemist.params import param

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import can
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M
 from agentchemist.hardware.piper import codec
 
 

@@ -5,7 +5,7 @@ policy was trained on; `VLAEpisode` runs one subtask at the control rate: each t
 observations (refusing missing or stale ones), samples an action chunk every ``query_every`` ticks, blends
 every chunk that covers the tick with ACT's temporal ensembling (weights exp(-m * i), the oldest chunk
 i = 0), and turns the blend into a 14-joint command clamped to the bench's position limits
-(agentchemist.bench.robot) and to the URDF's velocity limits from the previous command. A non-finite chunk,
+(agentchemist.workcell.robot) and to the URDF's velocity limits from the previous command. A non-finite chunk,
 or one beyond a limit by more than a margin (garbage model output), aborts the subtask; the caller then
 holds the arms where they are. The subtask is done when the command has settled and the measured joints
 have reached it; it aborts when that does not happen within ``max_duration_s``.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from agentchemist.bench.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
 from agentchemist.params import param
 from agentchemist.paths import config_dir
 from agentchemist.policy.primitives import ALIASES, _grasp_object

@@ -1,4 +1,4 @@
-"""The bench description (agentchemist.bench) is one, consistent, and what the twin, the taught poses and the
+"""The bench description (agentchemist.workcell) is one, consistent, and what the twin, the taught poses and the
 planner's registry agree with."""
 import math
 import subprocess
@@ -7,16 +7,16 @@ import sys
 import pytest
 import yaml
 
-from agentchemist.bench import (ARM_JOINT_LIMITS_RAD, FREE_IDS, GRIPPER_RANGE_M, JOINT_NAMES, LABWARE_KINDS,
-                                MARKER_TABLE, STATIONS, canonical_kind, check_side, default_marker_id, kind_names,
-                                labware_kind, platform_kinds, station_name, station_pose)
+from agentchemist.workcell import (ARM_JOINT_LIMITS_RAD, FREE_IDS, GRIPPER_RANGE_M, JOINT_NAMES, LABWARE_KINDS,
+                                   MARKER_TABLE, STATIONS, canonical_kind, check_side, default_marker_id, kind_names,
+                                   labware_kind, platform_kinds, station_name, station_pose)
 from agentchemist.plan import HardwareRegistry, SceneInfo
 from agentchemist.plan.registry import default_registry_path
 from tests.conftest import REPO
 
 
 def test_the_bench_loads_neither_the_twin_nor_opencv_nor_ros():
-    code = ("import sys, agentchemist.bench; "
+    code = ("import sys, agentchemist.workcell; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('cv2', 'rclpy') or m.startswith('agentchemist.sim')]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)

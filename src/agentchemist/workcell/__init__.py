@@ -1,4 +1,5 @@
-"""The one bench description: what stands on the bench and what the robot can reach, as plain data.
+"""The workcell: the one description of the lab bench, what stands on it and what the robot can reach, as
+plain data. (Named workcell so that "bench" means one thing in this project: `bench/`, the benchmarks.)
 
 Imported alike by perception (which tag is which item), hardware (the arm's limits the driver clamps
 to), the planner (which scene kinds name the same item), control and policy (the stations a beaker is
@@ -11,14 +12,14 @@ carried between) and the twin (what it draws and enforces). It imports nothing o
 - :mod:`.robot`: the two Piper arms: sides, joint names, joint limits and gripper range;
 - :mod:`.stations`: the named stations a beaker is carried between and the devices with a button.
 """
-from agentchemist.bench.labware import (LABWARE_KINDS, LabwareKind, canonical_kind, kind_names, labware_kind,
-                                        platform_kinds)
-from agentchemist.bench.robot import (ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, JOINT_NAMES, PIPER, SIDES,
-                                      ArmSpec, JointLimit, check_side)
-from agentchemist.bench.stations import (BUTTON_SUFFIX, STATION_PREFIX, STATIONS, Station, button_pose,
-                                         station_name, station_pose)
-from agentchemist.bench.tags import (ARUCO_DICTIONARY, FREE_IDS, MARKER_TABLE, TAG_CELLS, TAG_SIDE_DESIGN_PX,
-                                     MarkerInfo, default_marker_id)
+from agentchemist.workcell.labware import (LABWARE_KINDS, LabwareKind, canonical_kind, kind_names, labware_kind,
+                                           platform_kinds)
+from agentchemist.workcell.robot import (ARM_JOINT_LIMITS_RAD, ARM_JOINTS, GRIPPER_RANGE_M, JOINT_NAMES, PIPER, SIDES,
+                                         ArmSpec, JointLimit, check_side)
+from agentchemist.workcell.stations import (BUTTON_SUFFIX, STATION_PREFIX, STATIONS, Station, button_pose,
+                                            station_name, station_pose)
+from agentchemist.workcell.tags import (ARUCO_DICTIONARY, FREE_IDS, MARKER_TABLE, TAG_CELLS, TAG_SIDE_DESIGN_PX,
+                                        MarkerInfo, default_marker_id)
 
 __all__ = [
     "ARM_JOINTS",

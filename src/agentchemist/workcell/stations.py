@@ -1,16 +1,16 @@
 """Named stations: the places the working beaker is carried between, and the devices with a button.
 
-A station is a platform kind of :mod:`agentchemist.bench.labware` (the beaker stands on it). The arm
+A station is a platform kind of :mod:`agentchemist.workcell.labware` (the beaker stands on it). The arm
 that carries the beaker has a taught pose ``beaker_at_<station>`` for each (config/poses.yaml: the open
 jaws around the beaker standing there); a device the press primitive switches on has ``<device>_button``.
-The scripted primitives (policy/primitives.py) plan with these names and the twin (sim/bench_effects.py)
+The scripted primitives (policy/primitives.py) plan with these names and the twin (sim/workcell_effects.py)
 reads the same names off the measured joints. A new station is a row here and its pose in poses.yaml.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentchemist.bench.labware import canonical_kind, labware_kind
+from agentchemist.workcell.labware import canonical_kind, labware_kind
 
 __all__ = ["BUTTON_SUFFIX", "STATIONS", "STATION_PREFIX", "Station", "button_pose", "station_name", "station_pose"]
 

@@ -1,10 +1,10 @@
 """Bench effects of the arms in the twin: carrying the beaker between stations, grasping, tilting and
-releasing the solid bottle, pressing the stirrer's button (sim/bench_effects.py), and the twin's bottle
+releasing the solid bottle, pressing the stirrer's button (sim/workcell_effects.py), and the twin's bottle
 grasp and tilt target (LabTwin.grasp_bottle / release_bottle / tilt_bottle)."""
 import pytest
 
 from agentchemist.policy.primitives import bottle_tilt_joints, load_poses, plan_primitive, step_reached
-from agentchemist.sim.bench_effects import BenchEffects, BenchEffectsConfig, TwinBench
+from agentchemist.sim.workcell_effects import BenchEffects, BenchEffectsConfig, TwinBench
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO

@@ -26,7 +26,7 @@ print them and stick them on the matching items.
 =====  ===============  ================  =====================================================
 
 Ids 20-49 (:data:`FREE_IDS`) are free for scenario-specific items; a layout item not in this table must
-give its own ``marker_id`` there. Kinds are the bench names of :mod:`agentchemist.bench.labware`.
+give its own ``marker_id`` there. Kinds are the bench names of :mod:`agentchemist.workcell.labware`.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ LABEL_SIDE_M = TAG_SIDE_M * (1.0 + 2.0 * TAG_QUIET)
 #: under a 45 mm label) carries the label as a card standing on the bench against that face, rising above
 #: the item's top: flat on the face at mid height, half of the tag was below the bench top and the rest at
 #: the image's bottom edge, where the balance's tag did not decode. The card stands on the bench, so its
-#: tag's centre is half a label above the bench (:func:`agentchemist.bench.platforms.card_tag_centre`).
+#: tag's centre is half a label above the bench (:func:`agentchemist.workcell.platforms.card_tag_centre`).
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ The vision supervisor reports each item by its ArUco tag's pose (the tag's centr
 x to the right of the printed tag as read, y up it, z out of its face toward the reader). An offset here is
 a point in that frame, so it follows the item however it stands or leans (the pipette rests leaning on
 the beaker's rim). Sizes are the bench's labware as the twin's scene has them (the front drawing's scale,
-50 mm per 46 design px, :mod:`agentchemist.sim.drawing`; laid out in 3-D by ``sim/bench_view.py`` and
+50 mm per 46 design px, :mod:`agentchemist.sim.drawing`; laid out in 3-D by ``sim/workcell_view.py`` and
 ``sim/scene_model.py``, which tests/unit/test_policy_seen_targets.py checks these numbers against):
 
 - the tag: a printed side of 30 mm with a 25 % quiet zone (a 45 mm label) on the face toward the robot,
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentchemist.bench.platforms import LABEL_STANDOFF_M
-from agentchemist.bench.tags import LABEL_SIDE_M
+from agentchemist.workcell.platforms import LABEL_STANDOFF_M
+from agentchemist.workcell.tags import LABEL_SIDE_M
 
 __all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "STIR_BAR_M", "TAG_LABEL_M",
            "TAG_STANDOFF_M", "beaker_size_m", "grasp_point"]

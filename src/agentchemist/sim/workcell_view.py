@@ -16,7 +16,7 @@ identity rotation)::
                  ahead of the deck's front edge (x = 0.3425): every item the shipped scenarios place
                  (|y| <= 0.16 m, up to 0.19 m behind the row) is 0.33-0.57 m from the nearer arm's
                  base, inside the Piper's 0.626 m reach, and the bench's front edge (0.47 m) clears
-                 the deck (tests/unit/test_sim_bench_view.py checks both against the URDF).
+                 the deck (tests/unit/test_sim_workcell_view.py checks both against the URDF).
     y = 0        centred between the two arms (mounted at y = +-0.30).
     z = 0.615 m  the deck top, the plane the arm bases stand on (deck at 0.60 m, 0.03 m thick): the
                  Piper is a tabletop arm, made to work on the surface it stands on. (The front camera, 1.15 m up and pitched

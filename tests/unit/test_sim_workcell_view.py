@@ -1,4 +1,4 @@
-"""Bench markers for rviz (agentchemist.sim.bench_view): they follow the twin (moves, drops, colour, missing
+"""Bench markers for rviz (agentchemist.sim.workcell_view): they follow the twin (moves, drops, colour, missing
 items, stirrer, readings), stay finite, and put the bench where the robot's arms can reach it."""
 import glob
 import math
@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from agentchemist.sim import bench_view as bv
+from agentchemist.sim import workcell_view as bv
 from agentchemist.sim.indicators import WATER_RGB
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.scenario import load_scenario, read_scenario_yaml, scenario_from_dict

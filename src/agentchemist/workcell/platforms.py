@@ -4,7 +4,7 @@ The scene check decides in 3-D whether a beaker stands on the stirrer (perceptio
 beaker's tag must lie over the platform's footprint and above its top, measured from the platform's own
 tag. That needs the platform's size and where its tag sits on it, which are facts of the bench, here.
 
-Sizes are the bench's items as the twin draws them (sim/drawing.py and sim/bench_view.py: a 92 x 24 design
+Sizes are the bench's items as the twin draws them (sim/drawing.py and sim/workcell_view.py: a 92 x 24 design
 px stirrer and an 84 x 20 px balance at the drawing's 50/46 mm per px, square footprints), so the 3-D scene
 (sim/scene_model.py) and this table agree (tests/unit/test_tag_pose.py checks it). Measure the lab's own
 plates and change them here.
@@ -12,14 +12,14 @@ plates and change them here.
 Frame of a platform (``platform frame``): origin on the bench at the middle of its front edge (the edge
 toward the robot); x back, away from the robot; y to the robot's left; z up. Its tag is on a card standing on
 the bench against the front face and rising above the top (a 45 mm label does not fit on a 22-26 mm high
-face; see :mod:`agentchemist.bench.tags`).
+face; see :mod:`agentchemist.workcell.tags`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from agentchemist.bench.tags import LABEL_SIDE_M
+from agentchemist.workcell.tags import LABEL_SIDE_M
 
 __all__ = ["LABEL_STANDOFF_M", "PLATFORM_SIZES", "PlatformSize", "card_tag_centre"]
 

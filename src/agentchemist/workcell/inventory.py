@@ -1,7 +1,7 @@
 """The lab inventory: what the lab believes each tagged container holds.
 
 Every bottle (and, when the lab records it, the working beaker) carries the ArUco tag of the bench's tag
-table (:mod:`agentchemist.bench.tags`). The camera pipeline finds the tag; this file says what the
+table (:mod:`agentchemist.workcell.tags`). The camera pipeline finds the tag; this file says what the
 container with that tag holds: a reagent of ``config/reagents.yaml``, its concentration and unit, the lot
 and when it was prepared. So a bottle's identity and concentration come from the bench, never from the
 instruction, and the planner can refuse an instruction that asks for something else.
@@ -26,7 +26,7 @@ from typing import Any, Literal, Mapping
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agentchemist.bench.tags import FREE_IDS, MARKER_TABLE, default_marker_id
+from agentchemist.workcell.tags import FREE_IDS, MARKER_TABLE, default_marker_id
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
 from agentchemist.limits import Limits, load_yaml, read_text
 from agentchemist.paths import config_dir

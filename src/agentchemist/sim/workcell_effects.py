@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from agentchemist.bench.stations import BUTTON_SUFFIX, STATION_PREFIX
+from agentchemist.workcell.stations import BUTTON_SUFFIX, STATION_PREFIX
 from agentchemist.policy.primitives import BOTTLE_POSE, BOTTLE_SIDE, POUR_POSE, Poses, bottle_tilt_deg
 from agentchemist.sim.lab import BOTTLE_UPRIGHT_DEG
 

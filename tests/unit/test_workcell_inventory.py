@@ -1,10 +1,10 @@
-"""The lab inventory (agentchemist.bench.inventory): what each tagged container holds, validated and within
+"""The lab inventory (agentchemist.workcell.inventory): what each tagged container holds, validated and within
 the file limits; the twin's inventory (sim/lab_inventory.py) layers labels and the scenario's block on it."""
 from __future__ import annotations
 
 import pytest
 
-from agentchemist.bench.inventory import InventoryError, inventory_from_dict, load_inventory
+from agentchemist.workcell.inventory import InventoryError, inventory_from_dict, load_inventory
 from agentchemist.sim.lab_inventory import label_entry, twin_inventory
 from agentchemist.sim.scenario import load_scenario
 from tests.conftest import REPO
