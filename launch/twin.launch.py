@@ -12,7 +12,7 @@ does it in one process; here any action client does.
 
 robot_state_publisher turns the URDF and lab_sim's /joint_states into TF, so the arms move in rviz; the
 bench is lab_sim's MarkerArray on /lab/bench_markers (the twin's 2-D front-camera layout mapped onto a bench
-top in front of the robot, in base_link; src/agentchemist/sim/bench_view.py).
+top in front of the robot, in base_link; src/agentchemist/sim/workcell_view.py).
 """
 import os
 import sys

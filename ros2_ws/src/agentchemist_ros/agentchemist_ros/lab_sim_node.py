@@ -4,7 +4,7 @@ Publishes /clock (sim time, faster than real time), instrument readings, contact
 joint states and ground truth; follows gripper and arm commands. The twin itself is
 agentchemist.sim.LabTwin; this node only paces it and translates messages.
 
-Bench effects of the arms (agentchemist.sim.bench_effects, fed every tick with the measured joints):
+Bench effects of the arms (agentchemist.sim.workcell_effects, fed every tick with the measured joints):
 the right gripper closing on the beaker at `beaker_at_<X>` and opening at `beaker_at_<Y>` moves it onto
 station Y; the left gripper closing at `solid_bottle` grasps the bottle, whose tilt then follows the
 left wrist at the pour pose (twin.tilt_bottle); reaching `stirrer_button` switches the stirrer on.
@@ -18,7 +18,7 @@ Pacing (agentchemist.sim.lab_sim_config.LabSimConfig): a tick advances sim time 
 out when due (agentchemist.sim.streams); a timer at the pace ticks, or with free_run each tick queues the next
 behind its messages; while a gripper controller streams commands a tick waits for its answer (sim.lockstep).
 
-For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (agentchemist.sim.bench_view:
+For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (agentchemist.sim.workcell_view:
 the front-image layout mapped onto a bench top in front of the robot), in base_link (no bench TF is
 published: tf2_msgs has no PyPI wheel), at marker_rate_hz of wall time.
 """
@@ -36,8 +36,8 @@ from visualization_msgs.msg import MarkerArray
 from agentchemist.paths import scene_asset_dir, urdf_file
 from agentchemist.policy.primitives import load_poses
 from agentchemist.sim.arm_backends import make_arm_backend
-from agentchemist.sim.bench_effects import TwinBench
-from agentchemist.sim.bench_view import twin_markers
+from agentchemist.sim.workcell_effects import TwinBench
+from agentchemist.sim.workcell_view import twin_markers
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.lab_sim_config import LabSimConfig
 from agentchemist.sim.lockstep import STREAMING_TICKS, Lockstep

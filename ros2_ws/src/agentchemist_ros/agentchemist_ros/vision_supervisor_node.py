@@ -54,7 +54,7 @@ class VisionSupervisorNode(GuardedNode):
                                      "Check the preconditions on the front camera before the first action")
         self.sup_config = declare_config(self, SupervisionConfig)  # the core's thresholds, ranges and units
         self.region = LiquidRegionConfig(marker_id=declare(
-            self, "beaker_marker_id", 1, "ArUco id of the titration beaker (agentchemist/bench/tags.py)", low=0, high=49))
+            self, "beaker_marker_id", 1, "ArUco id of the titration beaker (agentchemist/workcell/tags.py)", low=0, high=49))
         self.vision_backend, self.inventory_file = declared_backend(self), declared_inventory(self)
         # DDS discovery of another node's action server can take seconds on a loaded machine (answers.py).
         self.agent_wait_s = declare(self, "agent_wait_s", 15.0, "Wall seconds to wait for an agent's action server "

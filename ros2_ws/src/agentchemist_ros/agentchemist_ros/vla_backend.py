@@ -18,7 +18,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from agentchemist.bench.robot import JOINT_NAMES
+from agentchemist.workcell.robot import JOINT_NAMES
 from agentchemist.policy.vla.serve import Observation, PolicyAbort, PolicyRefused, VLARunner
 from agentchemist_interfaces.action import ExecuteSubtask
 from agentchemist_interfaces.msg import Anomaly, AudioChunk

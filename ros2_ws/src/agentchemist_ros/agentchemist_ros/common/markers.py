@@ -1,4 +1,4 @@
-"""The twin's bench as visualization_msgs: one Marker per bench_view.MarkerSpec (lab_sim publishes them)."""
+"""The twin's bench as visualization_msgs: one Marker per workcell_view.MarkerSpec (lab_sim publishes them)."""
 from std_msgs.msg import Header
 from visualization_msgs.msg import Marker
 
@@ -7,7 +7,7 @@ _SHAPES = {"cube": Marker.CUBE, "cylinder": Marker.CYLINDER, "sphere": Marker.SP
 
 
 def marker_msg(spec, stamp) -> Marker:
-    """visualization_msgs/Marker of a bench_view.MarkerSpec (lifetime 0: it stays until replaced)."""
+    """visualization_msgs/Marker of a workcell_view.MarkerSpec (lifetime 0: it stays until replaced)."""
     msg = Marker(header=Header(stamp=stamp, frame_id=spec.frame), ns=spec.ns, id=spec.id)
     if spec.action == "delete":
         msg.action = Marker.DELETE

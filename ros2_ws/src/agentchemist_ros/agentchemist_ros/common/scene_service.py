@@ -10,7 +10,7 @@ import json
 from geometry_msgs.msg import Point, Pose, Quaternion
 from sensor_msgs.msg import CameraInfo, Image
 
-from agentchemist.bench.inventory import InventoryError, load_inventory
+from agentchemist.workcell.inventory import InventoryError, load_inventory
 
 from agentchemist.perception.scene import describe_scene
 from agentchemist.perception.tag_pose import CameraModel, CameraModelError, depth_metres

@@ -19,7 +19,7 @@ import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 
-from agentchemist.bench.robot import JOINT_NAMES
+from agentchemist.workcell.robot import JOINT_NAMES
 from agentchemist.policy.vla.dataset import ACTION, IMAGE_KEYS, STATE, DatasetWriter
 from agentchemist.policy.vla.teleop import TeleopEpisode
 from agentchemist_interfaces.msg import AudioChunk
