@@ -198,7 +198,7 @@ def test_the_cluttered_render_has_only_the_working_beaker_on_the_stirrer(render)
 
 def test_bench_description_platforms_match_the_3d_scene(render):
     """One scene source: the stirrer and balance sizes perception measures against are the bodies the
-    scene is built of, and their tags are where bench/platforms.py says."""
+    scene is built of, and their tags are where workcell/platforms.py says."""
     from agentchemist.sim.lab import LabTwin
     from agentchemist.sim.scenario import load_scenario
     from agentchemist.sim.scene_model import twin_scene

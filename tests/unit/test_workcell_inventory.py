@@ -14,7 +14,7 @@ SCENARIOS = REPO / "config" / "scenarios"
 
 def test_the_shipped_inventory_names_the_titrant_bottle_by_its_tag():
     inv = load_inventory()
-    entry = inv.for_tag(6)  # titrant_bottle's tag (bench/tags.py)
+    entry = inv.for_tag(6)  # titrant_bottle's tag (workcell/tags.py)
     assert entry is inv.for_labware("titrant_bottle")
     assert (entry.reagent, entry.concentration_m, entry.describe()) == ("naoh", 0.1, "0.1 M sodium hydroxide")
     assert entry.as_scene()["concentration_m"] == 0.1 and entry.lot

@@ -20,7 +20,7 @@ Frames: the pose is the tag's, not the item's centre: position (m) of the printe
 camera's optical frame (x right, y down, z forward, REP 103's ``*_optical`` convention) and the tag's
 orientation there as a unit quaternion (x, y, z, w): the tag's x axis along its top edge to the right, y
 up along the tag, z out of its printed face toward the camera (OpenCV's ArUco convention). Where each
-tag sits on its item is the bench description's (bench/tags.py, bench/platforms.py). No intrinsics (the
+tag sits on its item is the bench description's (workcell/tags.py, workcell/platforms.py). No intrinsics (the
 kinematic twin's 2-D drawing): no pose (``None``).
 """
 from __future__ import annotations

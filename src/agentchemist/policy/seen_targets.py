@@ -189,7 +189,7 @@ class SeenTargets:
 
     def point_on(self, frame: str, obj: SeenObject, stamp: float, now: float,
                  joints: Mapping[str, float] | None = None) -> np.ndarray:
-        """The item's grasp point (bench/grasp_points.py) in the robot's base."""
+        """The item's grasp point (workcell/grasp_points.py) in the robot's base."""
         r, p = self.base_pose(frame, obj, stamp, now, joints)
         return p + r @ np.asarray(grasp_point(canonical_kind(obj.kind)).offset)
 

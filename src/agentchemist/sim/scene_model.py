@@ -48,7 +48,7 @@ BULB_KIND_MASS_KG = 0.012  # a rubber-bulb pipette, glass tube and bulb
 FREE_KINDS = ("pipette",)
 FLAG_KINDS = ("pipette", "ph_probe")  # thin items whose tag is a flag at their top
 PROBE_FLAG_TILT_RAD = 0.6
-#: The stir bar (bench/grasp_points.py: 20 mm long, 6 mm thick) is drawn as a white PTFE capsule.
+#: The stir bar (workcell/grasp_points.py: 20 mm long, 6 mm thick) is drawn as a white PTFE capsule.
 STIR_BAR_RGBA = (0.97, 0.97, 0.97, 1.0)
 
 
@@ -189,7 +189,7 @@ def _tag_label(kind: str, marker_id: int, half_x: float, height: float) -> TagLa
     card = LABEL_STANDOFF_M - 0.0005  # the label box's centre: its printed face LABEL_STANDOFF_M proud
     if kind in PLATFORM_SIZES and height < LABEL_SIDE_M:
         # A face lower than the label (stirrer plate, balance): a card standing on the bench against it
-        # (bench/tags.py, bench/platforms.py card_tag_centre), so no part of the tag is below the bench top.
+        # (workcell/tags.py, workcell/platforms.py card_tag_centre), so no part of the tag is below the bench top.
         x, z = card_tag_centre()
         return TagLabel(marker_id, (-half_x + x + 0.0005, 0.0, -height / 2.0 + z))
     # On the front face (-x, toward the robot), at mid height of the body, just proud of the surface;

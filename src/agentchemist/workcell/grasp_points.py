@@ -35,8 +35,8 @@ __all__ = ["GRASP_POINTS", "GraspPoint", "MM_PER_DESIGN_PX", "PIPETTE", "STIR_BA
            "TAG_STANDOFF_M", "beaker_size_m", "grasp_point"]
 
 MM_PER_DESIGN_PX = 50.0 / 46.0   #: the drawing's scale: a 100 mL low-form beaker, 50 mm, is 46 design px
-TAG_LABEL_M = LABEL_SIDE_M         #: the printed tag with its quiet zone (bench/tags.py)
-TAG_STANDOFF_M = LABEL_STANDOFF_M  #: the label's printed face in front of the item's widest part (bench/platforms.py)
+TAG_LABEL_M = LABEL_SIDE_M         #: the printed tag with its quiet zone (workcell/tags.py)
+TAG_STANDOFF_M = LABEL_STANDOFF_M  #: the label's printed face in front of the item's widest part (workcell/platforms.py)
 
 
 def _px(n: float) -> float:
