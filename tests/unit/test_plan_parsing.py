@@ -91,10 +91,12 @@ def test_guard_accepts_text_and_refuses_bad_input():
 
 def test_protocol_library_retrieval_and_fill_errors(tmp_path: Path):
     lib = ProtocolLibrary.load()
-    assert lib.families() == ["acid_base_titration", "complexometric_titration", "weighing_dissolution"]
+    assert lib.families() == ["acid_base_titration", "complexometric_titration", "naoh_standardisation",
+                              "weighing_dissolution"]
     assert lib.retrieve("titrate the acid to pH 7")[0][0].id == "acid_base_titration"
     assert lib.retrieve("EDTA titration of calcium")[0][0].id == "complexometric_titration"
     assert lib.retrieve("weigh 2 g and dissolve")[0][0].id == "weighing_dissolution"
+    assert lib.retrieve("standardise the NaOH against 0.51 g of KHP")[0][0].id == "naoh_standardisation"
     assert lib.retrieve("hello") == []
     with pytest.raises(ProtocolError, match="no value for placeholder"):
         lib.for_family("acid_base_titration").fill({})

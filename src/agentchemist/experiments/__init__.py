@@ -12,7 +12,7 @@ from agentchemist.experiments.family import ASPECTS, Family
 __all__ = ["ASPECTS", "FAMILIES", "Family", "UnknownFamilyError", "family", "family_names"]
 
 #: one line per family: the folder under agentchemist/experiments/
-_FOLDERS = ("acid_base", "complexometric", "weighing")
+_FOLDERS = ("acid_base", "complexometric", "weighing", "standardisation")
 
 
 class UnknownFamilyError(KeyError):
