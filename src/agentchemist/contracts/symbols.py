@@ -45,11 +45,10 @@ class Symbol(StrEnum):
     HOLD = "hold"                      #: supervisor -> dispenser: keep the goal, squeeze nothing
     RELEASE = "release"                #: supervisor -> dispenser: a hold's reason is gone
     RESUME = "resume"                  #: supervisor -> dispenser: the solution settled, next drop
-    PH_SETTLED = "ph_settled"
+    PH_SETTLED = "ph_settled"          #: the recorder's name for a settled pH (a record quantity, never sent today)
     MASS_SETTLED = "mass_settled"      #: supervisor -> recorder: the balance settled (mass_g, final)
     ARTIFACT = "artifact"              #: an agent -> recorder: a file belonging to the run
-    NOISE = "noise"
-    AUDIO_NOISE = "audio_noise"
+    DISPATCH = "dispatch"              #: supervisor -> the subtask's agent: what to do (primitive, parameters)
     RECORD_CLOSED = "record_closed"    #: recorder -> summarizer: the store is closed, report it
     REPORT_WRITTEN = "report_written"  #: summarizer -> planner
     REPORT_FAILED = "report_failed"    #: summarizer -> planner
