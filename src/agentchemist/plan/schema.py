@@ -20,6 +20,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from agentchemist.experiments import family_names
+
 __all__ = [
     "FAMILIES",
     "ROLES",
@@ -43,9 +45,11 @@ __all__ = [
     "VisionParams",
 ]
 
-Family = Literal["acid_base_titration", "complexometric_titration", "weighing_dissolution"]
+# The registered experiment families (agentchemist.experiments), as a Literal so that a plan names one of
+# them and the JSON schema a language model is shown lists them.
+FAMILIES: tuple[str, ...] = family_names()
+Family = Literal[FAMILIES]  # type: ignore[valid-type]  # built from the registry
 Role = Literal["analyte", "titrant", "solid", "solvent", "indicator"]
-FAMILIES: tuple[str, ...] = ("acid_base_titration", "complexometric_titration", "weighing_dissolution")
 ROLES: tuple[str, ...] = ("analyte", "titrant", "solid", "solvent", "indicator")
 
 # Identifiers used as state names, symbols, subtask ids and agent names: lower snake case, so that they

@@ -11,12 +11,18 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "TITRATION_WORDS",
+    "WEIGH_WORDS",
     "determination_intent",
     "experiment_request",
     "fix_key_words",
     "not_an_experiment_request",
     "standardised_name_span",
 ]
+
+# Words that ask for a titration, and for a weighing (the families' planning recognises instructions by them).
+TITRATION_WORDS = re.compile(r"titrat|neutrali[sz]|equivalence|end\s?point|\bburet", re.I)
+WEIGH_WORDS = re.compile(r"\bweigh|\bbalance\b|\bdissolv|\bmake\s+up\b|\bprepare\b|\bmake\s+\d", re.I)
 
 # The words the parser keys on. A word within one edit (two for words of 7+ letters; a swap of two
 # letters is one edit) of one of these, with the same first letter, is read as it.
