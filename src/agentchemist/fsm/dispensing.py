@@ -6,6 +6,7 @@ holds (a candidate colour change, a stale camera) cancel the goal and resume wit
 of the volume cap. The dispenser never decides the endpoint (see agentchemist.fsm.supervision): its
 goal ends at a hard limit (volume cap, empty pipette, an anomaly, a timeout), or is cancelled.
 
+The goal itself is a validated request (agentchemist.contracts.dispense: `drop_goal`, `pour_request`).
 `DispenseBook` keeps the bookkeeping that spans those goals (the subtask, the volume the cancelled goals
 dispensed, whether a goal is on its way, held, stopped); `decide_result` is the table from a goal's
 result to what the experiment does next.
@@ -17,30 +18,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
 
-
-@dataclass(frozen=True)
-class DropGoal:
-    """A drop-wise dispensing goal (the Dispense action's drops mode)."""
-    target_volume_ml: float
-    target_ph: float | None      #: paces the dispenser; the endpoint is the supervisor's
-    ph_direction: int            #: +1 rising, -1 falling, 0 none (decided once per experiment)
-    rate_mm_s: float
-    wait_on_change_threshold: float
-    stable_window_s: float
-    settle_each_drop: bool
-    resume_on_command: bool      #: each WAIT after a drop ends on the supervisor's ph_stable
+from agentchemist.contracts.dispense import DropsRequest, PourRequest, RequestError
 
 
-@dataclass(frozen=True)
-class PourGoal:
-    """Pour a mass of solid (the Dispense action's solid_pour mode); the balance decides target_mass."""
-    target_mass_g: float
-    mass_tolerance_g: float
-    tilt_rate_deg_s: float
-    side: str
-    wait_on_change_threshold: float
-    stable_window_s: float
-    settle_each_drop: bool
+#: The executor's names for the two requests (agentchemist.contracts.dispense), kept for its callers.
+DropGoal, PourGoal = DropsRequest, PourRequest
 
 
 @dataclass(frozen=True)
@@ -69,13 +51,24 @@ def _number(params: Mapping[str, Any], key: str) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def pour_goal(params: Mapping[str, Any]) -> PourGoal:
-    return PourGoal(target_mass_g=_number(params, "target_mass_g"),
-                    mass_tolerance_g=_number(params, "mass_tolerance_g"),
-                    tilt_rate_deg_s=_number(params, "tilt_rate_deg_s"), side=str(params.get("side") or ""),
-                    wait_on_change_threshold=_number(params, "wait_on_change_threshold"),
-                    stable_window_s=_number(params, "stable_window_s"),
-                    settle_each_drop=bool(params.get("settle_each_drop")))
+def _setting(params: Mapping[str, Any], key: str) -> float | None:
+    """A plan's optional setting: None (the dispenser's configured default) when absent or 0, as the plan
+    has always meant it."""
+    return _number(params, key) or None
+
+
+def pour_request(params: Mapping[str, Any]) -> PourRequest:
+    """The pour of a pour_solid subtask from its parameters. Raises RequestError."""
+    return PourRequest(target_mass_g=_number(params, "target_mass_g"),
+                       mass_tolerance_g=_setting(params, "mass_tolerance_g"),
+                       tilt_rate_deg_s=_setting(params, "tilt_rate_deg_s"), side=str(params.get("side") or "") or None,
+                       change_rate_threshold_g_s=_setting(params, "wait_on_change_threshold"),
+                       stable_window_s=_setting(params, "stable_window_s"),
+                       settle_each_drop=bool(params.get("settle_each_drop")))
+
+
+#: the executor's name for it (kept for its callers)
+pour_goal = pour_request
 
 
 class DispenseBook:
@@ -90,8 +83,9 @@ class DispenseBook:
         self.resume_pending = False      #: resume once the cancelled goal has returned its result
         self.dispensed_before_ml = 0.0   #: by goals cancelled for a hold (the cap counts them)
 
-    def drop_goal(self, task, *, colour_endpoint: bool, ph_direction: int, resume: bool) -> DropGoal | str:
-        """The goal for `task` (a resumed one asks for what is left of the cap), or why there is none."""
+    def drop_goal(self, task, *, colour_endpoint: bool, ph_direction: int, resume: bool) -> DropsRequest | str:
+        """The request for `task` (a resumed one asks for what is left of the cap), or why there is none (a
+        volume cap already dispensed, or parameters the request refuses)."""
         p = task.parameters
         target_ph = p.get("target_ph")
         has_ph = isinstance(target_ph, (int, float)) and not isinstance(target_ph, bool) and math.isfinite(target_ph)
@@ -104,14 +98,17 @@ class DispenseBook:
             if volume <= 0.0:
                 return f"the volume cap was dispensed before the colour change ({self.dispensed_before_ml:.3f} mL)"
         self.task = task
-        return DropGoal(target_volume_ml=volume, target_ph=float(target_ph) if has_ph else None,
-                        ph_direction=ph_direction if has_ph else 0, rate_mm_s=_number(p, "rate_mm_s"),
-                        wait_on_change_threshold=_number(p, "wait_on_change_threshold"),
-                        stable_window_s=_number(p, "stable_window_s"),
-                        settle_each_drop=bool(p.get("settle_each_drop")),
-                        # The supervisor's ph_stable (which records each drop's settled pH) paces the
-                        # dispenser when the instruction asks to act only on a settled pH.
-                        resume_on_command=bool(p.get("settle_each_drop")))
+        try:
+            return DropsRequest(target_volume_ml=volume or None, target_ph=float(target_ph) if has_ph else None,
+                                ph_direction=ph_direction if has_ph else 0, rate_mm_s=_setting(p, "rate_mm_s"),
+                                change_rate_threshold_ph_s=_setting(p, "wait_on_change_threshold"),
+                                stable_window_s=_setting(p, "stable_window_s"),
+                                settle_each_drop=bool(p.get("settle_each_drop")),
+                                # The supervisor's ph_stable (which records each drop's settled pH) paces the
+                                # dispenser when the instruction asks to act only on a settled pH.
+                                resume_on_command=bool(p.get("settle_each_drop")))
+        except RequestError as exc:
+            return f"dispense request refused: {exc}"
 
     # ------------------------------------------------------------------ a goal's way
     def sending(self) -> None:

@@ -9,7 +9,6 @@ end; the audio supervisor and the recorder read it). A bad goal is refused with 
 The vision supervisor's `hold` / `release` / `resume` messages pace it; holds outlive a goal. Calibrate is a
 coroutine awaiting a Future the timer completes (common/waiting.py), refused while a Dispense goal runs.
 """
-import json
 import threading
 from dataclasses import asdict
 
@@ -21,8 +20,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, GoalRequest,
-                                                   Refusal, StateChange, refused)
+from agentchemist.contracts import Symbol
+from agentchemist.contracts.dispense import RequestError
+from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, Refusal,
+                                                   StateChange, refused)
 from agentchemist.control.dispenser import DispenserConfig
 from agentchemist.fsm.episodes import Episodes
 from agentchemist.control.solid_pour import SolidPourConfig
@@ -35,6 +36,7 @@ from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
+from agentchemist_ros.common.goals import dispense_request, hold_reason, tap_payload
 from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import hold_until
@@ -151,18 +153,15 @@ class DispenserControllerNode(GuardedNode):
     def on_message(self, msg):
         if msg.receiver != self.get_name():
             return
-        if msg.symbol == "resume":
+        if msg.symbol == Symbol.RESUME:
             with self.lock:
                 self.session.resume()
-        elif msg.symbol in ("hold", "release"):
-            try:
-                reason = str(json.loads(msg.payload_json or "{}").get("reason", "")) or "supervisor"
-            except (json.JSONDecodeError, AttributeError):
-                reason = "supervisor"
+        elif msg.symbol in (Symbol.HOLD, Symbol.RELEASE):
+            reason = hold_reason(msg.payload_json)
             with self.lock:
-                holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == "hold")
+                holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == Symbol.HOLD)
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {holds or 'none'}")
-            if msg.symbol == "hold" and self.wall_clock:
+            if msg.symbol == Symbol.HOLD and self.wall_clock:
                 self.step()
 
     # ------------------------------------------------------------------ control loop
@@ -187,8 +186,8 @@ class DispenserControllerNode(GuardedNode):
                 stamp=to_msg(est.stamp), quantity="titrant_volume", unit="mL", channel="statistical",
                 value=est.value_ml, delta=est.delta_ml, confidence=est.confidence, fsm_state="", event_id="", **ids))
         for tap in tick.taps:
-            self.msg_pub.publish(AgentMessage(stamp=to_msg(tap.stamp), sender=self.get_name(), symbol="tap",
-                                              receiver="vision_supervisor", payload_json=json.dumps(tap.payload),
+            self.msg_pub.publish(AgentMessage(stamp=to_msg(tap.stamp), sender=self.get_name(), symbol=Symbol.TAP,
+                                              receiver="vision_supervisor", payload_json=tap_payload(tap.payload),
                                               **ids))
         for a in tick.anomalies:
             self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved, **ids)
@@ -243,11 +242,15 @@ class DispenserControllerNode(GuardedNode):
 
     # ------------------------------------------------------------------ Dispense
     async def execute(self, goal_handle):
-        request = GoalRequest.of(goal_handle.request)
+        try:
+            request = dispense_request(goal_handle.request)
+        except RequestError as exc:  # a goal that cannot be carried out as asked: refused at once
+            return self._refuse(goal_handle, goal_handle.request.mode or DROPS,
+                                Refusal(str(exc), exc.experiment_id, exc.subtask_id))
         await hold_until(self, lambda: self._inputs_ready(request), self.input_wait_s, "the dispenser's inputs")
         started = self._start(lambda: self.session.start(request, now=node_now(self)), goal_handle)
         if isinstance(started, Refusal):
-            return self._refuse(goal_handle, request, started)
+            return self._refuse(goal_handle, request.mode, started)
         job, done = started
         self.publish_state(self.session.start_state(job))
         self.get_logger().info(job.summary)
@@ -276,12 +279,12 @@ class DispenserControllerNode(GuardedNode):
         with self.lock:
             return self.cmd_pub.get_subscription_count() > 0 and not self.session.missing_inputs(request, node_now(self))
 
-    def _refuse(self, goal_handle, request, refusal: Refusal):
+    def _refuse(self, goal_handle, mode: str, refusal: Refusal):
         self.get_logger().error(f"dispense goal refused: {refusal}")
         self.report("bad_goal", "warn", f"dispense goal refused: {refusal}", experiment_id=refusal.experiment_id,
                     subtask_id=refusal.subtask_id, response="none")
         goal_handle.abort()
-        return Dispense.Result(**asdict(refused(request.mode or DROPS, str(refusal))))
+        return Dispense.Result(**asdict(refused(mode, str(refusal))))
 
     def report(self, kind, severity, description, response="", experiment_id=None, subtask_id=None, resolved=False):
         """An anomaly; its ids default to the running job's."""

@@ -1,24 +1,39 @@
-"""Core goals (agentchemist.fsm.dispensing, the executor's policy payload) as action goal messages."""
+"""Core goals as action goal messages and back: the dispense request (agentchemist.contracts.dispense) to and
+from the Dispense action's Goal (the only place that does), the executor's policy payload, and the two
+payloads the dispenser exchanges with the supervisor (a hold's reason, a pour's tap)."""
+import dataclasses
 import json
 
-from agentchemist.fsm.dispensing import DropGoal, PourGoal
+from agentchemist.contracts.dispense import DispenseRequest, from_goal_fields, goal_fields
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
 
 
-def dispense_goal(experiment_id: str, subtask_id: str, g: DropGoal | PourGoal) -> Dispense.Goal:
-    if isinstance(g, PourGoal):
-        return Dispense.Goal(experiment_id=experiment_id, subtask_id=subtask_id, mode="solid_pour",
-                             target_mass_g=g.target_mass_g, mass_tolerance_g=g.mass_tolerance_g,
-                             tilt_rate_deg_s=g.tilt_rate_deg_s, side=g.side, settle_each_drop=g.settle_each_drop,
-                             wait_on_change_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s)
-    return Dispense.Goal(experiment_id=experiment_id, subtask_id=subtask_id, target_volume_ml=g.target_volume_ml,
-                         use_target_ph=g.target_ph is not None, target_ph=g.target_ph or 0.0,
-                         ph_direction=g.ph_direction, rate_mm_s=g.rate_mm_s,
-                         wait_on_change_threshold=g.wait_on_change_threshold, stable_window_s=g.stable_window_s,
-                         settle_each_drop=g.settle_each_drop, resume_on_command=g.resume_on_command)
+def dispense_goal(experiment_id: str, subtask_id: str, request: DispenseRequest) -> Dispense.Goal:
+    """The goal message for `request`, sent for the subtask `subtask_id` of `experiment_id`."""
+    request = dataclasses.replace(request, experiment_id=experiment_id, subtask_id=subtask_id)
+    return Dispense.Goal(**goal_fields(request))
+
+
+def dispense_request(goal: Dispense.Goal) -> DispenseRequest:
+    """The request a goal message carries. Raises RequestError (naming the goal's ids) for one it cannot be."""
+    return from_goal_fields(goal)
 
 
 def subtask_goal(experiment_id: str, task, payload) -> ExecuteSubtask.Goal:
     return ExecuteSubtask.Goal(experiment_id=experiment_id, subtask_id=task.id, instruction=task.description,
                                target_state=task.expected_transition.target if task.expected_transition else "",
                                payload_json=json.dumps(dict(payload)))
+
+
+# ---------------------------------------------------------------------- the dispenser's notes
+def hold_reason(payload_json: str) -> str:
+    """The reason a hold or release gives ("supervisor" when it gives none or cannot be read)."""
+    try:
+        return str(json.loads(payload_json or "{}").get("reason", "")) or "supervisor"
+    except (json.JSONDecodeError, AttributeError):
+        return "supervisor"
+
+
+def tap_payload(payload: dict) -> str:
+    """A pour pulse's tap (agentchemist.control.session_types.Tap) as the AgentMessage's payload."""
+    return json.dumps(payload)
