@@ -33,7 +33,7 @@ from agentchemist.chemistry.analysis_uncertainty import (
     combine_budget,
 )
 
-__all__ = ["KHP", "PrimaryStandard", "Standardisation", "resolution_of", "standardise"]
+__all__ = ["KHP", "STANDARDS", "PrimaryStandard", "Standardisation", "resolution_of", "standardise"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class PrimaryStandard:
 #: potassium hydrogen phthalate, KHC8H4O4 (the reagent library's molar mass, IUPAC 2021 atomic weights)
 KHP = PrimaryStandard("khp", 204.22, 0.9995, 1.0005,
                       "ACS Reagent Chemicals, potassium acid phthalate, primary standard grade: 99.95-100.05 %")
+#: the primary standards this family titrates, by reagent name
+STANDARDS = {KHP.reagent: KHP}
 
 
 def resolution_of(stated: str | float) -> float:

@@ -1,8 +1,8 @@
 """Planning a standardisation of NaOH against a weighed primary standard (KHP).
 
-Recognised when the instruction names the primary standard with a mass (no other family uses KHP); the
-roles are the acid-base titration's (the NaOH in the pipette is the titrant, the KHP in the beaker the
-analyte). What differs from an acid-base titration:
+Recognised when the instruction names the primary standard and a base (no other family uses KHP); the
+standard in the beaker is the analyte and the base in the pipette the titrant, whatever the sentence's
+shape. What differs from an acid-base titration:
 
 - the titrant's concentration is always the result: a concentration the instruction or the bottle's
   record gives is only its nominal value, the planning estimate (marked ``unknown``);
@@ -21,7 +21,7 @@ import re
 from agentchemist.experiments.acid_base import planning as acid_base
 from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import SPECIFIC, Claim, Draft, PlanningHost, ask, refuse
-from agentchemist.experiments.standardisation.concentration import KHP, resolution_of
+from agentchemist.experiments.standardisation.concentration import STANDARDS, resolution_of
 from agentchemist.experiments.titration_planning import CAUSAL_RULES, DEFAULT_ANALYTE_ML, TitrationDraft, draft_titration, equivalents
 from agentchemist.plan.checks import Finding
 from agentchemist.plan.feasibility import InfeasibleTargetError, equivalence_point, titrant_for_ph
@@ -40,7 +40,6 @@ REQUIRED_INSTRUMENTS = acid_base.REQUIRED_INSTRUMENTS
 PAST_EQUIVALENCE_PH = 2.0
 #: a stated target pH closer than this above the estimated equivalence pH would cut the jump short
 MIN_PAST_EQUIVALENCE_PH = 1.0
-STANDARDS = {KHP.reagent: KHP}
 
 
 def _standard(parse: InstructionParse) -> ReagentParse | None:
@@ -178,6 +177,7 @@ def draft(parse: InstructionParse, scene: SceneInfo | None, warnings: list[str],
             entity["mass_g"] = round(standard.mass_g, 9)  # mg from "510.5 mg" is 0.5105000000000001 g
     out.context["standard_mass_g"] = round(standard.mass_g, 9)
     out.context["mass_resolution_g"] = float(f"{_mass_resolution_g(parse, standard.mass_g):.3g}")
+    out.context["titrant_nominal_m"] = nominal  # None: no label or stated value to compare the result with
     out.context["experiment_name"] = (f"{family.label}: {titrant.reagent.display_name} against "
                                       f"{standard.mass_g:g} g of {standard.reagent.display_name}")
     out.context["operation_intent"] = (
