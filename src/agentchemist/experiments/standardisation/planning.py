@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 import re
 
+from agentchemist.chemistry.reagents import ReagentLibrary
 from agentchemist.experiments.acid_base import planning as acid_base
 from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import SPECIFIC, Claim, Draft, PlanningHost, ask, refuse
 from agentchemist.experiments.standardisation.concentration import STANDARDS, resolution_of
-from agentchemist.experiments.titration_planning import CAUSAL_RULES, DEFAULT_ANALYTE_ML, TitrationDraft, draft_titration, equivalents
+from agentchemist.experiments.titration_planning import (CAUSAL_RULES, DEFAULT_ANALYTE_ML, TitrationDraft, draft_titration,
+                                                          equivalents)
 from agentchemist.plan.checks import Finding
 from agentchemist.plan.feasibility import InfeasibleTargetError, equivalence_point, titrant_for_ph
 from agentchemist.plan.parse import InstructionParse, ReagentParse
@@ -30,7 +32,6 @@ from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan
 from agentchemist.plan.units import QuantityError, find_quantities
-from agentchemist.chemistry.reagents import ReagentLibrary
 
 DISPENSES_DROPS = True
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
@@ -47,20 +48,22 @@ def _standard(parse: InstructionParse) -> ReagentParse | None:
 
 
 def recognise(parse: InstructionParse) -> Claim | None:
-    """SPECIFIC when a primary standard and a base are named: KHP is this family's alone, and its mass
-    ("0.5105 g of KHP dissolved in 50 mL") must not read as a weighing."""
+    """SPECIFIC when a primary standard and a strong base are named: KHP is this family's alone, and its
+    mass ("0.5105 g of KHP dissolved in 50 mL") must not read as a weighing. A weak base's jump at KHP's
+    equivalence is too small to standardise it: that stays an acid-base titration."""
     if _standard(parse) is None:
         return None
-    if not any(r.reagent.kind in ("strong_base", "weak_base") for r in parse.reagents):
+    if not any(r.reagent.kind == "strong_base" for r in parse.reagents):
         return None
     return Claim(SPECIFIC)
 
 
 def assign_roles(parse: InstructionParse) -> None:
     """The standard is the analyte and the base the titrant whatever the sentence's shape ("determine the
-    NaOH using KHP", "standardise the NaOH against KHP"); the water it is dissolved in is the solvent."""
+    NaOH using KHP", "standardise the NaOH against KHP"); the water it is dissolved in is the solvent; any
+    other reagent has no part (the host drops it, with a warning)."""
     standard = _standard(parse)
-    bases = [r for r in parse.reagents if r.reagent.kind in ("strong_base", "weak_base")]
+    bases = [r for r in parse.reagents if r.reagent.kind == "strong_base"]
     if standard is not None:
         standard.role = "analyte"
     if len(bases) == 1:
