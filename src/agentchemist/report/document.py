@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agentchemist.experiments.report import reported_as
+
 from .results import stated_pka
 from .summary import SECTION_TITLES
 from .uncertainty import BUDGET_HEADERS, budget_rows, interval_text
 
-__all__ = ["Bullets", "Image", "KeyValues", "Para", "Section", "Table", "build_document", "fmt", "fmt_t"]
+__all__ = ["Bullets", "Image", "KeyValues", "Para", "Section", "Table", "build_document", "fmt", "fmt_sig", "fmt_t",
+           "fmt_text"]
 
 NOT_RECORDED = "not recorded"
 
@@ -151,6 +154,10 @@ def _text(x) -> str:
     if isinstance(x, dict):
         return "; ".join(f"{k}={_text(v)}" for k, v in x.items()) if x else "none"
     return str(x)
+
+
+#: a recorded value as the report writes it (None: "not recorded"; lists and dicts spelled out)
+fmt_text = _text
 
 
 def _yes(flag) -> str:
@@ -452,21 +459,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
            f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
           ("Temperature start / end",
            f"{fmt(s.get('temperature_start_c'), 1, '°C')} / {fmt(s.get('temperature_end_c'), 1, '°C')}")]
-    if setup.get("family") == "weighing_dissolution":
-        kv = []  # no pH, titrant or drops in a weighing: only its own rows below
-    if s.get("per_drop_rows") and setup.get("family") in ("acid_base_titration", "unknown"):
-        kv.append(("Analysed as", f"{_text(setup.get('analyte'))} ({fmt_sig(setup.get('analyte_m'))} mol/L nominal, "
-                              f"{fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with {_text(setup.get('titrant'))} "
-                              f"({fmt_sig(setup.get('titrant_m'))} mol/L) at {fmt(setup.get('temperature_c'), 1)} °C"))
-    for key, label in (("endpoint_volume_ml", "Endpoint volume (mL)"), ("calcium_m", "Ca2+ (mol/L)"),
-                       ("final_mass_g", "Final mass (g)"), ("target_mass_g", "Target mass (g)"),
-                       ("dissolution_time_s", "Dissolution time (s, stirrer on to no solid seen)")):
-        if key in s:
-            kv.append((label, fmt_sig(s[key], 5)))
-    if s.get("weighing_error"):
-        w = s["weighing_error"]
-        kv.append(("Weighing error", f"{w['error_g']:+.3f} g ({100 * w['relative']:+.2f} %)"))
-    blocks.append(KeyValues(kv))
+    family = reported_as(setup.get("family"))  # the family's own rows: a weighing keeps none of the pH rows
+    blocks.append(KeyValues(family.key_values(s, kv) if family is not None else kv))
     eqs = s.get("equivalence_points")
     if eqs is not None:
         rows = [[str(e["index"]), fmt(e["volume_ml"], 3), fmt_sig(e["uncertainty_ml"], 2),

@@ -18,9 +18,10 @@ import numpy as np
 import scipy
 
 import agentchemist
+from agentchemist.experiments.report import DEFAULT_SNAPSHOTS, report_of
 
 from .model import RunData
-from .results import ResultsContext, _num, compute_results
+from .results import ResultsContext, compute_results, finite as _num
 
 __all__ = ["SCHEMA_VERSION", "SECTION_TITLES", "build_summary", "resolve_artifact"]
 
@@ -419,8 +420,8 @@ def _visual(run: RunData, t0: float | None, out_dir: Path) -> dict:
     labels = {s["label"].split(":")[0] for s in snapshots if s["exists"]}
     # The moments a chemist wants to see: the bench at the start and at the end point of a titration, or
     # the weighed beaker and the dissolved solution of a weighing.
-    family = _get(_plan(run), "parsed_instruction", "family")
-    wanted = ("start", "weighed", "dissolved") if family == "weighing_dissolution" else ("start", "endpoint")
+    family = report_of(_get(_plan(run), "parsed_instruction", "family"))
+    wanted = getattr(family, "SNAPSHOTS", DEFAULT_SNAPSHOTS)
     missing = [want for want in wanted if want not in labels]
     if run.anomalies and "anomaly" not in labels:
         missing.append("anomaly")

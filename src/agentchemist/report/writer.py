@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentchemist.experiments.report import report_of
+
 from . import charts as ch
 from .document import build_document
 from .html import render_html
@@ -73,30 +75,6 @@ def _label(ctx: ResultsContext) -> str:
     return reagent.formula
 
 
-def _colour_against_volume(run: RunData) -> tuple[np.ndarray, np.ndarray] | None:
-    """(titrant volume, hue) at each hue the camera measured: the volume is the last fused record at or
-    before the frame (0 before the first drop)."""
-    obs = [(float(o["stamp"]), float(o["value"])) for o in run.raw_observations
-           if o.get("quantity") == "colour_hue" and isinstance(o.get("value"), (int, float))
-           and math.isfinite(o["value"]) and isinstance(o.get("stamp"), (int, float))]
-    s_v, v_v = series(run, "titrant_volume")
-    if not obs or not v_v.size:
-        return None
-    stamps = np.array([o[0] for o in obs])
-    hues = np.array([o[1] for o in obs])
-    i = np.searchsorted(s_v, stamps, side="right") - 1
-    volumes = np.where(i >= 0, v_v[np.clip(i, 0, None)], 0.0)
-    return volumes, hues
-
-
-def _colour_change(run: RunData) -> tuple[str, str] | None:
-    plan = run.experiment.get("plan") if isinstance(run.experiment.get("plan"), Mapping) else {}
-    change = ((plan.get("parsed_instruction") or {}).get("target_conditions") or {}).get("colour_change")
-    if isinstance(change, Mapping) and change.get("from_colour") and change.get("to_colour"):
-        return str(change["from_colour"]), str(change["to_colour"])
-    return None
-
-
 def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str, Path], list[str]]:
     made: dict[str, Path] = {}
     notes: list[str] = []
@@ -111,6 +89,7 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
 
     analysis = ctx.analysis
     titrant = _label(ctx)
+    family = report_of(ctx.setup.family)  # its own charts (an unknown family's run has none of its own)
     if analysis is not None and analysis.grid_ml.size:
         name = run.experiment.get("experiment_id") or ""
         theory = ctx.curve.theory_ph if ctx.curve is not None else None
@@ -119,17 +98,12 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
         attempt("first_derivative", lambda: ch.first_derivative_figure(analysis, titrant_label=titrant))
         attempt("second_derivative", lambda: ch.second_derivative_figure(analysis, titrant_label=titrant))
         attempt("jump_zoom", lambda: ch.jump_zoom_figure(analysis, titrant_label=titrant))
-    elif ctx.setup.family == "acid_base_titration":
+    elif getattr(family, "TITRATION_CURVE", False):
         why = analysis.smoothing.get("reason") if analysis is not None else "no titration data"
         notes.append(f"the four titration charts were not drawn: {why}")
     anomalies = [(float(a["stamp"]), str(a.get("kind"))) for a in run.anomalies]
-    if ctx.setup.family == "complexometric_titration":
-        colour = _colour_against_volume(run)
-        if colour is not None:
-            change = _colour_change(run)
-            attempt("colour_curve", lambda: ch.colour_curve_figure(
-                colour[0], colour[1], endpoint_ml=ctx.results.get("endpoint_volume_ml"), titrant_label=titrant,
-                colour_change=change))
+    if hasattr(family, "charts"):
+        family.charts(run, ctx, attempt, titrant)
     s_ph, v_ph = series(run, "ph")
     s_set, v_set = series(run, "ph_settled")
     if t0 is not None and (v_ph.size or v_set.size):

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from agentchemist.chemistry.equilibrium import equivalence_volumes_ml
 from agentchemist.chemistry.reagents import UnknownReagentError, default_library
+from agentchemist.experiments.results import results_of, unlabelled
 from agentchemist.report.results import stated_pka
 from agentchemist.sim.scenario import Scenario
 
@@ -117,11 +118,9 @@ def _score_titration(sc: Scenario, rec: RunRecord, drop_ml: float, out: dict) ->
     res = rec.results
     theory = _theory_equivalences(sc)
     out["equivalence_theory_ml"] = theory
-    if res.get("family") == "complexometric_titration":
-        found = [res["endpoint_volume_ml"]] if _finite(res.get("endpoint_volume_ml")) is not None else []
-    else:
-        found = [e["volume_ml"] for e in res.get("equivalence_points") or []
-                 if e.get("supported") and _finite(e.get("volume_ml")) is not None]
+    # what the run found, as its family's result contract reads it (a run of no known family: as a titration curve)
+    contract = results_of(res.get("family")) or unlabelled()
+    found = contract.found_equivalences(res)
     errors = [f - t for f, t in zip(found, theory)]
     out["equivalence_found_ml"] = found
     out["equivalence_error_ml"] = errors
@@ -147,10 +146,7 @@ def _score_titration(sc: Scenario, rec: RunRecord, drop_ml: float, out: dict) ->
     out["pka_error"] = pka_err
     out["pka_half_equivalence_error"] = pka_half_err
     out["pka_fit_parameter_error"] = pka_raw_err
-    conc = res.get("concentration") or {}
-    analyte_m = _finite(conc.get("analyte_m")) if isinstance(conc, Mapping) else None
-    if res.get("family") == "complexometric_titration":
-        analyte_m = _finite(res.get("calcium_m"))
+    analyte_m = contract.measured_concentration(res)
     true_m = next(iter(sc.beaker.solution.values()), None)
     if analyte_m is not None and true_m:
         out["concentration_error_rel"] = (analyte_m - true_m) / true_m

@@ -1,0 +1,161 @@
+"""Acid-base titration results: the analysis of the settled pH readings against the titrant volume
+(equivalence points, pKa, the analyte's concentration with its uncertainty budget, the curve fit), the
+comparison with the theoretical curve, and a standardisation's titrant concentration.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentchemist.chemistry.analysis import AnalysisConfig, analyze_titration
+from agentchemist.chemistry.analysis_compare import compare_with_references
+from agentchemist.chemistry.analysis_uncertainty import UncertaintyInputs
+from agentchemist.report.model import ReportInputError, RunData, flagged_volume_ranges
+from agentchemist.report.results import DEFAULT_ACTIVITY, ResultsContext, TitrationSetup, canonical, finite
+from agentchemist.report.uncertainty import interval_text
+
+DELIVERS = ("per_drop_rows", "equivalence_points", "pka", "concentration", "smoothing", "quality_flag_ranges_ml",
+            "analysis_warnings", "curve_fit", "titrant_concentration", "deviations", "theory_curve")
+TITRANT = True
+# a run whose record names no family but has pH readings is an acid-base titration
+RECORDED_AS = ("ph_settled", "ph")
+# ... and so is one of an unknown family with settled pH readings: they are analysed as a titration curve
+ANALYSES_UNLABELLED = True
+
+
+def _eq_dict(e) -> dict:
+    return {"index": e.index, "volume_ml": e.volume_ml, "ph": e.ph, "uncertainty_ml": e.uncertainty_ml,
+            "method": e.method, "supported": e.supported, "reason": e.reason, "d1_peak_ml": e.d1_peak_ml,
+            "jump_region_ml": list(e.jump_region_ml), "window_points": e.window_points,
+            "points_before": e.points_before, "points_after": e.points_after,
+            "budget": e.budget.as_dict() if e.budget is not None else None}
+
+
+def _pka_dict(p) -> dict:
+    return {"index": p.index, "value": p.value, "uncertainty": p.uncertainty, "method": p.method,
+            "supported": p.supported, "reason": p.reason, "half_equivalence_volume_ml": p.half_equivalence_volume_ml,
+            "budget": p.budget.as_dict() if p.budget is not None else None}
+
+
+def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
+    rows = ctx.rows
+    usable = [r for r in rows if r.usable]
+    unusable = len(rows) - len(usable)
+    out["per_drop_rows"] = len(rows)
+    if unusable:
+        ctx.not_concluded.append(f"{unusable} pH reading(s) had no finite pH or volume and were left out of the analysis")
+    if not usable:
+        ctx.not_concluded.append("no titration data: the run recorded no settled pH reading, so no equivalence point, "
+                                 "pKa or concentration can be stated")
+        return
+    config = opts.get("config")
+    if isinstance(config, Mapping):
+        config = AnalysisConfig(**config)
+    # The rows are the recorder's ph_settled readings: settle-gated, so they lag (analysis_uncertainty).
+    try:
+        inputs = UncertaintyInputs.for_settled_readings(**dict(opts.get("uncertainty") or {}))
+    except (TypeError, ValueError) as exc:
+        raise ReportInputError(f"analysis option 'uncertainty': {exc}") from None
+    flags = flagged_volume_ranges(rows)
+    try:
+        analysis = analyze_titration(
+            [r.volume_ml for r in usable], [r.ph for r in usable],
+            expected_equivalents=opts.get("expected_equivalents"), titrant_m=setup.titrant_m,
+            analyte_volume_ml=setup.analyte_volume_ml, analyte=setup.analyte, titrant=setup.titrant,
+            quality_flags=flags, temperature_c=setup.temperature_c, activity=bool(opts.get("activity", DEFAULT_ACTIVITY)),
+            fit=bool(opts.get("fit", True)), config=config,
+            uncertainty=inputs,
+        )
+    except (ValueError, ArithmeticError) as exc:  # bad data, or a solver that could not converge
+        ctx.not_concluded.append(f"the titration data could not be analysed: {exc}")
+        return
+    ctx.analysis = analysis
+    out["equivalence_points"] = [_eq_dict(e) for e in analysis.equivalence_points]
+    out["pka"] = [_pka_dict(p) for p in analysis.pka]
+    out["concentration"] = analysis.concentration
+    out["smoothing"] = analysis.smoothing
+    out["quality_flag_ranges_ml"] = [list(f) for f in analysis.quality_flags]
+    out["analysis_warnings"] = list(analysis.warnings)
+    fit = analysis.fit
+    out["curve_fit"] = None if fit is None else {
+        "model": fit.model, "parameters": fit.parameters, "uncertainties": fit.uncertainties, "rms_ph": fit.rms_ph,
+        "n_points": fit.n_points, "excluded_points": fit.excluded_points, "converged": fit.converged,
+        "message": fit.message, "equivalence_volumes_ml": fit.equivalence_volumes_ml,
+        "uncertainty_note": "the standard errors here are the Jacobian's alone (independent pH errors, exact "
+                            "volumes and titrant concentration); the uncertainties stated for pKa, equivalence "
+                            "volumes and the concentration are the budgets below, which add the residuals' "
+                            "correlation, electrode, temperature, titrant, drop volume and settling lag",
+    }
+    ctx.not_concluded.extend(analysis.warnings)
+    for e in analysis.equivalence_points:
+        if e.supported:
+            u = e.budget.combined if e.budget is not None else e.uncertainty_ml
+            ctx.concluded.append(f"equivalence point {e.index} at {e.volume_ml:.3f} ± {u:.2g} mL (pH {e.ph:.2f})"
+                                 + (interval_text(e.budget.as_dict()) if e.budget is not None else ""))
+        else:
+            ctx.not_concluded.append(f"equivalence point {e.index} (near {e.volume_ml:.3f} mL) is not stated: {e.reason}")
+    for p in analysis.pka:
+        label = f"pKa{p.index} ({p.method.replace('_', ' ')})"
+        if p.supported:
+            ctx.concluded.append(f"{label} = {p.value:.3f} ± {p.uncertainty:.2g}"
+                                 + (interval_text(p.budget.as_dict()) if p.budget is not None else ""))
+        else:
+            ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
+    conc = analysis.concentration
+    if conc is not None and setup.titrant_unknown:
+        _standardisation(setup, conc, out, ctx)  # the analyte is the standard; the titrant is the result
+    elif conc is not None:
+        text = (f"analyte concentration {conc['analyte_m']:.5f} ± {conc['uncertainty_m']:.2g} mol/L "
+                f"({conc['method'].replace('_', ' ')}){interval_text(conc.get('budget'), 5)}")
+        (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
+            text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
+    try:
+        reference_m = setup.analyte_m
+        if reference_m is None and setup.analyte_unknown and conc is not None and conc["supported"]:
+            reference_m = conc["analyte_m"]  # a determination: theory at the concentration the run measured
+            ctx.concluded.append(f"the theory curve is drawn at the measured {reference_m:.5f} mol/L (a determination)")
+        deviations, curve = compare_with_references(analysis, analyte_m=reference_m,
+                                                    temperature_c=setup.temperature_c,
+                                                    activity=bool(opts.get("activity", DEFAULT_ACTIVITY)))
+    except (ValueError, ArithmeticError) as exc:
+        deviations, curve = [], None
+        ctx.not_concluded.append(f"no comparison with theory: {exc}")
+    ctx.curve = curve
+    out["deviations"] = [d.__dict__ for d in deviations]
+    out["theory_curve"] = None if curve is None else {
+        "n_points": curve.n_points, "rms_ph": curve.rms_ph, "mean_ph": curve.mean_ph, "max_abs_ph": curve.max_abs_ph,
+        "source": curve.source}
+    if curve is None:
+        missing = [name for name, value in (("analyte", setup.analyte), ("analyte concentration", setup.analyte_m),
+                                            ("titrant concentration", setup.titrant_m),
+                                            ("analyte volume", setup.analyte_volume_ml)) if value is None]
+        if missing:
+            ctx.not_concluded.append("no comparison with theory: the run does not state the " + ", ".join(missing))
+
+
+def _standardisation(setup: TitrationSetup, conc: Mapping, out: dict, ctx: ResultsContext) -> None:
+    """A standardisation measures the titrant against a standard of known concentration: the analysis
+    computed the analyte from the titrant's *estimate*, so the titrant's concentration is the estimate
+    scaled by (known standard / computed analyte); the relative uncertainty carries over."""
+    if not (setup.titrant_m and setup.analyte_m and conc.get("analyte_m")):
+        ctx.not_concluded.append("a standardisation, but the standard's concentration or the titrant's estimate "
+                                 "is not in the run: the titrant's concentration cannot be stated")
+        return
+    c = setup.titrant_m * setup.analyte_m / conc["analyte_m"]
+    u = c * conc["uncertainty_m"] / conc["analyte_m"]
+    out["titrant_concentration"] = {"titrant_m": c, "uncertainty_m": u, "estimate_m": setup.titrant_m,
+                                    "standard_m": setup.analyte_m, "supported": bool(conc["supported"])}
+    standard = canonical(setup.analyte, [])
+    name = standard.display_name if standard is not None else setup.analyte
+    text = f"titrant concentration {c:.5f} ± {u:.2g} mol/L (standardised against {setup.analyte_m:g} M {name})"
+    (ctx.concluded if conc["supported"] else ctx.not_concluded).append(
+        text if conc["supported"] else f"{text} is not stated as a finding: {conc['reason']}")
+
+
+def found_equivalences(results: Mapping) -> list[float]:
+    return [e["volume_ml"] for e in results.get("equivalence_points") or []
+            if e.get("supported") and finite(e.get("volume_ml")) is not None]
+
+
+def measured_concentration(results: Mapping) -> float | None:
+    conc = results.get("concentration") or {}
+    return finite(conc.get("analyte_m")) if isinstance(conc, Mapping) else None
