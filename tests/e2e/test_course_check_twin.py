@@ -1,4 +1,4 @@
-"""The pH course check (agentchemist.fsm.course_check) on the twin's chemistry, without the graph: the
+"""The pH course check (agentchemist.experiments.acid_base.course_check) on the twin's chemistry, without the graph: the
 dispenser drives the twin to the plan's target (agentchemist.sim.closed_loop), and the settled readings
 with the counted volume (heard drops x the calibrated drop, as the supervisor counts) go to the check.
 
@@ -11,7 +11,7 @@ import pytest
 
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig
 from agentchemist.control.calibration import load_calibration
-from agentchemist.fsm.course_check import CourseCheck
+from agentchemist.experiments.acid_base.course_check import CourseCheck
 from agentchemist.plan import plan_instruction
 from agentchemist.sim.closed_loop import ClosedLoop
 from agentchemist.sim.scenario import load_scenario

@@ -8,7 +8,7 @@ import pytest
 
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.fsm.commands import Report
-from agentchemist.fsm.course_check import CourseCheck, CourseCheckConfig
+from agentchemist.experiments.acid_base.course_check import CourseCheck, CourseCheckConfig
 from agentchemist.fsm.effects import Cancel
 from agentchemist.fsm.executor import Executor
 from agentchemist.fsm.record_watch import RecordWatchConfig

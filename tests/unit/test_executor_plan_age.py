@@ -1,5 +1,5 @@
 """An executor does not run a latched plan that went out before it was there to see it (a restart mid-run)."""
-from agentchemist.fsm.executor import plan_age_problem
+from agentchemist.fsm.plan_gate import plan_age_problem
 from agentchemist.fsm.supervision import SupervisionConfig
 
 

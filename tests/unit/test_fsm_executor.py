@@ -5,7 +5,8 @@ import pytest
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
 from agentchemist.fsm.effects import Cancel, PublishState, SendGoal, Snapshot, Tell
-from agentchemist.fsm.executor import Executor, idle_abort, rejected
+from agentchemist.fsm.executor import Executor
+from agentchemist.fsm.plan_gate import idle_abort, rejected
 from agentchemist.fsm.record_watch import RecordWatchConfig
 from agentchemist.fsm.supervision import SupervisionConfig
 

@@ -1,4 +1,4 @@
-"""The vision supervisor's weighing decisions (agentchemist.fsm.weighing, Supervision.on_mass /
+"""The vision supervisor's weighing decisions (agentchemist.experiments.weighing.mass, Supervision.on_mass /
 on_dissolution) on the plan the planner makes for the NaCl scenario."""
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from agentchemist.fsm.commands import Abort, Apply, Report, StopDispensing, name
 from agentchemist.fsm.supervision import Supervision
-from agentchemist.fsm.weighing import MassConfig, MassSupervision
+from agentchemist.experiments.weighing.mass import MassConfig, MassSupervision
 from agentchemist.perception.ph_stability import ReadingError
 from tests.factories import HCL_NAOH, planned
 

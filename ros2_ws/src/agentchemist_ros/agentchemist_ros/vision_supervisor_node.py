@@ -21,7 +21,8 @@ from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
-from agentchemist.fsm.executor import Executor, idle_abort, plan_age_problem, rejected
+from agentchemist.fsm.executor import Executor
+from agentchemist.fsm.plan_gate import idle_abort, plan_age_problem, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig

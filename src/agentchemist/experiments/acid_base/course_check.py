@@ -28,6 +28,7 @@ import numpy as np
 
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import ReagentLibrary, default_library
+from agentchemist.experiments.acid_base import FAMILY
 
 __all__ = ["CourseCheck", "CourseCheckConfig", "CourseVerdict"]
 
@@ -87,7 +88,7 @@ class CourseCheck:
         otherwise (a colour endpoint, a weighing, a determination of an unknown concentration)."""
         pi = plan.parsed_instruction
         analyte, titrant = plan.reagent("analyte"), plan.reagent("titrant")
-        if pi.family != "acid_base_titration" or analyte is None or titrant is None:
+        if pi.family != FAMILY.name or analyte is None or titrant is None:
             return None
         volume = analyte.volume_ml or pi.initial_conditions.analyte_volume_ml
         if analyte.concentration_m is None or titrant.concentration_m is None or not volume:

@@ -1,0 +1,118 @@
+"""The acid-base titration's procedure: a pH endpoint judged on the meter's readings.
+
+* the titration's direction is decided once, from the pH before the first drop, when dispensing starts;
+  the one judge of the endpoint (:class:`agentchemist.fsm.endpoint.EndpointJudge`) then pauses the
+  dispenser while the level at the target is confirmed and applies ``endpoint`` when it is;
+* ``ph_stable`` (waiting_ph -> titrating) when the reading settled after a drop: the recorder is told the
+  settled pH and the dispenser may squeeze the next drop;
+* ``verified`` once the settled pH stays at the target over the hold after the endpoint;
+* each settled reading and the endpoint's go to the course check (:mod:`.course_check`): a course the
+  plan's reagents cannot explain halts the run (``reagent_mismatch``);
+* no titration on readings of an electrode without a valid calibration (``calibration_required``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from agentchemist.contracts import Symbol
+from agentchemist.experiments.acid_base.course_check import CourseCheck
+from agentchemist.experiments.procedure import Procedure
+from agentchemist.fsm.calibration import CALIBRATION_REQUIRED
+from agentchemist.fsm.commands import Abort, Apply, StopDispensing
+from agentchemist.fsm.effects import Tell
+from agentchemist.fsm.endpoint import ENDPOINT_HOLD, EndpointJudge, Verdict
+
+__all__ = ["PROCEDURE", "PhEndpoint"]
+
+#: the states in which the endpoint is judged (the protocol's names)
+JUDGED = ("titrating", "waiting_ph")
+
+
+class PhEndpoint(Procedure):
+    """One acid-base titration's pH endpoint, its settled readings and its course check."""
+
+    def __init__(self, sup):
+        super().__init__(sup)
+        self.endpoint: EndpointJudge | None = None  #: built when dispensing starts (the direction is known)
+        # The measured pH course against the plan's curve (reagent_mismatch); volume = heard drops x drop.
+        self.course = CourseCheck.from_plan(sup.plan)
+        self.drop_ml = float(sup.plan.module_instantiation.dispenser.drop_volume_ml)
+
+    # ------------------------------------------------------------------ readings
+    def on_transition(self, symbol: str, transition, now: float) -> None:
+        if transition.to_state == "waiting_ph":
+            self.sup.settle.reset()  # the settle after this drop starts from its first reading
+
+    def start_dispensing(self, now: float, current_ph: float | None) -> list:
+        """The titration's direction is decided here, once per experiment (`ph_direction`, +1 rising / -1
+        falling, sent in the dispenser's goal), from the pH before the first drop. A later start keeps it:
+        by then the pH may sit a hair past the target and would turn it round."""
+        sup = self.sup
+        if sup.target_ph is not None and self.endpoint is None:
+            self.ph_direction = 1 if current_ph is None or sup.target_ph >= current_ph else -1
+            self.endpoint = EndpointJudge(sup.target_ph, self.ph_direction, sup.endpoint_hold_s,
+                                          sup.settle.config.window_s, sup.config.ph_settle_criterion)
+        return sup.unpause(ENDPOINT_HOLD)  # a new goal is not held by an endpoint hold of an earlier one
+
+    def on_frozen_ph(self) -> list:
+        if self.endpoint is None:
+            return []
+        self.endpoint.restart()  # frozen time is no hold time
+        return self.sup.unpause(ENDPOINT_HOLD)  # the dispenser RESETs on the frozen meter itself
+
+    def on_ph(self, stamp: float, ph: float) -> list:
+        sup = self.sup
+        state = sup.machine.state
+        out: list = []
+        if self.endpoint is not None and state in JUDGED:
+            # The one judge of the endpoint: the settled level at the target, then stable over the hold.
+            # While the hold runs no drop may fall (the dispenser is paused); should the level fall back
+            # short of the target, the dispenser goes on, one drop at a time near it.
+            verdict = self.endpoint.update(stamp, ph)
+            if verdict is Verdict.REACHED:
+                return [StopDispensing(), Apply(Symbol.ENDPOINT, {"ph": ph})]
+            out += sup.pause(ENDPOINT_HOLD, {"ph": ph}) if verdict is Verdict.HOLD else sup.unpause(ENDPOINT_HOLD)
+        if state == "waiting_ph" and sup.settle.is_stable():
+            out.append(Apply(Symbol.PH_STABLE, {"ph": ph}))
+        if state == "done" and sup.verify_since is not None and sup.target_ph is not None:
+            reached = self.endpoint is None or self.endpoint.reached(ph)
+            if stamp - sup.verify_since >= sup.endpoint_hold_s and sup.settle.is_stable() and reached:
+                out.append(Apply(Symbol.VERIFIED, {"ph": ph}))
+        return out
+
+    # ------------------------------------------------------------------ the executor's
+    def refusal(self, ex) -> Abort | None:
+        """A pH endpoint needs readings corrected by a valid, fresh electrode calibration."""
+        if self.sup.target_ph is None or ex.calibration is None:
+            return None   # no pH endpoint, or no meter that states a calibration (nothing to judge)
+        why = ex.calibration.refusal()
+        return Abort(CALIBRATION_REQUIRED, why) if why else None
+
+    def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
+        if symbol == Symbol.PH_STABLE:
+            out = [Tell("recorder", Symbol.PH_STABLE, subtask_id, {"ph": detail.get("ph")}, now)]
+            mismatch = self._course(ex, detail.get("ph"))
+            if mismatch:
+                return out + ex.abort(mismatch, "reagent_mismatch", now)
+            # The solution settled after the drop: the dispenser may squeeze the next one.
+            return out + [Tell("dispenser_controller", Symbol.RESUME, subtask_id, {}, now)]
+        if symbol == Symbol.ENDPOINT:
+            mismatch = self._course(ex, detail.get("ph"), final=True)
+            if mismatch:  # reached, but not where the plan's reagents would reach it: not a result
+                return ex.abort(mismatch, "reagent_mismatch", now)
+        return super().on_applied(ex, symbol, detail, subtask_id, now)
+
+    def _course(self, ex, ph, final: bool = False) -> str:
+        """A settled reading to the course check; its alarm sentence, or ''. Not judged while another
+        anomaly pauses the dispenser (its own judge owns that reading) or a reading was refused, nor
+        before the first drop is heard (no volume to judge at)."""
+        if self.course is None or not ex.drops_heard or not isinstance(ph, (int, float)) \
+                or self.sup.pauses - {ENDPOINT_HOLD} or ex.bad_readings.open:
+            return ""
+        try:
+            return self.course.on_settled(ex.drops_heard * self.drop_ml, float(ph), final).alarm
+        except (ValueError, ArithmeticError):  # a reading or curve it cannot judge: no verdict, never a crash
+            return ""
+
+
+PROCEDURE = PhEndpoint
