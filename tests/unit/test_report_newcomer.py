@@ -16,7 +16,7 @@ from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.cli import main as cli_main
 from agentchemist.report.document import fmt_t
 from agentchemist.report.model import RunData
-from agentchemist.report.sample_run import synthetic_titration_run
+from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
 from agentchemist.report.writer import write_report
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agentchemist.report.results import compute_results
-from agentchemist.report.sample_run import synthetic_titration_run
+from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
 
 
 def _as_standardisation(run, estimate_m: float):

@@ -6,7 +6,7 @@ import pytest
 
 from agentchemist.chemistry.analysis_uncertainty import UncertaintyComponent, UncertaintyInputs, combine_budget
 from agentchemist.report.model import ReportInputError
-from agentchemist.report.sample_run import synthetic_titration_run
+from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
 from agentchemist.report.uncertainty import budget_rows, interval_text
 from agentchemist.report.writer import write_report
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from agentchemist.report import SCHEMA_VERSION, SECTION_TITLES, ReportInputError, RunData, write_report
-from agentchemist.report.sample_run import synthetic_titration_run
+from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

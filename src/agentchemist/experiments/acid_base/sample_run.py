@@ -21,8 +21,7 @@ import numpy as np
 
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.chemistry.reagents import default_library
-
-from .model import RunData
+from agentchemist.report.model import RunData
 
 __all__ = ["synthetic_titration_run", "titration_plan"]
 
