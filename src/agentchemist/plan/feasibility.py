@@ -23,7 +23,6 @@ from agentchemist.chemistry.reagents import ReagentLibrary, default_library
 __all__ = [
     "InfeasibleTargetError",
     "TitrantNeed",
-    "complexometric_equivalence_ml",
     "equivalence_point",
     "ph_after",
     "titrant_for_ph",
@@ -180,11 +179,3 @@ def equivalence_point(
         ph=ph_after(analyte, analyte_volume_ml, titrant, v_eq, lib),
         start_ph=ph_after(analyte, analyte_volume_ml, titrant, 0.0, lib),
     )
-
-
-def complexometric_equivalence_ml(metal_m: float, analyte_volume_ml: float, chelator_m: float) -> float:
-    """EDTA binds metal ions 1:1, so V_eq = C_metal * V_analyte / C_EDTA (mL)."""
-    for name, value in (("metal", metal_m), ("analyte volume", analyte_volume_ml), ("chelator", chelator_m)):
-        if not (math.isfinite(value) and value > 0):
-            raise InfeasibleTargetError(f"{name} must be a positive number, got {value!r}")
-    return metal_m * analyte_volume_ml / chelator_m

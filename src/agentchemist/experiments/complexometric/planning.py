@@ -4,6 +4,7 @@ indicator whose colour change ends the run.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from agentchemist.chemistry.reagents import Reagent, ReagentLibrary
@@ -11,7 +12,7 @@ from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import SPECIFIC, Claim, Draft, PlanningHost
 from agentchemist.experiments.titration_planning import CAUSAL_RULES, TitrationDraft, draft_titration, titration_capacity
 from agentchemist.plan.checks import Finding
-from agentchemist.plan.feasibility import complexometric_equivalence_ml
+from agentchemist.plan.feasibility import InfeasibleTargetError
 from agentchemist.plan.parse import InstructionParse
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
@@ -26,6 +27,14 @@ PAST_ENDPOINT = 1.2
 _WORDS = re.compile(r"complexometric|\bedta\b|chelat|water\s+hardness", re.I)
 # Default endpoint colours per indicator (complex -> free indicator at the working pH).
 _INDICATOR_COLOURS = {"calconcarboxylic_acid": ("magenta", "blue")}
+
+
+def complexometric_equivalence_ml(metal_m: float, analyte_volume_ml: float, chelator_m: float) -> float:
+    """EDTA binds metal ions 1:1, so V_eq = C_metal * V_analyte / C_EDTA (mL)."""
+    for name, value in (("metal", metal_m), ("analyte volume", analyte_volume_ml), ("chelator", chelator_m)):
+        if not (math.isfinite(value) and value > 0):
+            raise InfeasibleTargetError(f"{name} must be a positive number, got {value!r}")
+    return metal_m * analyte_volume_ml / chelator_m
 
 
 def recognise(parse: InstructionParse) -> Claim | None:
