@@ -127,6 +127,9 @@ class FamilyPlanning(Protocol):
 
     #: (registry instrument, finding code, why) the plan must list, else a HALT "<why>: the plan lists no ..."
     REQUIRED_INSTRUMENTS: tuple[tuple[str, str, str], ...]
+    #: optional: how the planner's refusal of an instruction no family recognises names this family's
+    #: experiments ("... the protocol library covers (acid-base titration, ...)")
+    COVERS: str
     #: whether the plan states the pipette calibration's drop volume (a family that dispenses drops)
     DISPENSES_DROPS: bool
     #: (primitive that must come first, primitive that depends on it, why, whether the second is refused

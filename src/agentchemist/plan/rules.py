@@ -13,7 +13,7 @@ from typing import Any
 
 from agentchemist.control.calibration import CalibrationError, load_or_none
 from agentchemist.chemistry.reagents import ReagentLibrary, default_library
-from agentchemist.experiments import family as family_of
+from agentchemist.experiments import FAMILIES, family as family_of
 from agentchemist.experiments.planning import PlanningStop, ask, refuse
 from agentchemist.plan.parse import InstructionParse, parse_instruction
 from agentchemist.plan.protocols import ProtocolLibrary
@@ -41,6 +41,12 @@ def _calibrated_drop(ctx: dict[str, Any], warnings: list[str]) -> None:
         return
     if cal is not None:
         ctx["drop_volume_ml"] = round(cal.drop_volume_ml, 6)
+
+
+def _covered() -> list[str]:
+    """What the registered families plan, as a refusal names them (each family's COVERS, registry order)."""
+    parts = [fam.part("planning") for fam in FAMILIES.values()]
+    return [part.COVERS for part in parts if part is not None and getattr(part, "COVERS", None)]
 
 
 class PlanningData:
@@ -90,10 +96,7 @@ class RulesBackend(PlanningData):
             if kind == "weighing":
                 raise ask("Which solid should be weighed, how much (e.g. '2.50 g of sodium chloride'), and in "
                            "how much water should it be dissolved?")
-            raise refuse(
-                "this is not an experiment the protocol library covers (acid-base titration, complexometric "
-                "Ca/EDTA titration, weighing and dissolution)"
-            )
+            raise refuse(f"this is not an experiment the protocol library covers ({', '.join(_covered())})")
         if parse.questions:  # unknown reagents first: roles built on a misread reagent are noise
             raise ask(*parse.questions)
         assign_roles(parse, family)

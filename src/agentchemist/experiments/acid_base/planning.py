@@ -22,6 +22,8 @@ from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan, ReagentEntity
 from agentchemist.plan.wording import TITRATION_WORDS, standardised_name_span
 
+#: how the refusal of an instruction no family recognises names this family's experiments
+COVERS = "acid-base titration"
 DISPENSES_DROPS = True
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
 REQUIRED_INSTRUMENTS = (

@@ -18,6 +18,8 @@ from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan, ReagentEntity
 
+#: how the refusal of an instruction no family recognises names this family's experiments
+COVERS = "complexometric Ca/EDTA titration"
 DISPENSES_DROPS = True
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
 REQUIRED_INSTRUMENTS = (("pipette", "NO_PIPETTE", "the titrant is dispensed from the pipette"),)

@@ -19,6 +19,8 @@ from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan
 from agentchemist.plan.wording import TITRATION_WORDS, WEIGH_WORDS
 
+#: how the refusal of an instruction no family recognises names this family's experiments
+COVERS = "weighing and dissolution"
 DISPENSES_DROPS = False
 REQUIRED_INSTRUMENTS = (
     ("balance", "NO_BALANCE", "no weighing without a balance"),
