@@ -24,9 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import Endpoint, Verified
 from agentchemist.experiments import family
 from agentchemist.fsm.commands import Abort
-from agentchemist.fsm.effects import SendGoal, Snapshot, Tell
+from agentchemist.fsm.effects import SendGoal, Snapshot, tell
 
 __all__ = ["Procedure", "procedure_for"]
 
@@ -126,8 +127,9 @@ class Procedure:
             if ex.book.endpoint() and task.id not in self.sup.scheduler.done:
                 self.sup.subtask_finished(task.id, True)
         if symbol in (Symbol.ENDPOINT, Symbol.VERIFIED):
-            out.append(Tell("recorder", symbol, subtask_id, {"ph": detail.get("ph"),
-                                                              "temperature_c": self.sup.last_temperature}, now))
+            note = Endpoint if symbol == Symbol.ENDPOINT else Verified
+            out.append(tell("recorder", note(ph=detail.get("ph"), temperature_c=self.sup.last_temperature),
+                            subtask_id, now))
         return out
 
     def on_frame(self, ex, stamp: float, frame, camera, depth_m) -> list:

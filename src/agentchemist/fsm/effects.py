@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from agentchemist.contracts.notes import Dispatch, Note
 from agentchemist.fsm.dispensing import DropGoal, PourGoal
 
 
@@ -36,10 +37,15 @@ class Tell:
     target_state: str = ""     #: a dispatch: the state its transition leads to
 
 
+def tell(receiver: str, note: Note, subtask_id: str = "", stamp: float | None = None) -> Tell:
+    """An AgentMessage carrying ``note`` (agentchemist.contracts.notes): its symbol and its payload."""
+    return Tell(receiver, note.SYMBOL, subtask_id, note.to_payload(), stamp)
+
+
 def announce(task) -> Tell:
     """The `dispatch` message of a subtask to its agent (what, where to, with which primitive)."""
-    return Tell(task.receiver, "dispatch", task.id, {"primitive": task.primitive, "parameters": task.parameters},
-                instruction=task.description,
+    note = Dispatch(task.primitive, task.parameters)
+    return Tell(task.receiver, note.SYMBOL, task.id, note.to_payload(), instruction=task.description,
                 target_state=task.expected_transition.target if task.expected_transition else "")
 
 

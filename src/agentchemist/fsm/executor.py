@@ -20,13 +20,14 @@ import math
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import Hold, Release
 from agentchemist.workcell.tags import MARKER_TABLE
 from agentchemist.fsm.calibration import ElectrodeState
 from agentchemist.fsm.commands import (Abort, Apply, HoldDispensing, PauseDispensing, Report, ResumeDispensing,
                                        StopDispensing, UnpauseDispensing)
 from agentchemist.fsm.dispensing import DispenseBook, DispenseOutcome, Next
 from agentchemist.fsm.episodes import Episodes
-from agentchemist.fsm.effects import Cancel, Log, PublishState, SendGoal, Snapshot, Tell, announce
+from agentchemist.fsm.effects import Cancel, Log, PublishState, SendGoal, Snapshot, announce, tell
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.fsm.own_moves import OwnMoves
@@ -194,10 +195,9 @@ class Executor:
                     out += self.procedure.send_dispense_goal(self, self.book.task, now, resume=True)
             elif isinstance(cmd, (PauseDispensing, UnpauseDispensing)):
                 # The dispenser holds its goal (position, volume, high-water mark) and goes on afterwards.
-                symbol = Symbol.HOLD if isinstance(cmd, PauseDispensing) else Symbol.RELEASE
+                note = (Hold if isinstance(cmd, PauseDispensing) else Release)(reason=cmd.reason)
                 task_id = self.book.task.id if self.book.task is not None else ""
-                out += [Log(f"{symbol} the dispenser: {cmd}"), Tell("dispenser_controller", symbol, task_id,
-                                                                   {"reason": cmd.reason})]
+                out += [Log(f"{note.SYMBOL} the dispenser: {cmd}"), tell("dispenser_controller", note, task_id)]
             elif isinstance(cmd, Apply):
                 out += self.apply(cmd.symbol, now, SUPERVISOR, "", cmd.detail)
             elif isinstance(cmd, Report):

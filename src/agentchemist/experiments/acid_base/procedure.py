@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import PhStable, Resume
 from agentchemist.experiments.acid_base.course_check import CourseCheck
 from agentchemist.experiments.procedure import Procedure
 from agentchemist.fsm.calibration import CALIBRATION_REQUIRED
 from agentchemist.fsm.commands import Abort, Apply, StopDispensing
-from agentchemist.fsm.effects import Tell
+from agentchemist.fsm.effects import tell
 from agentchemist.fsm.endpoint import ENDPOINT_HOLD, EndpointJudge, Verdict
 
 __all__ = ["PROCEDURE", "PhEndpoint"]
@@ -90,12 +91,12 @@ class PhEndpoint(Procedure):
 
     def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
         if symbol == Symbol.PH_STABLE:
-            out = [Tell("recorder", Symbol.PH_STABLE, subtask_id, {"ph": detail.get("ph")}, now)]
+            out = [tell("recorder", PhStable(ph=detail.get("ph")), subtask_id, now)]
             mismatch = self._course(ex, detail.get("ph"))
             if mismatch:
                 return out + ex.abort(mismatch, "reagent_mismatch", now)
             # The solution settled after the drop: the dispenser may squeeze the next one.
-            return out + [Tell("dispenser_controller", Symbol.RESUME, subtask_id, {}, now)]
+            return out + [tell("dispenser_controller", Resume(), subtask_id, now)]
         if symbol == Symbol.ENDPOINT:
             mismatch = self._course(ex, detail.get("ph"), final=True)
             if mismatch:  # reached, but not where the plan's reagents would reach it: not a result

@@ -21,9 +21,10 @@ import math
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import Resume
 from agentchemist.experiments.procedure import Procedure
 from agentchemist.fsm.commands import Abort, Apply, HoldDispensing, Report, ResumeDispensing, StopDispensing
-from agentchemist.fsm.effects import PublishHue, Tell
+from agentchemist.fsm.effects import PublishHue, tell
 from agentchemist.perception.colour import BeakerColourTracker, ColourError
 from agentchemist.perception.colour_change import (ColourChangeConfig, ColourChangeDetector, HueReadingError,
                                                    HueStabilityConfig, HueStabilityDetector)
@@ -184,7 +185,7 @@ class ColourEndpoint(Procedure):
     def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
         if symbol == Symbol.COLOUR_STABLE:
             # The solution settled after the drop: the dispenser may squeeze the next one.
-            return [Tell("dispenser_controller", Symbol.RESUME, subtask_id, {}, now)]
+            return [tell("dispenser_controller", Resume(), subtask_id, now)]
         return super().on_applied(ex, symbol, detail, subtask_id, now)
 
     def on_frame_after_bench(self, ex, stamp: float, frame) -> list:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from agentchemist.contracts import Symbol
 from agentchemist.perception.ph_stability import PhStabilityDetector, ReadingError, StabilityConfig
 
 __all__ = ["MassConfig", "MassSupervision"]
@@ -101,14 +102,14 @@ class MassSupervision:
         if self.tare_pending_since is not None:
             if stamp - self.tare_pending_since >= self.config.settle_window_s and abs(mean) <= self.config.zero_band_g:
                 self.tare_pending_since = None
-                out.append(("tare_ok", {"mass_g": mean}))
+                out.append((Symbol.TARE_OK, {"mass_g": mean}))
             return out
         if self.dispenser_done and state in ("dosing", "waiting_mass"):
             error = mean - self.config.target_g
             self.dispenser_done = False  # decided once: target_mass or the abort
             if abs(error) <= self.config.tolerance_g:
                 self.weighed_g = mean
-                out.append(("target_mass", {"mass_g": mean, "error_g": error}))
+                out.append((Symbol.TARGET_MASS, {"mass_g": mean, "error_g": error}))
             else:
                 out.append(("abort", {
                     "kind": "mass_out_of_tolerance", "mass_g": mean,
@@ -116,7 +117,7 @@ class MassSupervision:
                               f"({error:+.3f} g, tolerance {self.config.tolerance_g:.3f} g)"}))
             return out
         if state == "waiting_mass":
-            out.append(("mass_stable", {"mass_g": mean}))
+            out.append((Symbol.MASS_STABLE, {"mass_g": mean}))
         return out
 
     def verify(self) -> str | None:

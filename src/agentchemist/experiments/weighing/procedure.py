@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import Dissolved, MassSettled, Resume
 from agentchemist.experiments.procedure import SUPERVISOR, Procedure
 from agentchemist.experiments.weighing.mass import MassConfig, MassSupervision
 from agentchemist.fsm.commands import Abort, Apply
 from agentchemist.fsm.dispensing import Next, pour_goal
-from agentchemist.fsm.effects import CallTare, SendGoal, Snapshot, Tell
+from agentchemist.fsm.effects import CallTare, SendGoal, Snapshot, tell
 from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
 
 __all__ = ["PROCEDURE", "MassAndDissolution"]
@@ -111,15 +112,15 @@ class MassAndDissolution(Procedure):
     def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
         out: list = []
         if symbol in (Symbol.MASS_STABLE, Symbol.TARGET_MASS) and detail:
-            out.append(Tell("recorder", Symbol.MASS_SETTLED, subtask_id, {
-                "mass_g": detail.get("mass_g"), "final": symbol == Symbol.TARGET_MASS}, now))
+            note = MassSettled(mass_g=detail.get("mass_g"), final=symbol == Symbol.TARGET_MASS)
+            out.append(tell("recorder", note, subtask_id, now))
         if symbol == Symbol.DISSOLVED:
-            out += [Tell("recorder", Symbol.DISSOLVED, subtask_id, detail, now), Snapshot("dissolved")]
+            out += [tell("recorder", Dissolved(**detail), subtask_id, now), Snapshot("dissolved")]
         if symbol == Symbol.TARGET_MASS:
             out.append(Snapshot("weighed"))
         if symbol == Symbol.MASS_STABLE:
             # The balance settled after the pulse: the dispenser may pour the next one.
-            out.append(Tell("dispenser_controller", Symbol.RESUME, subtask_id, {}, now))
+            out.append(tell("dispenser_controller", Resume(), subtask_id, now))
         return out + super().on_applied(ex, symbol, detail, subtask_id, now)
 
     def on_frame(self, ex, stamp: float, frame, camera, depth_m) -> list:
