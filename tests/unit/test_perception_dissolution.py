@@ -164,7 +164,7 @@ def titration_frames(name: str, noise_sd: float) -> list[np.ndarray]:
         frames.append(tw.render_camera("front", t))
     for ml in (5.0, 20.0):
         tw.beaker.add_liquid(ml, dict(tw.scenario.titrant))
-        tw._dirty = True  # (as a landing drop does: the colour follows the new composition)
+        tw._vessel.composition_changed()  # (as a landing drop does: the colour follows the new composition)
         t += 3.0
         frames.append(tw.render_camera("front", t))
     return frames

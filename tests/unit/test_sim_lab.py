@@ -195,7 +195,7 @@ def test_new_sample_sets_the_bench_up_again_and_keeps_the_truth_log():
     before = tw.truth()
     ph_used = before["true_ph"]
     assert ph_used > 1.15
-    while tw._falling:  # wait for the drop in flight; the bench is not swapped under a falling drop
+    while tw._hand.falling:  # wait for the drop in flight; the bench is not swapped under a falling drop
         assert not tw.new_sample(t).accepted
         t = round(t + 0.05, 10)
     res = tw.new_sample(t)
