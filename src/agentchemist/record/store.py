@@ -9,23 +9,26 @@ When a write fails (full disk, dropped PostgreSQL connection) the store reports 
 ``on_failure(kind, description)``, appends every following batch to the spill file, and every
 ``retry_interval_s`` reconnects and replays the spill in order. Replay is idempotent (unique uids), so a
 crash during replay duplicates nothing. ``on_recovery(kind, description)`` reports the way back.
-The queue, thread and spill logic live in :mod:`agentchemist.record.writer`; this module validates
-records, reads, and picks the back end from a URL.
+The queue, thread and spill logic live in :mod:`agentchemist.record.writer`, the reads (database and
+spill merged) in :mod:`agentchemist.record.store_reads`, the started experiments in
+:mod:`agentchemist.record.known_experiments`; this module validates records and picks the back end from
+a URL.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from agentchemist.record import schema
 from agentchemist.record import validate as v
-from agentchemist.record.errors import RecordConfigError, StoreClosedError, StoreError, StoreUnavailableError
-from agentchemist.record.spill import SpillFile, merge_experiments, merge_records
+from agentchemist.record.errors import RecordConfigError, StoreClosedError, StoreUnavailableError
+from agentchemist.record.known_experiments import KnownExperiments
+from agentchemist.record.spill import SpillFile
 from agentchemist.record.sql_backend import SqlBackend
+from agentchemist.record.store_reads import StoreReads
 from agentchemist.record.writer import BatchWriter, FailureCallback
 
 
@@ -127,7 +130,8 @@ class QueuedStore:
             backend.disconnect()
             unavailable, db_ids, db_seq = exc, set(), 0
         spilled = self.spill.read()
-        self._known = db_ids | {op["experiment_id"] for op in spilled}
+        self._known = KnownExperiments(backend, db_ids | {op["experiment_id"] for op in spilled})
+        self._reads = StoreReads(backend, self.spill)
         first_seq = max([db_seq, *(int(op.get("seq", 0)) for op in spilled)])
         self._writer = BatchWriter(
             backend, self.spill, on_failure=on_failure, on_recovery=on_recovery, queue_size=queue_size,
@@ -173,7 +177,7 @@ class QueuedStore:
         """Stop record; call it on success *and* on abort/failure, with the reason."""
         op = {
             "op": "finish",
-            "experiment_id": self._check_experiment(experiment_id),
+            "experiment_id": self._known.check(experiment_id),
             "now": v.stamp("now", now),
             "status": v.name("status", status),
             "reason": v.text("reason", reason),
@@ -291,14 +295,7 @@ class QueuedStore:
         """
         self._check_open()
         self.flush()
-        experiments = self._merged_experiments(experiment_id)
-        if not experiments:
-            raise v.UnknownExperimentError(f"no experiment {experiment_id!r} in this store")
-        run: dict[str, Any] = {"experiment": _with_metadata(experiments[0])}
-        for key, table in schema.RUN_KEYS.items():
-            rows = self._merged_records(table, experiment_id)
-            run[key] = [{k: r[k] for k in schema.RECORD_TABLES[table].names} for r in rows]
-        return run
+        return self._reads.run(experiment_id)
 
     def query_fused(self, experiment_id: str, *, quantity: str | None = None, since: float | None = None,
                     until: float | None = None, limit: int = 0) -> list[dict[str, Any]]:
@@ -312,62 +309,22 @@ class QueuedStore:
         if not isinstance(limit, int) or limit < 0:
             raise v.RecordInputError(f"limit must be an int >= 0, got {limit!r}")
         self.flush()
-        rows = self._merged_records("fused_records", experiment_id, quantity=quantity, since=since, until=until)
-        if limit:
-            rows = rows[:limit]
-        names = (*schema.RECORD_TABLES["fused_records"].names, "seq")
-        return [{k: r[k] for k in names} for r in rows]
+        return self._reads.fused(experiment_id, quantity=quantity, since=since, until=until, limit=limit)
 
     def experiments(self) -> list[dict[str, Any]]:
         """All experiments in the store (same dict shape as ``load_run()["experiment"]``)."""
         self._check_open()
         self.flush()
-        return [_with_metadata(e) for e in self._merged_experiments(None)]
+        return self._reads.experiments()
 
     # ---- internals ----------------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._writer.closed:
             raise StoreClosedError("the record store is closed")
 
-    def _check_experiment(self, experiment_id: str) -> str:
-        v.name("experiment_id", experiment_id)
-        if experiment_id not in self._known:
-            try:  # another process may have started it on a shared PostgreSQL
-                self._known |= self.backend.experiment_ids()
-            except StoreError:
-                pass
-        if experiment_id not in self._known:
-            raise v.UnknownExperimentError(
-                f"experiment {experiment_id!r} was not started; call start_experiment first"
-            )
-        return experiment_id
-
     def _insert(self, table: str, experiment_id: str, row: dict[str, Any], with_seq: bool = False) -> int:
-        op = {"op": "insert", "table": table, "experiment_id": self._check_experiment(experiment_id), "row": row}
+        op = {"op": "insert", "table": table, "experiment_id": self._known.check(experiment_id), "row": row}
         return self._writer.submit(op, with_seq=with_seq)
-
-    def _spilled(self) -> list[dict[str, Any]]:
-        return self.spill.read() if self.spill.exists() else []
-
-    # Reads take the spill first, then the database: a replay in between shows up in the database and
-    # is de-duplicated by uid; the other order could miss rows moving from spill to database.
-    # An unreadable database raises StoreUnavailableError: a partial answer would look complete.
-    def _merged_experiments(self, experiment_id: str | None) -> list[dict[str, Any]]:
-        spilled = self._spilled()
-        rows = {e["experiment_id"]: e for e in self.backend.read_experiments(experiment_id)}
-        return merge_experiments(rows, spilled, experiment_id)
-
-    def _merged_records(self, table: str, experiment_id: str, **filters: Any) -> list[dict[str, Any]]:
-        spilled = self._spilled()
-        rows = self.backend.read_records(table, experiment_id, **filters)
-        return merge_records(rows, spilled, table, experiment_id, **filters)
-
-
-def _with_metadata(experiment: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(experiment)
-    for key, value in experiment.get("metadata", {}).items():
-        out.setdefault(key, value)
-    return out
 
 
 def run_folder(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
