@@ -1,6 +1,5 @@
 """One experiment's record (agentchemist.record.recording): what each input stores and which records it
 returns for the recorder node to publish. SQLite stores in tmp_path; times are the inputs' stamps."""
-import json
 import math
 
 import pytest
@@ -31,7 +30,7 @@ def _reading(quantity, value, stamp, *, sensor="ph_meter", unit="pH", ok=True):
 
 
 def _note(symbol, payload, stamp=5.0, experiment_id="exp-1"):
-    return AgentNote(experiment_id, stamp, "vision_supervisor", symbol, "s1", json.dumps(payload))
+    return AgentNote(experiment_id, stamp, "vision_supervisor", symbol, "s1", payload)
 
 
 def _anomaly(kind, stamp, *, resolved=False, severity="warn"):

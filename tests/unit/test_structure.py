@@ -325,3 +325,33 @@ def test_every_node_is_guarded():
 def test_guard_check_catches_a_plain_node():
     assert unguarded_nodes("from rclpy.node import Node\nclass Bare(Node):\n    pass\n") == ["Bare"]
     assert unguarded_nodes("class Fine(GuardedNode):\n    pass\n") == []
+
+
+# ---------------------------------------------------------------- JSON fields only in the codec
+#: Node modules still allowed to import json. Each entry is a debt, not a rule:
+JSON_ALLOWED = {
+    # its hold/release reason and tap payload move to common/codec.py (hold_reason, encode_tap) with the
+    # dispenser's own rewrite (issue 36); remove this entry then
+    "dispenser_controller_node.py",
+}
+
+
+def json_importers(folder: Path) -> list[str]:
+    """Node modules (and the VLA backend, a node's half) of `folder` that import json themselves: the
+    interfaces' JSON fields are read and written in common/codec.py only."""
+    modules = [*folder.glob("*_node.py"), *folder.glob("vla_backend.py")]
+    return sorted(p.name for p in modules if any(n.split(".")[0] == "json" for n in imported_modules(p)))
+
+
+def test_node_modules_never_import_json():
+    assert len(list(NODES.glob("*_node.py"))) >= 12
+    assert set(json_importers(NODES)) - JSON_ALLOWED == set()
+
+
+def test_json_check_catches_a_node_that_decodes(tmp_path):
+    (tmp_path / "chatty_node.py").write_text("import json\n")
+    (tmp_path / "sly_node.py").write_text("from json import loads\n")
+    (tmp_path / "vla_backend.py").write_text("import json.decoder\n")
+    (tmp_path / "quiet_node.py").write_text("from agentchemist_ros.common.codec import decode_note\n")
+    (tmp_path / "codec.py").write_text("import json\n")  # the codec is where json belongs
+    assert json_importers(tmp_path) == ["chatty_node.py", "sly_node.py", "vla_backend.py"]

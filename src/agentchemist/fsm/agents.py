@@ -34,6 +34,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from agentchemist.contracts.symbols import Symbol
+
 __all__ = [
     "AGENT_EVENT_SYMBOLS",
     "KNOWN_AGENTS",
@@ -59,29 +61,30 @@ AGENT_EVENT_SYMBOLS: Mapping[str, frozenset[str]] = MappingProxyType(
         "planner": frozenset(),
         "vision_supervisor": frozenset(
             {
-                "titrate",
-                "ph_stable",
-                "colour_stable",
-                "endpoint",
-                "verified",
-                "tare_ok",
-                "dose",
-                "mass_stable",
-                "target_mass",
-                "dissolved",
+                Symbol.TITRATE,
+                Symbol.PH_STABLE,
+                Symbol.COLOUR_STABLE,
+                Symbol.ENDPOINT,
+                Symbol.VERIFIED,
+                Symbol.TARE_OK,
+                Symbol.DOSE,
+                Symbol.MASS_STABLE,
+                Symbol.TARGET_MASS,
+                Symbol.DISSOLVED,
             }
         ),
-        "audio_supervisor": frozenset({"drop", "tap"}),
-        "action_policy": frozenset({"grasp_ok", "draw_ok", "act", "place_ok", "transfer_ok", "pour_ok", "stir_ok"}),
-        "dispenser_controller": frozenset({"drop", "tap"}),
-        "recorder": frozenset({"record"}),
+        "audio_supervisor": frozenset({Symbol.DROP, Symbol.TAP}),
+        "action_policy": frozenset({Symbol.GRASP_OK, Symbol.DRAW_OK, Symbol.ACT, Symbol.PLACE_OK, Symbol.TRANSFER_OK,
+                                    Symbol.POUR_OK, Symbol.STIR_OK}),
+        "dispenser_controller": frozenset({Symbol.DROP, Symbol.TAP}),
+        "recorder": frozenset({Symbol.RECORD}),
         "summarizer": frozenset(),
     }
 )
 
 # Symbols that only log: a transition on them does not count as progress, so it does not restart the
 # state's timeout clock (otherwise a recorder that keeps writing could hide a stalled dispenser).
-PASSIVE_SYMBOLS: frozenset[str] = frozenset({"record"})
+PASSIVE_SYMBOLS: frozenset[str] = frozenset({Symbol.RECORD})
 
 RESERVED_SYMBOLS: frozenset[str] = frozenset({"pause", "resume", "abort", "timeout"})
 RESERVED_STATES: frozenset[str] = frozenset({"aborted"})

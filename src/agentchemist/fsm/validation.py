@@ -6,15 +6,17 @@ run). ``ExperimentMachine.from_plan`` raises :class:`InvalidMachineError` with t
 
 from __future__ import annotations
 
+import difflib
 from collections import deque
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from agentchemist.contracts.symbols import INPUT_SYMBOLS
 from agentchemist.fsm.agents import KNOWN_AGENTS, RESERVED_STATES, RESERVED_SYMBOLS, symbol_producers
 
 if TYPE_CHECKING:
     from agentchemist.plan.schema import Plan, StateMachineSpec, Subtask
 
-__all__ = ["dependency_cycles", "reachable_states", "topological_order", "validate_machine"]
+__all__ = ["dependency_cycles", "reachable_states", "topological_order", "unknown_symbols", "validate_machine"]
 
 
 def _duplicates(items: Iterable[str]) -> list[str]:
@@ -25,6 +27,35 @@ def _duplicates(items: Iterable[str]) -> list[str]:
             dup.append(item)
         seen.add(item)
     return dup
+
+
+def unknown_symbols(state_machine: Mapping[str, Any], subtasks: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+    """Each place a machine template (a protocol's ``state_machine`` and ``subtasks``, as read from YAML)
+    names a symbol that is not an input symbol of the vocabulary (agentchemist.contracts.INPUT_SYMBOLS),
+    as a sentence with the closest known symbol. A vetted protocol uses only symbols some agent says: a
+    misspelt one would leave its machine waiting for a word nobody sends. (A plan from a language model
+    may still name its own completion symbols: :func:`validate_machine` only asks that someone produces
+    them.)"""
+    known = sorted(s.value for s in INPUT_SYMBOLS)
+
+    def problem(name: Any, where: str) -> list[str]:
+        if not isinstance(name, str) or name in INPUT_SYMBOLS:
+            return []
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(known)}"
+        return [f"{where} names {name!r}, which is not an input symbol{hint}"]
+
+    reasons: list[str] = []
+    for name in state_machine.get("input_symbols") or ():
+        reasons += problem(name, "input_symbols")
+    for t in state_machine.get("transitions") or ():
+        if isinstance(t, Mapping):
+            reasons += problem(t.get("symbol"), f"transition {t.get('source')} -> {t.get('target')}")
+    for task in subtasks:
+        expected = task.get("expected_transition") if isinstance(task, Mapping) else None
+        if isinstance(expected, Mapping):
+            reasons += problem(expected.get("symbol"), f"subtask {task.get('id')!r}")
+    return reasons
 
 
 def reachable_states(spec: "StateMachineSpec", start: str) -> set[str]:

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from agentchemist.fsm.validation import unknown_symbols
 from agentchemist.limits import load_yaml_file
 from agentchemist.paths import config_dir
 
@@ -231,6 +232,9 @@ class Protocol:
         ):
             _placeholders(part, found)
         object.__setattr__(self, "placeholders", frozenset(found))
+        misspelt = unknown_symbols(self.state_machine, self.subtasks)
+        if misspelt:
+            raise ProtocolError(f"{self.source}: " + "; ".join(misspelt))
         for group in self.alternatives:
             default = self.defaults.get(group.name)
             if default is not None and group.option(default) is None:

@@ -28,6 +28,10 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
+
+from agentchemist.contracts import Symbol
+from agentchemist.contracts.notes import Artifact, Dissolved, Endpoint, MassSettled, PhStable, Verified, note_from
 
 from agentchemist.params import param
 from agentchemist.record.ordering import StampOrder
@@ -37,6 +41,9 @@ from agentchemist.record.store import RecordStore, open_store, run_database_path
 from agentchemist.record.volume_fusion import VolumeFuser
 
 KNOWN_CHANNELS = ("statistical", "audio", "sensor", "vision")
+#: the notes the recorder keeps something of (any other message addressed to it is not recorded)
+RECORDED_NOTES = frozenset({Symbol.PH_STABLE, Symbol.MASS_SETTLED, Symbol.DISSOLVED, Symbol.ENDPOINT, Symbol.VERIFIED,
+                            Symbol.ARTIFACT})
 #: the record name of each filtered single-source quantity
 FILTERED = {"pH": "ph", "temperature": "temperature"}
 
@@ -110,13 +117,13 @@ class Reading:
 
 @dataclass(frozen=True)
 class AgentNote:
-    """An agent's message addressed to the recorder."""
+    """An agent's message addressed to the recorder; `payload`: its decoded payload (read as the symbol's note)."""
     experiment_id: str
     stamp: float
     sender: str
     symbol: str
     subtask_id: str
-    payload_json: str
+    payload: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -356,31 +363,33 @@ class Recording:
     def on_note(self, msg: AgentNote) -> list[Record]:
         if msg.experiment_id != self.experiment_id:
             return []
-        payload = json.loads(msg.payload_json or "{}")
+        if msg.symbol not in RECORDED_NOTES:
+            return []
+        note = note_from(msg.symbol, msg.payload)  # ValueError on a payload that is not the symbol's note
         stamp = msg.stamp
-        if msg.symbol == "ph_stable" and payload.get("ph") is not None:
-            ph = float(payload["ph"])
+        if isinstance(note, PhStable) and note.ph is not None:
+            ph = float(note.ph)
             return [self._record(stamp, "ph_settled", "pH", ph, 1.0, ["sensor"], [ph], [1.0], [], msg.subtask_id)]
-        if msg.symbol == "mass_settled" and payload.get("mass_g") is not None:
+        if isinstance(note, MassSettled) and note.mass_g is not None:
             # The settled mass after each pour pulse, and the weighed mass at the end of the pour (the
             # supervisor's target_mass): the one the report states.
-            mass = float(payload["mass_g"])
-            quantity = "mass_weighed" if payload.get("final") else "mass_settled"
+            mass = float(note.mass_g)
+            quantity = "mass_weighed" if note.final else "mass_settled"
             return [self._record(stamp, quantity, "g", mass, 1.0, ["sensor"], [mass], [1.0], [], msg.subtask_id)]
-        if msg.symbol == "dissolved" and payload.get("dissolution_time_s") is not None:
+        if isinstance(note, Dissolved) and note.dissolution_time_s is not None:
             self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
-                               quantity="dissolution_time_s", value=float(payload["dissolution_time_s"]),
+                               quantity="dissolution_time_s", value=float(note.dissolution_time_s),
                                unit="s", confidence=1.0, fsm_state=self.fsm_state, subtask_id=msg.subtask_id)
             self.store.flush()
-        elif msg.symbol in ("endpoint", "verified"):
-            for key, unit in (("ph", "pH"), ("temperature_c", "degC")):
-                if payload.get(key) is not None:
+        elif isinstance(note, (Endpoint, Verified)):
+            for key, unit, value in (("ph", "pH", note.ph), ("temperature_c", "degC", note.temperature_c)):
+                if value is not None:
                     self.store.add_raw(self.experiment_id, stamp=stamp, channel="vision", sensor=msg.sender,
-                                       quantity=f"{key}_at_{msg.symbol}", value=float(payload[key]), unit=unit,
+                                       quantity=f"{key}_at_{note.SYMBOL.value}", value=float(value), unit=unit,
                                        confidence=1.0, fsm_state=self.fsm_state, subtask_id=msg.subtask_id)
-        elif msg.symbol == "artifact":
-            self.store.add_artifact(self.experiment_id, stamp=stamp, kind=payload.get("kind", "file"),
-                                    path=payload.get("path", ""), label=payload.get("label", ""))
+        elif isinstance(note, Artifact):
+            self.store.add_artifact(self.experiment_id, stamp=stamp, kind=note.kind, path=note.path,
+                                    label=note.label)
             self.store.flush()
         return []
 

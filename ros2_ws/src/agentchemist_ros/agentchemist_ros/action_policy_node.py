@@ -13,7 +13,6 @@ the pipette or the solid bottle and positioning over the beaker it asks the scen
 3-D pose is known, the arm goes there by inverse kinematics (agentchemist.policy.seen_targets), else (no
 pose, no answer, target_source:=named) to the named pose as before.
 """
-import json
 import threading
 
 from builtin_interfaces.msg import Duration
@@ -25,6 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from agentchemist.contracts import AnomalyKind, Severity
 from agentchemist.policy.vla.serve import VLAServeConfig
 from agentchemist.policy.seen_targets import SeenObject, SeenTargetConfig, SeenTargets
 from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker_station, load_poses, needs_beaker_station,
@@ -35,6 +35,7 @@ from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.codec import DecodeError, decode_checks, decode_subtask
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import RELIABLE
@@ -100,7 +101,7 @@ class ActionPolicyNode(GuardedNode):
         g = goal_handle.request
         result = ExecuteSubtask.Result()
         try:
-            payload = json.loads(g.payload_json or "{}")
+            payload = decode_subtask(g.payload_json)
             primitive = payload["primitive"]
             parameters = payload.get("parameters") or {}
             if not isinstance(parameters, dict):
@@ -114,7 +115,7 @@ class ActionPolicyNode(GuardedNode):
             seen = await self.seen_plan(primitive, side, parameters)
             steps = seen.steps if seen is not None else plan_primitive(primitive, self.poses, side, parameters,
                                                                          beaker_at)
-        except (json.JSONDecodeError, KeyError, PrimitiveError) as exc:
+        except (DecodeError, KeyError, PrimitiveError) as exc:
             return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc!r}")
         except SceneUnavailable as exc:  # where the beaker stands is not known
             return self._fail(goal_handle, result, g, f"cannot execute subtask {g.subtask_id}: {exc}; "
@@ -168,7 +169,7 @@ class ActionPolicyNode(GuardedNode):
         try:
             while True:
                 response = await self.describe_scene()
-                extra = json.loads(response.checks_json or "{}")
+                extra = decode_checks(response.checks_json)
                 size = extra.get("image_size") or ()
                 if len(size) != 2:
                     raise SceneUnavailable("the scene service gave no image size")
@@ -275,7 +276,8 @@ class ActionPolicyNode(GuardedNode):
     def _fail(self, goal_handle, result, g, message):
         self.get_logger().error(message)
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=g.experiment_id,
-                                              source=self.get_name(), kind="subtask_failed", severity="warn",
+                                              source=self.get_name(), kind=AnomalyKind.SUBTASK_FAILED,
+                                              severity=Severity.WARN,
                                               description=message, subtask_id=g.subtask_id, response="abort"))
         result.success = False
         result.message = message

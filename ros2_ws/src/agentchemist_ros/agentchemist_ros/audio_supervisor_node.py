@@ -20,6 +20,8 @@ import numpy as np
 from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import JointState
 
+from agentchemist.contracts import AnomalyKind, Severity, Symbol
+from agentchemist.contracts.notes import Drop
 from agentchemist.perception.audio import DetectorConfig, NoiseConfig, NoiseMonitor, StreamingDetector
 from agentchemist.perception.audio.context import ContextConfig, DropContext
 from agentchemist.perception.audio.own_motion import GripperMotion
@@ -29,6 +31,7 @@ from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
+from agentchemist_ros.common.codec import encode_note
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import AUDIO, FSM, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -118,7 +121,7 @@ class AudioSupervisorNode(GuardedNode):
         detector = self.detectors[side]
         problems = detector.validate_chunk(samples, msg.sample_rate, msg.channels, t0)
         for problem in problems:
-            self.report("bad_audio", "warn", f"{side} microphone: {problem}")
+            self.report(AnomalyKind.BAD_AUDIO, Severity.WARN, f"{side} microphone: {problem}")
         if msg.sample_rate != self.sample_rate or msg.channels != 1:
             return  # never detect on audio we cannot interpret: no phantom drops
         events = detector.process(samples, t0, sample_rate=msg.sample_rate, channels=msg.channels)
@@ -135,11 +138,12 @@ class AudioSupervisorNode(GuardedNode):
 
     def on_noise(self, side, change, episode):
         if change == "start" and self.pouring:
-            self.report("audio_noise", "info", f"broadband noise on the {side} contact microphone from "
+            self.report(AnomalyKind.AUDIO_NOISE, Severity.INFO,
+                        f"broadband noise on the {side} contact microphone from "
                         f"{episode.start:.2f} s during the solid pour: the pour itself; the audio channel is gated",
                         response="none", stamp=episode.start)
         elif change == "start":
-            self.report("audio_noise", "warn",
+            self.report(AnomalyKind.AUDIO_NOISE, Severity.WARN,
                         f"broadband noise on the {side} contact microphone from {episode.start:.2f} s "
                         f"({episode.level_db:.0f} dB over the floor, spectral flatness {episode.flatness:.2f}): "
                         f"drops cannot be heard; the audio channel is gated and dispensing held until it ends",
@@ -147,7 +151,7 @@ class AudioSupervisorNode(GuardedNode):
         else:
             with self.lock:
                 self.drop_context.restart_timeout(node_now(self))
-            self.report("audio_noise", "info",
+            self.report(AnomalyKind.AUDIO_NOISE, Severity.INFO,
                         f"the {side} contact microphone hears again at {episode.end:.2f} s (noise for "
                         f"{episode.duration_s:.1f} s)", response="adjustment", stamp=episode.end, resolved=True)
 
@@ -182,16 +186,17 @@ class AudioSupervisorNode(GuardedNode):
                 value=float(classified.total_ml), delta=float(classified.quantity_ml),
                 confidence=float(classified.confidence), fsm_state=state, subtask_id=subtask,
                 event_id=event.event_id))
-        if classified.classification == "expected" and classified.symbol == "drop":
+        if classified.classification == "expected" and classified.symbol == Symbol.DROP:
+            drop = Drop(event_id=event.event_id, total_ml=classified.total_ml)
             self.msg_pub.publish(AgentMessage(stamp=to_msg(event.onset), experiment_id=exp, sender=self.get_name(),
-                                              receiver="vision_supervisor", subtask_id=subtask, symbol="drop",
-                                              payload_json=f'{{"event_id": "{event.event_id}", '
-                                                           f'"total_ml": {classified.total_ml}}}'))
+                                              receiver="vision_supervisor", subtask_id=subtask, symbol=drop.SYMBOL,
+                                              payload_json=encode_note(drop)))
         elif classified.classification == "anomalous" and event.kind == "droplet":
             # A drop nobody dispensed is an anomaly (counted in the volume while the pipette hangs over
             # the vessel: it is titrant all the same). Other unexpected sounds (the arm's own motors, a
             # bump) stay in the audio event log as anomalous but raise no alarm: they change no quantity.
-            self.report("unexpected_drop", "warn", f"droplet heard at {event.onset:.3f} s: {classified.reason}",
+            self.report(AnomalyKind.UNEXPECTED_DROP, Severity.WARN,
+                        f"droplet heard at {event.onset:.3f} s: {classified.reason}",
                         response="adjustment" if counted else "")
 
     def check_timeout(self):
@@ -200,7 +205,7 @@ class AudioSupervisorNode(GuardedNode):
         with self.lock:  # silence is judged on the audio heard so far, not on a clock it may lag behind
             timeout = self.drop_context.check_timeout(self.audio_read.reached(node_now(self)))
         if timeout is not None:
-            self.report("drop_timeout", "warn", timeout.reason)
+            self.report(AnomalyKind.DROP_TIMEOUT, Severity.WARN, timeout.reason)
 
     def report(self, kind, severity, description, response="", stamp=None, resolved=False):
         self.anomaly_pub.publish(make_anomaly(now=node_now(self) if stamp is None else stamp,

@@ -22,7 +22,6 @@ For rviz: the bench as visualization_msgs/MarkerArray on /lab/bench_markers (age
 the front-image layout mapped onto a bench top in front of the robot), in base_link (no bench TF is
 published: tf2_msgs has no PyPI wheel), at marker_rate_hz of wall time.
 """
-import json
 import time
 
 from agentchemist_ros.common.guarded import GuardedNode
@@ -48,6 +47,7 @@ from agentchemist.sim.twin_ph_meter import TwinPhMeter
 from agentchemist_interfaces.msg import AudioChunk, ChemicalReading, ClockAck, PeerWait
 from agentchemist_interfaces.srv import InjectFault
 from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.codec import decode_fault_params, encode_calibration, encode_truth
 from agentchemist_ros.common.markers import marker_msg
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.runner import spin_node
@@ -103,7 +103,7 @@ class LabSimNode(GuardedNode):
                            for c in (cfg.cameras if physics else ())}
         self.truth_pub = self.create_publisher(String, topics.GROUND_TRUTH, LATCHED)
         if cfg.instruments == "topics":  # latched, for the supervisor; with serial the ph_meter node states its own
-            self.create_publisher(String, topics.PH_CALIBRATION, LATCHED).publish(String(data=json.dumps(
+            self.create_publisher(String, topics.PH_CALIBRATION, LATCHED).publish(String(data=encode_calibration(
                 self.ph_meter.status(time.time()))))
         # Latched: rviz started after the twin gets the whole bench at once (every message is complete).
         self.marker_pub = (self.create_publisher(MarkerArray, topics.BENCH_MARKERS, LATCHED)
@@ -159,9 +159,7 @@ class LabSimNode(GuardedNode):
 
     def on_inject_fault(self, request, response):
         try:
-            params = json.loads(request.params_json or "{}")
-            if not isinstance(params, dict):
-                raise ValueError("params_json must be a JSON object")
+            params = decode_fault_params(request.params_json)
             self.twin.inject_fault(request.kind, self.t, request.duration_s, **params)
         except (ValueError, TypeError) as exc:  # unknown kind, bad parameters: refused with the reason
             response.success, response.message = False, f"fault refused: {exc}"
@@ -277,7 +275,7 @@ class LabSimNode(GuardedNode):
         summary = self.twin.truth_summary()
         summary["sim_time"] = self.t
         summary["wall_elapsed"] = time.monotonic() - self.wall_started
-        self.truth_pub.publish(String(data=json.dumps(summary, default=float)))
+        self.truth_pub.publish(String(data=encode_truth(summary)))
 
     def publish_markers(self):
         """The bench as it is now, one MarkerArray (every item's markers: ADD, or DELETE when gone)."""

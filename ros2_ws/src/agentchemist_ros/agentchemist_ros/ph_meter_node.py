@@ -16,18 +16,19 @@ The protocol, calibration and bookkeeping are agentchemist.hardware.instruments;
 timer, the messages and the clock. Serial timing (polls, deadline, reconnect) runs on the monotonic wall
 clock, because the line runs in real time; readings are stamped with the node's clock.
 """
-import json
 import math
 import time
 
 from std_msgs.msg import Bool, Header, String
 from std_srvs.srv import Trigger
 
+from agentchemist.contracts import AnomalyKind, Severity
 from agentchemist.hardware.instruments.meters import PhMeterConfig, PhMeterLogic
 from agentchemist.hardware.instruments.ph_dialects import PH_DIALECTS
 from agentchemist_interfaces.msg import Anomaly, ChemicalReading
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import report_instrument
+from agentchemist_ros.common.codec import encode_calibration
 from agentchemist_ros.common.diagnostics import LinkDiagnostics
 from agentchemist_ros.common.guarded import GuardedNode
 from agentchemist_ros.common.params import declare, declare_config
@@ -91,10 +92,10 @@ class PhMeterNode(GuardedNode):
         last = self._last_problem.get(reading.quantity, "")
         if reading.problem != last:   # a new problem (or its end) once per quantity, not per reading
             if reading.problem:
-                self.anomaly("reading_flagged", "warn", f"{reading.quantity}: {reading.problem}")
+                self.anomaly(AnomalyKind.READING_FLAGGED, Severity.WARN, f"{reading.quantity}: {reading.problem}")
             else:
-                self.anomaly("reading_flagged", "info", f"{reading.quantity} readings pass their self-check again",
-                             resolved=True)
+                self.anomaly(AnomalyKind.READING_FLAGGED, Severity.INFO,
+                             f"{reading.quantity} readings pass their self-check again", resolved=True)
             self._last_problem[reading.quantity] = reading.problem
 
     def report(self):
@@ -105,7 +106,7 @@ class PhMeterNode(GuardedNode):
         report_instrument(self, self.anomaly_pub, kind, severity, description, resolved)
 
     def publish_calibration(self):
-        self.calibration_pub.publish(String(data=json.dumps(self.logic.status(time.time()))))
+        self.calibration_pub.publish(String(data=encode_calibration(self.logic.status(time.time()))))
 
     def on_reload(self, request, response):
         self.logic.reload()

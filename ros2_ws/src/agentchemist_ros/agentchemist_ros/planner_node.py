@@ -1,7 +1,6 @@
 """planner: the RunExperiment action server. Instruction + scene -> verified plan (or a refusal or a
 question), published latched on /agentchemist/plan; then follows the FSM to its end and returns the
 report path. dry_run returns the plan only."""
-import json
 import secrets
 import threading
 import time
@@ -11,6 +10,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 
+from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
@@ -20,6 +20,7 @@ from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, F
 from agentchemist_interfaces.srv import DescribeScene
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.codec import decode_checks, decode_note, decode_scene
 from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, RELIABLE
@@ -68,8 +69,9 @@ class PlannerNode(GuardedNode):
                 running = [(exp, f) for exp, f in self.ended.items() if not f.done()]
             for exp, ended in running:
                 self.get_logger().error(f"{exp}: {e.text}: the experiment ends here")
-                anomaly = make_anomaly(now=node_now(self), experiment_id=exp, source=self.get_name(), kind="node_lost",
-                                       severity="halt", response="abort", description=f"{e.text}: the experiment ends here")
+                anomaly = make_anomaly(now=node_now(self), experiment_id=exp, source=self.get_name(),
+                                       kind=AnomalyKind.NODE_LOST, severity=Severity.HALT, response="abort",
+                                       description=f"{e.text}: the experiment ends here")
                 self.anomaly_pub.publish(anomaly)
                 with self.lock:
                     self.anomalies.setdefault(exp, []).append(anomaly)
@@ -86,11 +88,11 @@ class PlannerNode(GuardedNode):
             ended.set_result(msg)
 
     def on_message(self, msg):
-        if msg.receiver == self.get_name() and msg.symbol in ("report_written", "report_failed"):
+        if msg.receiver == self.get_name() and msg.symbol in (Symbol.REPORT_WRITTEN, Symbol.REPORT_FAILED):
             with self.lock:
                 future = self.reported.get(msg.experiment_id)
             if future is not None and not future.done():
-                future.set_result(json.loads(msg.payload_json or "{}"))
+                future.set_result(decode_note(msg))
 
     def on_anomaly(self, msg):
         with self.lock:
@@ -99,7 +101,7 @@ class PlannerNode(GuardedNode):
 
     async def scene(self, text_scene: str):
         if text_scene:
-            return SceneInfo.from_dict(json.loads(text_scene))
+            return SceneInfo.from_dict(decode_scene(text_scene))
         # The camera may not have delivered a frame yet: ask again until the timeout (wall clock).
         deadline = resolved_after(self, self.scene_timeout, steady=True)
         response = None
@@ -115,7 +117,7 @@ class PlannerNode(GuardedNode):
         if response is None or not response.success:
             self.get_logger().warn("scene unavailable: " + (response.message if response else "no DescribeScene service"))
             return None
-        extra = json.loads(response.checks_json or "{}")
+        extra = decode_checks(response.checks_json)
         checks = extra.get("checks", {})
         if extra.get("inventory_error"):  # the bench's contents cannot be known: nothing may move
             raise SceneError(f"the lab inventory cannot be read: {extra['inventory_error']}")
@@ -179,11 +181,11 @@ class PlannerNode(GuardedNode):
         finally:
             with self.lock:
                 anomalies = self.anomalies.pop(exp, [])
-                halts = [a for a in anomalies if a.severity == "halt"]
-                gaps = [a.description for a in anomalies if a.kind == "record_gap"]
+                halts = [a for a in anomalies if a.severity == Severity.HALT]
+                gaps = [a.description for a in anomalies if a.kind == AnomalyKind.RECORD_GAP]
                 for book in (self.goals, self.ended, self.reported):
                     book.pop(exp, None)
-        result.report_path = (report or {}).get("report", "")
+        result.report_path = report.report if report is not None else ""
         if state.accepting and gaps:  # the chemistry ended well, but what happened is not all on record
             result.outcome, result.message = "completed_with_gap", "; ".join(gaps)
             goal_handle.abort()

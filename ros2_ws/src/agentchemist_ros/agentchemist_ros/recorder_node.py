@@ -10,12 +10,13 @@ experiment); this node turns messages into its typed inputs, publishes the recor
 QueryRecords and reports store failures as anomalies.
 """
 import dataclasses
-import json
 import math
 import threading
 
 from agentchemist_ros.common.guarded import GuardedNode
 
+from agentchemist.contracts import AnomalyKind, Severity, Symbol
+from agentchemist.contracts.notes import RecordClosed
 from agentchemist.record.errors import RecordInputError
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
@@ -25,6 +26,7 @@ from agentchemist_interfaces.srv import QueryRecords
 from agentchemist_ros.common.clock_acks import acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.codec import decode_payload, encode_note
 from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -79,8 +81,8 @@ class RecorderNode(GuardedNode):
             except RecordInputError as exc:
                 self.recording = None
                 self.anomaly_pub.publish(make_anomaly(
-                    now=node_now(self), experiment_id="", source=self.get_name(), kind="invalid_plan",
-                    severity="warn", description=f"not recorded: {exc}"))
+                    now=node_now(self), experiment_id="", source=self.get_name(), kind=AnomalyKind.INVALID_PLAN,
+                    severity=Severity.WARN, description=f"not recorded: {exc}"))
                 return
             self.recording = Recording.open(self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
                                             instruction=msg.instruction, plan_json=msg.plan_json, previous=previous,
@@ -98,9 +100,9 @@ class RecorderNode(GuardedNode):
                 self.acknowledge()
         if closed is not None:
             self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
-                                              sender=self.get_name(), receiver="summarizer", symbol="record_closed",
-                                              payload_json=json.dumps({"store": closed.store,
-                                                                       "status": closed.status})))
+                                              sender=self.get_name(), receiver="summarizer",
+                                              symbol=Symbol.RECORD_CLOSED,
+                                              payload_json=encode_note(RecordClosed(closed.store, closed.status))))
 
     # ------------------------------------------------------------------ observations
     def on_quantity(self, msg):
@@ -111,7 +113,8 @@ class RecorderNode(GuardedNode):
 
     def on_message(self, msg):
         if msg.receiver == self.get_name():
-            self.record(lambda r: r.on_note(typed(AgentNote, msg, stamp=to_sec(msg.stamp))))
+            self.record(lambda r: r.on_note(typed(AgentNote, msg, stamp=to_sec(msg.stamp),
+                                                  payload=decode_payload(msg))))
 
     def on_anomaly(self, msg):
         self.record(lambda r: r.on_anomaly(typed(AnomalyNote, msg, stamp=to_sec(msg.stamp))))
@@ -166,7 +169,7 @@ class RecorderNode(GuardedNode):
 
     def store_failure(self, kind, description):
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
-                                              source=self.get_name(), kind=kind, severity="warn",
+                                              source=self.get_name(), kind=kind, severity=Severity.WARN,
                                               description=description, response="adjustment"))
 
     def query(self, request, response):

@@ -11,7 +11,6 @@ graph down, and the graph (the twin's clock included) keeps running while it wri
 `report_in_process: true` writes in the node instead (one process fewer, for a machine where spawning
 Python is slow).
 """
-import json
 import subprocess
 import sys
 import threading
@@ -20,9 +19,12 @@ from pathlib import Path
 
 from agentchemist_ros.common.guarded import GuardedNode
 
+from agentchemist.contracts import AnomalyKind, Severity, Symbol
+from agentchemist.contracts import notes
 from agentchemist_interfaces.msg import AgentMessage, Anomaly
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.codec import decode_note, encode_note
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
@@ -57,7 +59,7 @@ class SummarizerNode(GuardedNode):
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
 
     def on_message(self, msg):
-        if msg.receiver != self.get_name() or msg.symbol != "record_closed":
+        if msg.receiver != self.get_name() or msg.symbol != Symbol.RECORD_CLOSED:
             return
         with self.lock:
             if msg.experiment_id in self.done:
@@ -65,16 +67,16 @@ class SummarizerNode(GuardedNode):
             self.done[msg.experiment_id] = None
             while len(self.done) > RECENT_EXPERIMENTS:
                 self.done.popitem(last=False)
-        payload = json.loads(msg.payload_json or "{}")
+        closed = decode_note(msg)
         run_dir = self.runs_dir / msg.experiment_id
         if self.in_process:
-            self.write(msg.experiment_id, run_dir, payload)
+            self.write(msg.experiment_id, run_dir, closed)
         else:  # the callback returns at once; the thread waits for the child and announces the report
-            threading.Thread(target=self.write, args=(msg.experiment_id, run_dir, payload), daemon=True,
+            threading.Thread(target=self.write, args=(msg.experiment_id, run_dir, closed), daemon=True,
                              name=f"report-{msg.experiment_id}").start()
 
-    def write(self, experiment_id, run_dir, payload):
-        store = payload.get("store")
+    def write(self, experiment_id, run_dir, closed: notes.RecordClosed):
+        store = closed.store or None  # None: the run folder's own store
         try:
             if self.in_process:
                 # imported here: the graph does not carry the report's libraries (matplotlib) otherwise
@@ -88,17 +90,19 @@ class SummarizerNode(GuardedNode):
                 return
             self.get_logger().error(f"report for {experiment_id} failed: {exc!r}")
             self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=experiment_id,
-                                                  source=self.get_name(), kind="report_failed", severity="warn",
+                                                  source=self.get_name(), kind=AnomalyKind.REPORT_FAILED,
+                                                  severity=Severity.WARN,
                                                   description=repr(exc)))
             documents = None
-        report = str(documents[0].resolve()) if documents else ""
-        self.get_logger().info(f"report written: {report}")
+        if documents:
+            md, html, js = (str(d.resolve()) for d in documents)
+            note = notes.ReportWritten(report=md, html=html, json=js, status=closed.status)
+        else:
+            note = notes.ReportFailed(status=closed.status)  # not this module's ReportFailed (an exception)
+        self.get_logger().info(f"report written: {note.report}")
         self.msg_pub.publish(AgentMessage(
             stamp=to_msg(node_now(self)), experiment_id=experiment_id, sender=self.get_name(),
-            receiver="planner", symbol="report_written" if documents else "report_failed",
-            payload_json=json.dumps({"report": report, "html": str(documents[1].resolve()) if documents else "",
-                                     "json": str(documents[2].resolve()) if documents else "",
-                                     "status": payload.get("status", "")})))
+            receiver="planner", symbol=note.SYMBOL, payload_json=encode_note(note)))
 
     def write_in_child(self, experiment_id, run_dir, store):
         """`agentchemist report` in a child process; returns the (markdown, html, json) paths it wrote."""

@@ -9,7 +9,6 @@ only translates messages.
 """
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -23,6 +22,7 @@ from agentchemist.policy.vla.serve import Observation, PolicyAbort, PolicyRefuse
 from agentchemist_interfaces.action import ExecuteSubtask
 from agentchemist_interfaces.msg import Anomaly, AudioChunk
 from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.codec import encode_policy_report
 from agentchemist_ros.common.qos import AUDIO, RELIABLE, SENSOR
 from agentchemist_ros.common.timeconv import node_now
 from agentchemist_ros.common.waiting import resolved_after
@@ -126,7 +126,7 @@ class VLABackend:
             self.send(command)
             if episode.done:
                 report = episode.report(now, True)
-                return True, f"{text} done: {json.dumps(report)}", report
+                return True, f"{text} done: {encode_policy_report(report)}", report
             goal_handle.publish_feedback(ExecuteSubtask.Feedback(phase=f"vla {text}", progress=min(
                 0.99, (now - episode.start) / self.runner.cfg.max_duration_s)))
             await resolved_after(self.node, self.runner.dt)

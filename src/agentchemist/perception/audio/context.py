@@ -24,6 +24,8 @@ import bisect
 import math
 from dataclasses import dataclass, replace
 
+from agentchemist.contracts.symbols import Symbol
+
 from .errors import ContextError
 from .events import DETECTED_KINDS, DetectedEvent
 
@@ -203,7 +205,7 @@ class DropContext:
             if grace:
                 reason += " just after dispensing stopped"
             if event.kind == "droplet":
-                symbol = "drop"
+                symbol = Symbol.DROP
                 quantity = self.drop_volume_ml
                 self.drops += 1
                 self.total_ml += quantity

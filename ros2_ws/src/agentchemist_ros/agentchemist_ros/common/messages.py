@@ -1,10 +1,9 @@
 """The executor's effects (agentchemist.fsm.effects) as the messages the vision supervisor publishes."""
-import json
-
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.effects import PublishHue, PublishState, Tell
 from agentchemist_interfaces.msg import AgentMessage, FsmState, QuantityEstimate
 from agentchemist_ros.common.anomaly import make_anomaly
+from agentchemist_ros.common.codec import encode_payload
 from agentchemist_ros.common.timeconv import to_msg
 
 
@@ -17,7 +16,7 @@ def agent_message(e: Tell, experiment_id: str, sender: str, now: float) -> Agent
     return AgentMessage(stamp=to_msg(e.stamp if e.stamp is not None else now), experiment_id=experiment_id,
                         sender=sender, receiver=e.receiver, subtask_id=e.subtask_id, symbol=e.symbol,
                         instruction=e.instruction, target_state=e.target_state,
-                        payload_json=json.dumps(dict(e.payload)))
+                        payload_json=encode_payload(e.symbol, e.payload))
 
 
 def anomaly(e: Report, experiment_id: str, source: str, state: str, now: float):

@@ -5,8 +5,6 @@ from the configured vision backend.
 With the front camera's CameraInfo (and its depth aligned to colour), each object's ``pose`` is its tag's
 pose in the camera's optical frame ``front_camera`` (the URDF's link; perception/tag_pose.py says how and
 which of depth and PnP wins); without (the kinematic twin), all zeros, the quaternion too: unknown."""
-import json
-
 from geometry_msgs.msg import Point, Pose, Quaternion
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -17,6 +15,7 @@ from agentchemist.perception.tag_pose import CameraModel, CameraModelError, dept
 from agentchemist.perception.vlm import make_backend, scene_summary
 from agentchemist_interfaces.msg import SceneObject
 from agentchemist_ros.common import images, topics
+from agentchemist_ros.common.codec import encode_checks
 from agentchemist_ros.common.params import declare
 from agentchemist_ros.common.qos import SENSOR
 from agentchemist_ros.common.timeconv import to_msg, to_sec
@@ -87,11 +86,11 @@ def describe_front(frame, backend, now: float, request, response, inventory_file
     desc = describe_scene(frame, inventory=inventory, camera=camera, depth_m=depth)
     response.objects = [SceneObject(id=o.id, kind=o.kind, u=o.u, v=o.v, confidence=o.confidence,
                                     pose=pose_msg(o.pose)) for o in desc.objects]
-    response.checks_json = json.dumps({"checks": desc.checks, "reasons": desc.reasons,
-                                       "image_size": list(desc.image_size or ()), "contents": desc.contents,
-                                       "inventory_error": inventory_error, "on": desc.supports,
-                                       "pose_source": {o.id: o.pose.source for o in desc.objects if o.pose},
-                                       "no_3d": no_3d})
+    response.checks_json = encode_checks({"checks": desc.checks, "reasons": desc.reasons,
+                                          "image_size": list(desc.image_size or ()), "contents": desc.contents,
+                                          "inventory_error": inventory_error, "on": desc.supports,
+                                          "pose_source": {o.id: o.pose.source for o in desc.objects if o.pose},
+                                          "no_3d": no_3d})
     response.success, response.message = True, scene_summary(frame, len(desc.objects), backend)
     return response
 
