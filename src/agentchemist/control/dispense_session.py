@@ -17,7 +17,7 @@ The dispenser node translates messages; a DispenseSession decides the rest:
   agentchemist.fsm.node_watch); lost, the running goal is held (no drop falls that nobody judges), back,
   released; gone too long or restarted (the new process never sent this goal), the goal is cancelled;
 - **the action result** from the controller's stop (`outcome`), and why a goal is refused before anything
-  moves (`prepare` raises Refusal). A goal comes as a dispense request (agentchemist.contracts.dispense),
+  moves (`start` raises Refusal). A goal comes as a dispense request (agentchemist.contracts.dispense),
   or as the action Goal's fields, read into one here.
 
 The caller holds its lock around every call; time is an argument (`now`), as everywhere in the core.
@@ -34,9 +34,9 @@ from agentchemist.control.dispenser import DispenserConfig
 from agentchemist.control.dispenser_types import ControllerAnomaly
 from agentchemist.control.jobs import CalibrationJob, DropsJob, Job, PourJob
 from agentchemist.control.ledger import ExperimentVolume
-from agentchemist.control.session_types import (CALIBRATION, NAN, CalibrationOutcome, Feedback, GoalOutcome,
-                                                Refusal, StateChange, Tap, Tick, VolumeEstimate, refused,
-                                                state_change)
+from agentchemist.control.session_types import (CALIBRATION, NAN, CalibrationOutcome, Feedback, FeedbackPace,
+                                                GoalOutcome, Refusal, StateChange, Tap, Tick, VolumeEstimate,
+                                                refused, state_change)
 from agentchemist.control.solid_pour import SolidPourConfig
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.workcell.robot import SIDES
@@ -47,8 +47,9 @@ JUDGE_LOST = f"peer {JUDGE}"  #: the hold while it is lost
 GoalRequest = GoalFields
 
 __all__ = ["CALIBRATION", "DROPS", "JUDGE", "JUDGE_LOST", "NAN", "SOLID_POUR", "CalibrationOutcome",
-           "DispenseSession", "Feedback", "GoalOutcome", "GoalRequest", "Job", "Refusal", "StateChange", "Tap",
-           "Tick", "VolumeEstimate", "calibration_summary", "refused", "state_change"]
+           "DispenseSession", "DispenserConfig", "Feedback", "GoalOutcome", "GoalRequest", "Job", "Refusal",
+           "SolidPourConfig", "StateChange", "Tap", "Tick", "VolumeEstimate", "calibration_summary", "refused",
+           "state_change"]
 
 
 def calibration_summary(cal: Calibration, drops: int, saved_path: str | None) -> str:
@@ -84,7 +85,7 @@ class DispenseSession:
         self._holds_experiment = ""
         self.judge_watch = NodeWatch(peers=frozenset({JUDGE}))
         self.volume = ExperimentVolume()    #: the experiment's cumulative titrant volume published
-        self._last_feedback = -1e9
+        self.feedback_due = FeedbackPace(feedback_period_s).due   #: (now, urgent) -> whether feedback goes out
 
     # ------------------------------------------------------------------ the gripper
     def busy(self) -> str:
@@ -197,19 +198,11 @@ class DispenseSession:
             self.job.on_mass(stamp, grams, self_check_ok)
 
     # ------------------------------------------------------------------ starting
-    def start(self, request, *, now: float) -> Job:
-        """Prepare and claim the job of a Dispense goal in one step. Raises Refusal."""
-        job = self.prepare(request, now=now)
-        busy = self.claim(job)
-        if busy:
-            raise Refusal(busy)
-        return job
-
     def missing_inputs(self, request, now: float) -> list[str]:
         """What a drops goal needs that has not reached the node yet: the gripper's measured position and, for
         a goal judged on pH, a reading from the last sensor_timeout_s. A node just started in its own process
         (DDS still matching its topics) or starved of CPU lacks them for a while in wall time; the node waits
-        for them with the twin's clock held before it starts the goal (prepare() refuses without a position,
+        for them with the twin's clock held before it starts the goal (start() refuses without a position,
         and the controller's sensor timeout would count the wait as a dead meter). A request that cannot
         be read waits for nothing: it is refused at once."""
         try:
@@ -224,18 +217,23 @@ class DispenseSession:
             missing.append("a pH reading")
         return missing
 
-    def prepare(self, request, *, now: float) -> Job:
-        """The job for a Dispense goal (not yet claimed): a dispense request, or the action Goal's fields.
-        Raises Refusal."""
+    def start(self, request, *, now: float) -> Job:
+        """Prepare and claim the job of a Dispense goal in one step: a dispense request, or the action Goal's
+        fields. Raises Refusal."""
         r = as_request(request)
         if isinstance(r, PourRequest):
-            return PourJob.prepare(r, self.pour_config, default_side=self.pour_side, now=now)
-        busy = self.busy()  # checked again when the goal claims the gripper
+            job = PourJob.prepare(r, self.pour_config, default_side=self.pour_side, now=now)
+        else:
+            busy = self.busy()  # checked again when the goal claims the gripper
+            if busy:
+                raise Refusal(busy)
+            if self.opening_mm is None:
+                raise Refusal(f"no joint state for {self.side}_gripper yet: gripper position unknown")
+            job = DropsJob.prepare(r, self.config, opening_mm=self.opening_mm, last_ph=self.last_ph, now=now)
+        busy = self.claim(job)
         if busy:
             raise Refusal(busy)
-        if self.opening_mm is None:
-            raise Refusal(f"no joint state for {self.side}_gripper yet: gripper position unknown")
-        return DropsJob.prepare(r, self.config, opening_mm=self.opening_mm, last_ph=self.last_ph, now=now)
+        return job
 
     def start_calibration(self, *, samples: int, liquid: str, pipette_id: str, now: float) -> Job:
         """Prepare and claim a calibration (0 samples: the default). Raises Refusal."""
@@ -260,14 +258,11 @@ class DispenseSession:
                 saved = str(save_calibration(cal, path or None))
             except OSError as exc:
                 return CalibrationOutcome(message=f"calibration fitted but not saved: {exc}")
-        self.adopt_calibration(cal)
-        return CalibrationOutcome(True, calibration_summary(cal, job.controller.drops, saved), cal.k_ml_per_mm,
-                                  cal.drop_volume_ml, cal.residual_ml, saved or "")
-
-    def adopt_calibration(self, cal: Calibration) -> None:
-        """From now on the dispenser counts with `cal`."""
+        # from now on the dispenser counts with it
         self.config = replace(self.config, k_ml_per_mm=cal.k_ml_per_mm, drop_volume_ml=cal.drop_volume_ml,
                               calibration_residual_ml=cal.residual_ml)
+        return CalibrationOutcome(True, calibration_summary(cal, job.controller.drops, saved), cal.k_ml_per_mm,
+                                  cal.drop_volume_ml, cal.residual_ml, saved or "")
 
     @staticmethod
     def start_state(job: Job) -> StateChange | None:
@@ -290,10 +285,3 @@ class DispenseSession:
         """One control update of the running job (None: nothing to send; drops and calibration wait for the
         gripper's opening). `cancel`: the goal's client asked to cancel."""
         return self.job.step(self, now, cancel) if self.job is not None else None
-
-    def feedback_due(self, now: float, urgent: bool) -> bool:
-        """Action feedback goes out every feedback period, and at once on a transition or the stop."""
-        if now - self._last_feedback >= self.feedback_period_s or urgent:
-            self._last_feedback = now
-            return True
-        return False

@@ -190,10 +190,6 @@ class DispenserController:
         """Seconds between drops while squeezing at the goal's rate: what the audio supervisor expects."""
         return self.config.drop_volume_ml / (self.config.k_ml_per_mm * self.rate)
 
-    def confidence(self) -> float:
-        """Confidence of Q_stat now (agentchemist.control.drop_ledger)."""
-        return self.ledger.confidence(self.state, self.faults.stall_since is not None)
-
     # ----------------------------------------------------------------- inputs
     def on_ph(self, stamp: float, ph: float, noise_sd: float | None = None) -> None:
         """A pH reading (`noise_sd`: the meter's stated noise, pH). Bad readings raise ReadingError (the
@@ -240,7 +236,7 @@ class DispenserController:
         self._last_update = now
         if self._release_pending:
             self._release_pending, self.released_at = False, now
-        out.estimates += self.ledger.account(now, measured_opening_mm, self.state, self.confidence())
+        out.estimates += self.ledger.account(now, measured_opening_mm, self.state, self.faults.stall_since is not None)
         self.pacing.advance(now)
 
         if self._cancel:
@@ -249,6 +245,10 @@ class DispenserController:
         anomaly = self.faults.detect(self, now, measured_opening_mm)
         out.anomalies += self.unbidden.take_notes()
         self.pacing.first_anchor()
+        if self.state != State.RESET and self._goal_reached():
+            return self._finish(out, now, True, "target_volume",
+                                f"dispensed {self.q_stat:.4f} mL (target {self.goal.target_volume_ml:.4f} mL)",
+                                "goal_reached")
         step = {State.MOTION: self._in_motion, State.WAIT: self._in_wait, State.RESET: self._in_reset}[self.state]
         if step(out, now, measured_opening_mm, anomaly, dt):
             return out
@@ -260,8 +260,6 @@ class DispenserController:
     def _in_motion(self, out: Output, now: float, measured: float, anomaly, dt: float) -> bool:
         """MOTION: hold, reset, stop, or squeeze on. True when the goal ended here."""
         c = self.config
-        if self._goal_reached():
-            return bool(self._finish(out, now, True, "target_volume", self._goal_message(), "goal_reached"))
         if anomaly:
             self._enter_reset(out, now, anomaly)
         elif self.holds:
@@ -296,8 +294,6 @@ class DispenserController:
 
     def _in_wait(self, out: Output, now: float, measured: float, anomaly, dt: float) -> bool:
         """WAIT: until held no more, resumed, clear ahead or settled. True when the goal ended here."""
-        if self._goal_reached():
-            return bool(self._finish(out, now, True, "target_volume", self._goal_message(), "goal_reached"))
         if anomaly:
             self._enter_reset(out, now, anomaly)
         elif self.holds:
@@ -371,10 +367,8 @@ class DispenserController:
         dispenser while it confirms it, and cancels the goal (agentchemist.fsm.supervision)."""
         g = self.goal
         # on what has landed (the pendant at the tip stays there once the squeeze stops): the nearest drop
-        return g.target_volume_ml > 0 and self.ledger.landed_ml() >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml
-
-    def _goal_message(self) -> str:
-        return f"dispensed {self.q_stat:.4f} mL (target {self.goal.target_volume_ml:.4f} mL)"
+        landed = self.ledger.landed_ml()
+        return g.target_volume_ml > 0 and landed >= g.target_volume_ml - 0.5 * self.config.drop_volume_ml
 
     def _enter_reset(self, out: Output, now: float, anomaly: ControllerAnomaly) -> None:
         self.resets += 1
@@ -384,7 +378,7 @@ class DispenserController:
             gives_up = anomaly.kind in GIVE_UP_KINDS or self.resets > self.config.max_resets
             anomaly = dataclasses.replace(anomaly, response="abort" if gives_up else "retry")
         self._reset_reason = anomaly
-        out.estimates += self.ledger.flush(now, self.state, self.confidence())
+        out.estimates += self.ledger.flush(now, self.state, self.faults.stall_since is not None)
         out.anomalies.append(anomaly)
         self._go(out, "anomaly", now)
         self._reset_since = now
@@ -408,7 +402,7 @@ class DispenserController:
         """The goal stops (`condition`: the table's transition to DONE that stops it; none for a cancel)."""
         if condition is not None:
             self._go(out, condition, now)
-        out.estimates += self.ledger.flush(now, self.state, self.confidence())
+        out.estimates += self.ledger.flush(now, self.state, self.faults.stall_since is not None)
         self.state = State.DONE
         last_ph = self.pacing.last_ph
         self.result = StopResult(success, reason, self.q_stat, self.drops,

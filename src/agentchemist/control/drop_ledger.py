@@ -48,8 +48,9 @@ class DropLedger:
             return 0.0
         return max(0.0, self.q_stat - self.config.k_ml_per_mm * self.since_drop_mm)
 
-    def account(self, now: float, measured: float, state: State, confidence: float) -> list[Estimate]:
-        """The measured opening (mm): what it squeezed, and the estimates it is due."""
+    def account(self, now: float, measured: float, state: State, stalled: bool) -> list[Estimate]:
+        """The measured opening (mm): what it squeezed, and the estimates it is due (`state`, `stalled`: the
+        controller's, for their confidence)."""
         if not math.isfinite(measured):
             return []
         dd = self.deepest_mm - measured
@@ -68,15 +69,17 @@ class DropLedger:
         if self.q_stat >= self._next_report - 1e-12:
             dv = self.config.drop_volume_ml
             self._next_report = (math.floor(self.q_stat / dv + 1e-9) + 1) * dv
-            estimate = Estimate(now, self.q_stat, self.q_stat - self._reported, confidence, state.value)
+            estimate = Estimate(now, self.q_stat, self.q_stat - self._reported, self.confidence(state, stalled),
+                                state.value)
             self._reported = self.q_stat
             return [estimate]
         return []
 
-    def flush(self, now: float, state: State, confidence: float) -> list[Estimate]:
+    def flush(self, now: float, state: State, stalled: bool) -> list[Estimate]:
         """The remainder of Q_stat since the last estimate, when the controller holds for good or resets."""
         if self.q_stat > self._reported + 1e-9:
-            estimate = Estimate(now, self.q_stat, self.q_stat - self._reported, confidence, state.value)
+            estimate = Estimate(now, self.q_stat, self.q_stat - self._reported, self.confidence(state, stalled),
+                                state.value)
             self._reported = self.q_stat
             return [estimate]
         return []

@@ -103,7 +103,8 @@ class DropsJob(Job):
             rate_mm_s=_or(r.rate_mm_s, config.rate_mm_s), settle_each_drop=r.settle_each_drop,
             resume_on_command=r.resume_on_command,
             change_rate_threshold=_or(r.change_rate_threshold_ph_s, config.change_rate_threshold),
-            stable_window_s=_or(r.stable_window_s, config.settle.window_s), timeout_s=_or(r.timeout_s, config.operation_timeout_s))
+            stable_window_s=_or(r.stable_window_s, config.settle.window_s),
+            timeout_s=_or(r.timeout_s, config.operation_timeout_s))
         try:
             controller = DispenserController(config, goal, start_opening_mm=opening_mm, now=now)
         except GoalError as exc:

@@ -110,6 +110,20 @@ class CalibrationOutcome:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "fit_failed"}
 
 
+class FeedbackPace:
+    """Action feedback goes out every feedback period, and at once on a transition or the stop."""
+
+    def __init__(self, period_s: float):
+        self.period_s = period_s
+        self._last = -1e9
+
+    def due(self, now: float, urgent: bool) -> bool:
+        if now - self._last >= self.period_s or urgent:
+            self._last = now
+            return True
+        return False
+
+
 def state_change(job, state: str, previous: str, reason: str, *, interval: float = 0.0, active: bool = True,
                  dispensed_ml: float = 0.0, drops: int = 0) -> StateChange:
     """The DispenserState of `job` (anything with mode and ids) entering `state`."""
@@ -125,5 +139,5 @@ def refused(mode: str, reason: str) -> GoalOutcome:
     return GoalOutcome(success=False, stop_reason="rejected", message=reason, **unknown)
 
 
-__all__ = ["CALIBRATION", "DROPS", "NAN", "SOLID_POUR", "CalibrationOutcome", "Feedback", "GoalOutcome", "Refusal",
-           "StateChange", "Tap", "Tick", "VolumeEstimate", "refused", "state_change"]
+__all__ = ["CALIBRATION", "DROPS", "NAN", "SOLID_POUR", "CalibrationOutcome", "Feedback", "FeedbackPace", "GoalOutcome",
+           "Refusal", "StateChange", "Tap", "Tick", "VolumeEstimate", "refused", "state_change"]

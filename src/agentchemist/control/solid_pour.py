@@ -53,10 +53,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from agentchemist.control.dispenser_types import ControllerAnomaly, GoalError
+from agentchemist.control.pour_model import FlowModel, Pour, PourModel
 from agentchemist.params import param
 from agentchemist.perception.ph_stability import ReadingError
 
-__all__ = ["Phase", "PourOutput", "PourResult", "PulseEvent", "SolidPourConfig", "SolidPourController",
+__all__ = ["FlowModel", "Phase", "PourOutput", "PourResult", "PulseEvent", "SolidPourConfig", "SolidPourController",
            "SolidPourGoal"]
 
 
@@ -233,22 +234,12 @@ class PourOutput:
     done: PourResult | None = None
 
 
-@dataclass
-class _Pour:
-    """One pour (search ramp or pulse) and what the balance says it delivered."""
-    kind: str
-    trace: list[tuple[float, float]] = field(default_factory=list)  #: (time, measured tilt)
-    dose_g: float | None = None
-
-
-@dataclass(frozen=True)
-class FlowModel:
-    gain_g_s: float        #: F: flow at flow_scale_deg past the onset (g/s)
-    onset_deg: float
-
-
 class SolidPourController:
     """See the module docstring."""
+    # Read-only views of the flow model (agentchemist.control.pour_model).
+    model = property(lambda self: self.flow.model)
+    pours = property(lambda self: self.flow.pours)
+    onset_prior = property(lambda self: self.flow.onset_prior)
 
     def __init__(self, config: SolidPourConfig, goal: SolidPourGoal, now: float) -> None:
         goal.validate(config)
@@ -268,9 +259,7 @@ class SolidPourController:
         self.baseline: float | None = None
         self.settled: float | None = None     # the last settled mass (absolute reading)
         self.settle_from = now                # readings counted for a settle are stamped after this
-        self.pours: list[_Pour] = []
-        self.model: FlowModel | None = None
-        self.onset_prior: float | None = None
+        self.flow = PourModel(config)          # the flow law fitted to the pours so far, and the next pulse
         self.pulse_count = 0                  # pour events emitted (the search is index 0)
         self.weak_pulses = 0
         self.holds: set[str] = set()
@@ -287,7 +276,6 @@ class SolidPourController:
         self._after_hold: Phase | None = None
         self._reseek_after_settle = False
         self._seek_prev = now
-        self._last_planned = 0.0
         self._final: float | None = None
         self._finish_message = ""
         self._last_update = now
@@ -353,7 +341,7 @@ class SolidPourController:
         self._measured = measured_tilt_deg
         if measured_tilt_deg is not None:
             self._ever_measured = True
-        self._trace(now)
+        self.flow.trace(now, self._measured)
         self._check_pour_end(now, out)
 
         if self._cancel:
@@ -373,7 +361,7 @@ class SolidPourController:
         else:
             self._off_since = None
         if self.holds and self.phase not in (Phase.HELD, Phase.FINISH, Phase.APPROACH, Phase.BASELINE):
-            self._after_hold = Phase.SEEK if self.model is None and self.phase == Phase.SEEK else Phase.SETTLE
+            self._after_hold = Phase.SEEK if self.flow.model is None and self.phase == Phase.SEEK else Phase.SETTLE
             self._close_pulse(now)
             self._enter(Phase.HELD, now)
             self.command = 0.0
@@ -399,7 +387,8 @@ class SolidPourController:
         self.command = 0.0
         if self.holds:
             return
-        value = self._settled_value(self.config.baseline_window_s)
+        value = settled_value(self.readings, self.config.baseline_window_s, since=self.settle_from,
+                              change_threshold=self.change_threshold, config=self.config)
         if value is not None:
             self.baseline = self.settled = value
             self._start_seek(now, self.config.seek_start_deg, value)
@@ -414,16 +403,16 @@ class SolidPourController:
             self.settle_from = math.inf if self._pending_end is not None else now
             self._reseek_after_settle = self._after_hold == Phase.SEEK
             self._enter(Phase.SETTLE, now)
-            self.command = self._rest_tilt()
+            self.command = self.flow.rest_tilt(held=bool(self.holds))
 
     def _on_seek(self, now, out, stale):
         c = self.config
         gain = self.latest_mass - self._seek_base if self.readings else 0.0
         if gain >= c.detect_g and self._measured is not None:
             onset = self._measured - self.rate * c.seek_delay_s
-            self.onset_prior = onset
-            self.model = None
-            self.pours[-1].kind = "search"
+            self.flow.onset_prior = onset
+            self.flow.model = None
+            self.flow.pours[-1].kind = "search"
             self._pending_end = {"index": self.pulse_count, "kind": "search", "duration_s": now - self.phase_since,
                                  "planned_g": float("nan"), "tilt_deg": self._measured}
             self.pulse_count += 1
@@ -445,16 +434,17 @@ class SolidPourController:
 
     def _on_settle(self, now, out, stale):
         c = self.config
-        self.command = self._rest_tilt()
+        self.command = self.flow.rest_tilt(held=bool(self.holds))
         if self.settle_from == math.inf:
             return  # the bottle has not yet come back under the onset
-        value = self._settled_value(self.window_s)
+        value = settled_value(self.readings, self.window_s, since=self.settle_from,
+                              change_threshold=self.change_threshold, config=c)
         if value is None:
             if now - max(self.phase_since, self.settle_from) > c.settle_timeout_s:
                 self._abort(out, now, "settle_timeout", f"the balance did not settle within {c.settle_timeout_s:.0f} s")
             return
         previous, self.settled = self.settled, value
-        pour = self.pours[-1] if self.pours and self.pours[-1].dose_g is None else None
+        pour = self.flow.pours[-1] if self.flow.pours and self.flow.pours[-1].dose_g is None else None
         if pour is not None:
             pour.dose_g = value - previous
         dispensed = value - self.baseline
@@ -468,27 +458,29 @@ class SolidPourController:
             self._reseek_after_settle = False
             self._start_seek(now, c.seek_start_deg, value)
             return
-        if pour is not None and pour.kind == "pulse" and self._pulse_was_weak(pour):
+        if pour is not None and pour.kind == "pulse" and self.flow.pulse_was_weak(pour):
             self.weak_pulses += 1
             if self.weak_pulses >= c.weak_pulses_to_reseek:
                 self.weak_pulses = 0
-                start = self.model.onset_deg + c.work_excess_deg if self.model else c.seek_start_deg
-                self.pours = []  # the old onset no longer holds: learn it afresh
-                self.model = None
+                start = self.flow.model.onset_deg + c.work_excess_deg if self.flow.model else c.seek_start_deg
+                self.flow.pours = []  # the old onset no longer holds: learn it afresh
+                self.flow.model = None
                 self._start_seek(now, start, value)
                 return
         elif pour is not None and pour.kind == "pulse":
             self.weak_pulses = 0
-        self._fit()
-        plan = self._plan(remaining)
+        self.flow.fit()
+        rest = self.flow.rest_tilt(held=bool(self.holds))
+        tilt_now = self._measured if self._measured is not None else rest  # where the next pulse starts from
+        plan = self.flow.plan(remaining, tilt_now, rest)
         if plan is None:
             if remaining <= self.tolerance:
                 self._finish(out, now, value, dispensed)
                 return
-            plan = self._smallest_pulse()
+            plan = self.flow.smallest_pulse(tilt_now, rest)
         duration, predicted, work = plan
         self._pulse = {"start": now, "duration": duration, "planned": predicted, "base": value, "tilt": work}
-        self.pours.append(_Pour("pulse"))
+        self.flow.pours.append(Pour("pulse"))
         self._enter(Phase.PULSE, now)
         self.command = self._pulse["tilt"]
 
@@ -504,7 +496,7 @@ class SolidPourController:
         if now >= due - 0.5 * max(self._step_s, self.config.control_period_s) + 1e-9 or stale or surge or over:
             self._close_pulse(now)
             self._enter(Phase.SETTLE, now)
-            self.command = self._rest_tilt()
+            self.command = self.flow.rest_tilt(held=bool(self.holds))
         else:
             self.command = p["tilt"]
 
@@ -524,7 +516,7 @@ class SolidPourController:
         self._seek_prev = now
         self._seek_top_since = None
         self._seek_base = base_g
-        self.pours.append(_Pour("search"))
+        self.flow.pours.append(Pour("search"))
         self._enter(Phase.SEEK, now)
         self.command = self._seek_command
 
@@ -548,7 +540,7 @@ class SolidPourController:
         """A pour has ended when the measured tilt is back under the (estimated) flow onset."""
         if self._pending_end is None or self._measured is None:
             return
-        onset = self._onset()
+        onset = self.flow.onset()
         limit = onset if onset is not None else self.config.seek_start_deg
         if self._measured <= limit:
             e = self._pending_end
@@ -557,170 +549,6 @@ class SolidPourController:
                                              e["tilt_deg"]))
             self._pending_end = None
             self.settle_from = now
-
-    def _trace(self, now: float) -> None:
-        if self._measured is None or not self.pours or self.pours[-1].dose_g is not None:
-            return
-        self.pours[-1].trace.append((now, self._measured))
-
-    def _onset(self) -> float | None:
-        if self.model is not None:
-            return self.model.onset_deg
-        return self.onset_prior
-
-    def _rest_tilt(self) -> float:
-        onset = self._onset()
-        if onset is None or self.holds:
-            return 0.0
-        return max(onset - self.config.rest_below_deg, 0.0)
-
-    def _settled_value(self, window_s: float) -> float | None:
-        """Mean of the readings over the last `window_s` if they hold still (see the module docstring)."""
-        c = self.config
-        if not self.readings:
-            return None
-        end = self.readings[-1][0]
-        pts = [(t, m) for t, m in self.readings if t >= end - window_s - 1e-9 and t >= self.settle_from]
-        if len(pts) < 4 or pts[-1][0] - pts[0][0] < 0.75 * window_s:
-            return None
-        masses = [m for _, m in pts]
-        if max(masses) - min(masses) > c.settle_spread_g + 1e-9:
-            return None
-        tm = sum(t for t, _ in pts) / len(pts)
-        mm = sum(masses) / len(masses)
-        den = sum((t - tm) ** 2 for t, _ in pts)
-        slope = sum((t - tm) * (m - mm) for t, m in pts) / den if den > 0 else 0.0
-        if abs(slope) > self.change_threshold:
-            return None
-        # Still creeping within the threshold: what the display has yet to show is its lag times its slope
-        # (a first-order approach; the window's slope and mean both belong to its middle). At the
-        # threshold's 0.02 g/s that is 0.016 g, more than the error aimed at.
-        return mm + slope * c.balance_tau_s
-
-    def _pulse_was_weak(self, pour: _Pour) -> bool:
-        c = self.config
-        planned = self._last_planned
-        return pour.dose_g < 2 * c.balance_resolution_g and pour.dose_g < c.weak_pulse_fraction * planned
-
-    # ----------------------------------------------------------------- flow model
-    def _shape(self, tilt: float, onset: float) -> float:
-        excess = tilt - onset
-        if excess <= 0.0:
-            return 0.0
-        return (excess / self.config.flow_scale_deg) ** self.config.flow_exponent
-
-    def _exposure(self, trace: list[tuple[float, float]], onset: float) -> float:
-        """Integral of the flow law's shape along a measured tilt trace (s)."""
-        total = 0.0
-        for (t0, a0), (t1, a1) in zip(trace, trace[1:]):
-            total += 0.5 * (self._shape(a0, onset) + self._shape(a1, onset)) * (t1 - t0)
-        return total
-
-    def _fit(self) -> None:
-        """Refit F and the onset to every measured pour (see the module docstring)."""
-        c = self.config
-        data = [p for p in self.pours if p.dose_g is not None and len(p.trace) >= 2]
-        if not data or self.onset_prior is None:
-            return
-        best = None
-        steps = int(round(2 * c.onset_search_deg / 0.25))
-        sd_m = c.balance_resolution_g
-        for i in range(steps + 1):
-            onset = self.onset_prior - c.onset_search_deg + 0.25 * i
-            exposures = [self._exposure(p.trace, onset) for p in data]
-            weights = [c.forget_per_pour ** (len(data) - 1 - k) / ((c.dose_cv * max(p.dose_g, 0.0)) ** 2 + sd_m ** 2)
-                       for k, p in enumerate(data)]
-            sxx = sum(w * e * e for w, e in zip(weights, exposures))
-            if sxx <= 0.0:
-                continue
-            gain = sum(w * p.dose_g * e for w, p, e in zip(weights, data, exposures)) / sxx
-            if gain <= 0.0:
-                continue
-            cost = sum(w * (p.dose_g - gain * e) ** 2 for w, p, e in zip(weights, data, exposures))
-            cost += ((onset - self.onset_prior) / c.onset_prior_sd_deg) ** 2
-            if best is None or cost < best[0]:
-                best = (cost, gain, onset)
-        if best is not None:
-            self.model = FlowModel(best[1], best[2])
-
-    def _predictions(self, work: float) -> list[tuple[float, float]]:
-        """(duration, predicted dose in g) of a pulse at the working tilt `work` for every duration on the
-        control grid: the tilt follows the command (work, then rest) with the arm's first-order lag from
-        where it is now, and the fitted flow is integrated along it until the bottle is under the onset."""
-        m, c = self.model, self.config
-        rest = self._rest_tilt()
-        dt = 0.01
-        decay = math.exp(-dt / c.arm_tau_s)
-        durations = self._durations()
-        tilt = self._measured if self._measured is not None else rest
-        t, rising = 0.0, 0.0  # exposure accumulated at the working tilt so far
-        out = []
-        for d in durations:
-            while t < d - 1e-9:  # the part at the working tilt is common to every longer pulse
-                nxt = work + (tilt - work) * decay
-                rising += 0.5 * (self._shape(tilt, m.onset_deg) + self._shape(nxt, m.onset_deg)) * dt
-                tilt, t = nxt, t + dt
-            tail, a, k = 0.0, tilt, 0
-            while a > m.onset_deg and k < 2000:  # back to rest: what still flows
-                nxt = rest + (a - rest) * decay
-                tail += 0.5 * (self._shape(a, m.onset_deg) + self._shape(nxt, m.onset_deg)) * dt
-                a, k = nxt, k + 1
-            out.append((d, m.gain_g_s * (rising + tail)))
-        return out
-
-    def _durations(self) -> list[float]:
-        c = self.config
-        n0 = max(1, int(math.ceil(c.min_pulse_s / c.control_period_s - 1e-9)))
-        n1 = int(math.floor(c.max_pulse_s / c.control_period_s + 1e-9))
-        return [n * c.control_period_s for n in range(n0, n1 + 1)]
-
-    def _plan(self, remaining: float) -> tuple[float, float, float] | None:
-        """(duration, predicted dose, working tilt) of the next pulse, or None when no pulse would
-        improve the mass."""
-        c = self.config
-        if self.model is None or remaining <= 0.0:
-            return None
-        # Before the model has seen a pulse (only the search ramp), its F is rough: dose more cautiously.
-        seen_pulse = any(p.kind == "pulse" and p.dose_g is not None for p in self.pours)
-        cv = c.dose_cv if seen_pulse else c.first_dose_cv
-        aim = remaining / (1.0 + c.aim_sigmas * cv)
-        fine = min(self.model.onset_deg + c.work_excess_deg, c.max_tilt_deg)
-        coarse = min(self.model.onset_deg + c.coarse_excess_deg, c.max_tilt_deg)
-        work = coarse if aim > c.coarse_above_g else fine
-        options = [(d, q) for d, q in self._predictions(work) if q > 0.0]
-        if not options:
-            return None
-        if remaining - aim <= 2 * c.balance_resolution_g or options[0][1] >= aim:
-            # This pulse may be the last: pick the duration (or none) with the least expected squared
-            # error, counting the pulse's own spread (relative, and the floor of the smallest pulse).
-            best, best_cost = None, remaining ** 2
-            for d, q in options:
-                cost = (remaining - q) ** 2 + (cv * q) ** 2 + c.small_pulse_sd_g ** 2
-                if cost < best_cost:
-                    best, best_cost = (d, q, work), cost
-            if best is not None:
-                self._last_planned = best[1]
-            return best
-        chosen = options[0]
-        for d, q in options:
-            if q <= aim:
-                chosen = (d, q)
-        self._last_planned = chosen[1]
-        return chosen[0], chosen[1], work
-
-    def _smallest_pulse(self) -> tuple[float, float, float]:
-        """The shortest pulse that pours at all (the mass is short by more than the tolerance and the
-        model sees no pulse that would help: it is wrong, and a pulse teaches it)."""
-        c = self.config
-        if self.model is None:
-            return c.min_pulse_s, 0.0, c.seek_start_deg
-        work = min(self.model.onset_deg + c.work_excess_deg, c.max_tilt_deg)
-        for d, q in self._predictions(work):
-            if q > 0.0:
-                self._last_planned = q
-                return d, q, work
-        self._last_planned = 0.0
-        return c.min_pulse_s, 0.0, work
 
     # ----------------------------------------------------------------- endings
     def _finish(self, out: PourOutput, now: float, value: float, dispensed: float) -> None:
@@ -750,3 +578,29 @@ class SolidPourController:
         out.phase = Phase.DONE
         out.done = self.result
         return out
+
+
+def settled_value(readings: list[tuple[float, float]], window_s: float, *, since: float, change_threshold: float,
+                  config: SolidPourConfig) -> float | None:
+    """Mean of the balance `readings` (stamp, g) over the last `window_s`, counting those stamped from
+    `since` on, if they hold still (see the module docstring, step 3)."""
+    c = config
+    if not readings:
+        return None
+    end = readings[-1][0]
+    pts = [(t, m) for t, m in readings if t >= end - window_s - 1e-9 and t >= since]
+    if len(pts) < 4 or pts[-1][0] - pts[0][0] < 0.75 * window_s:
+        return None
+    masses = [m for _, m in pts]
+    if max(masses) - min(masses) > c.settle_spread_g + 1e-9:
+        return None
+    tm = sum(t for t, _ in pts) / len(pts)
+    mm = sum(masses) / len(masses)
+    den = sum((t - tm) ** 2 for t, _ in pts)
+    slope = sum((t - tm) * (m - mm) for t, m in pts) / den if den > 0 else 0.0
+    if abs(slope) > change_threshold:
+        return None
+    # Still creeping within the threshold: what the display has yet to show is its lag times its slope
+    # (a first-order approach; the window's slope and mean both belong to its middle). At the
+    # threshold's 0.02 g/s that is 0.016 g, more than the error aimed at.
+    return mm + slope * c.balance_tau_s

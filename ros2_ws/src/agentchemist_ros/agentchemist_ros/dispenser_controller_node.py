@@ -1,13 +1,13 @@
 """dispenser_controller: the Dispense action server (modes drops and solid_pour) and the Calibrate service.
 
-The domain logic is agentchemist.control.dispense_session.DispenseSession (who has the gripper, the
-supervisor's standing holds, the experiment's cumulative titrant volume, what each control tick sends, the
-action result); this node translates messages, declares parameters, and owns the ROS-clock control timer,
-the QoS and the lock. It sends gripper (drops, calibration) or arm (solid_pour) commands and publishes
-QuantityEstimates, anomalies, `tap`s and its DispenserState (goal start, every controller transition, goal
-end; the audio supervisor and the recorder read it). A bad goal is refused with its reason; nothing moves.
-The vision supervisor's `hold` / `release` / `resume` messages pace it; holds outlive a goal. Calibrate is a
-coroutine awaiting a Future the timer completes (common/waiting.py), refused while a Dispense goal runs.
+The domain logic is agentchemist.control.dispense_session.DispenseSession (who has the gripper, the supervisor's
+standing holds, the experiment's cumulative titrant volume, what each control tick sends, the action result); this
+node translates messages, declares parameters, and owns the ROS-clock control timer, the QoS and the lock. It sends
+gripper (drops, calibration) or arm (solid_pour) commands and publishes QuantityEstimates, anomalies, `tap`s and its
+DispenserState (goal start, every controller transition, goal end; the audio supervisor and the recorder read it). A
+bad goal is refused with its reason; nothing moves. The vision supervisor's `hold` / `release` / `resume` messages
+pace it; holds outlive a goal. Calibrate is a coroutine awaiting a Future the timer completes (common/waiting.py),
+refused while a Dispense goal runs.
 """
 import threading
 from dataclasses import asdict
@@ -21,12 +21,9 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from agentchemist.contracts import Symbol
-from agentchemist.contracts.dispense import RequestError
-from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, Refusal,
-                                                   StateChange, refused)
-from agentchemist.control.dispenser import DispenserConfig
+from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenserConfig, DispenseSession,
+                                                   Refusal, SolidPourConfig, StateChange, refused)
 from agentchemist.fsm.episodes import Episodes
-from agentchemist.control.solid_pour import SolidPourConfig
 from agentchemist.perception.ph_stability import ReadingError
 from agentchemist_interfaces.action import Dispense
 from agentchemist_interfaces.srv import Calibrate
@@ -36,7 +33,7 @@ from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
-from agentchemist_ros.common.goals import dispense_request, hold_reason, tap_payload
+from agentchemist_ros.common.goals import RequestError, dispense_request, hold_reason, tap_payload
 from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import hold_until
@@ -245,8 +242,7 @@ class DispenserControllerNode(GuardedNode):
         try:
             request = dispense_request(goal_handle.request)
         except RequestError as exc:  # a goal that cannot be carried out as asked: refused at once
-            return self._refuse(goal_handle, goal_handle.request.mode or DROPS,
-                                Refusal(str(exc), exc.experiment_id, exc.subtask_id))
+            return self._refuse(goal_handle, goal_handle.request.mode or DROPS, exc)
         await hold_until(self, lambda: self._inputs_ready(request), self.input_wait_s, "the dispenser's inputs")
         started = self._start(lambda: self.session.start(request, now=node_now(self)), goal_handle)
         if isinstance(started, Refusal):
@@ -279,7 +275,7 @@ class DispenserControllerNode(GuardedNode):
         with self.lock:
             return self.cmd_pub.get_subscription_count() > 0 and not self.session.missing_inputs(request, node_now(self))
 
-    def _refuse(self, goal_handle, mode: str, refusal: Refusal):
+    def _refuse(self, goal_handle, mode: str, refusal: Refusal | RequestError):
         self.get_logger().error(f"dispense goal refused: {refusal}")
         self.report("bad_goal", "warn", f"dispense goal refused: {refusal}", experiment_id=refusal.experiment_id,
                     subtask_id=refusal.subtask_id, response="none")

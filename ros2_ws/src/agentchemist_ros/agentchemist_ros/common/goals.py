@@ -4,8 +4,10 @@ payloads the dispenser exchanges with the supervisor (a hold's reason, a pour's 
 import dataclasses
 import json
 
-from agentchemist.contracts.dispense import DispenseRequest, from_goal_fields, goal_fields
+from agentchemist.contracts.dispense import DispenseRequest, RequestError, from_goal_fields, goal_fields
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
+
+__all__ = ["RequestError", "dispense_goal", "dispense_request", "hold_reason", "subtask_goal", "tap_payload"]
 
 
 def dispense_goal(experiment_id: str, subtask_id: str, request: DispenseRequest) -> Dispense.Goal:
