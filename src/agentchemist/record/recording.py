@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from agentchemist.contracts import Symbol
+from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.contracts.notes import Artifact, Dissolved, Endpoint, MassSettled, PhStable, Verified, note_from
 
 from agentchemist.params import param
@@ -344,16 +344,16 @@ class Recording:
         if not why:
             if self.implausible:
                 self.implausible = False
-                self.notices.append(Notice("implausible_reading", "info", "pH readings are explained by the "
-                                           "drops again", msg.stamp, resolved=True))
+                self.notices.append(Notice(AnomalyKind.IMPLAUSIBLE_READING, Severity.INFO,
+                                           "pH readings are explained by the drops again", msg.stamp, resolved=True))
             return False
         self.store.add_raw(self.experiment_id, stamp=msg.stamp, channel="sensor", sensor=msg.sensor,
                            quantity=msg.quantity, value=msg.value, unit=msg.unit, confidence=0.0,
                            fsm_state=self.fsm_state, subtask_id=self.subtask_id, flags=["implausible_jump"])
         if not self.implausible:
             self.implausible = True
-            self.notices.append(Notice("implausible_reading", "warn", f"{why}: kept out of the records",
-                                       msg.stamp))
+            self.notices.append(Notice(AnomalyKind.IMPLAUSIBLE_READING, Severity.WARN,
+                                       f"{why}: kept out of the records", msg.stamp))
         return True
 
     def take_notices(self) -> list[Notice]:
@@ -400,7 +400,7 @@ class Recording:
                                fsm_state=msg.fsm_state or self.fsm_state,
                                subtask_id=msg.subtask_id, response=msg.response, resolved=msg.resolved)
         records = []
-        if msg.kind == "audio_noise":
+        if msg.kind == AnomalyKind.AUDIO_NOISE:
             # The microphone was deaf from the noise's onset (this stamp) to its end (the resolution).
             if msg.resolved:
                 self.fuser.close_gate("audio", msg.stamp)
@@ -464,7 +464,8 @@ class Recording:
 
 #: Anomalies about a sensor or service the dispensed volume does not depend on: they leave the volume
 #: channels' confidence alone (a refused pH reading says nothing about the drops).
-NOT_ABOUT_VOLUME = frozenset({"bad_reading", "recorder_lost", "record_gap", "spill_unreplayed"})
+NOT_ABOUT_VOLUME = frozenset({AnomalyKind.BAD_READING, AnomalyKind.RECORDER_LOST, AnomalyKind.RECORD_GAP,
+                              AnomalyKind.SPILL_UNREPLAYED})
 
 #: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
 SPILL_NAME = "records.spill.jsonl"

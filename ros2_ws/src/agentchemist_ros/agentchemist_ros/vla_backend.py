@@ -17,6 +17,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from agentchemist.contracts import Severity
 from agentchemist.workcell.robot import JOINT_NAMES
 from agentchemist.policy.vla.serve import Observation, PolicyAbort, PolicyRefused, VLARunner
 from agentchemist_interfaces.action import ExecuteSubtask
@@ -79,7 +80,7 @@ class VLABackend:
             self.obs.stamps["joint states"] = node_now(self.node)
 
     def on_anomaly(self, msg):
-        if msg.severity == "halt" and not msg.resolved:
+        if msg.severity == Severity.HALT and not msg.resolved:
             self.halted = f"{msg.source} reported {msg.kind} (halt): {msg.description}"
 
     def snapshot(self) -> Observation:
