@@ -329,11 +329,7 @@ def test_guard_check_catches_a_plain_node():
 
 # ---------------------------------------------------------------- JSON fields only in the codec
 #: Node modules still allowed to import json. Each entry is a debt, not a rule:
-JSON_ALLOWED = {
-    # its hold/release reason and tap payload move to common/codec.py (hold_reason, encode_tap) with the
-    # dispenser's own rewrite (issue 36); remove this entry then
-    "dispenser_controller_node.py",
-}
+JSON_ALLOWED: set[str] = set()
 
 
 def json_importers(folder: Path) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from agentchemist.contracts.dispense import DROPS, SOLID_POUR, DropsRequest, PourRequest
+from agentchemist.contracts.notes import Tap as TapNote
 from agentchemist.control.calibration import CalibrationError
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
 from agentchemist.control.dispenser import DispenseGoal, DispenserConfig, DispenserController, GoalError
@@ -220,9 +221,9 @@ class PourJob(Job):
         # small step the wrist follows within the control period.
         tick.arm = (side, joints(out.command_tilt_deg),
                     host.pour_config.control_period_s if measured is not None else host.approach_time_s)
-        tick.taps = [Tap(p.stamp, {"index": p.index, "kind": p.kind, "duration_s": round(p.duration_s, 3),
-                                   "planned_g": None if math.isnan(p.planned_g) else round(p.planned_g, 4),
-                                   "tilt_deg": round(p.tilt_deg, 2)}) for p in out.pulses]
+        tick.taps = [Tap(p.stamp, TapNote(index=p.index, kind=p.kind, duration_s=round(p.duration_s, 3),
+                                          planned_g=None if math.isnan(p.planned_g) else round(p.planned_g, 4),
+                                          tilt_deg=round(p.tilt_deg, 2))) for p in out.pulses]
         tick.anomalies = [replace(a, response=a.response or "abort", resolved=False) for a in out.anomalies]
         phase_changed = out.phase.value != self.phase
         if phase_changed:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentchemist.contracts.dispense import DROPS, SOLID_POUR
+from agentchemist.contracts.notes import Tap as TapNote
 from agentchemist.control.dispenser_types import ControllerAnomaly
 
 CALIBRATION = "calibration"
@@ -53,7 +54,7 @@ class VolumeEstimate:
 class Tap:
     """A pour pulse, told to the vision supervisor, stamped when the bottle came back under the flow."""
     stamp: float
-    payload: dict
+    note: TapNote
 
 
 @dataclass(frozen=True)

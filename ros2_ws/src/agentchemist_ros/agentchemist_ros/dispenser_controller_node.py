@@ -33,7 +33,8 @@ from agentchemist_ros.common.clock_acks import InputProgress, acknowledge_clock
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.calibration import declare_calibration
-from agentchemist_ros.common.goals import RequestError, dispense_request, hold_reason, tap_payload
+from agentchemist_ros.common.codec import encode_note, hold_reason
+from agentchemist_ros.common.goals import RequestError, dispense_request
 from agentchemist_ros.common.heartbeats import watch_heartbeats
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import hold_until
@@ -154,7 +155,7 @@ class DispenserControllerNode(GuardedNode):
             with self.lock:
                 self.session.resume()
         elif msg.symbol in (Symbol.HOLD, Symbol.RELEASE):
-            reason = hold_reason(msg.payload_json)
+            reason = hold_reason(msg)
             with self.lock:
                 holds = self.session.set_hold(msg.experiment_id, reason, msg.symbol == Symbol.HOLD)
             self.get_logger().info(f"{msg.symbol} ({reason}); holds in force: {holds or 'none'}")
@@ -184,7 +185,7 @@ class DispenserControllerNode(GuardedNode):
                 value=est.value_ml, delta=est.delta_ml, confidence=est.confidence, fsm_state="", event_id="", **ids))
         for tap in tick.taps:
             self.msg_pub.publish(AgentMessage(stamp=to_msg(tap.stamp), sender=self.get_name(), symbol=Symbol.TAP,
-                                              receiver="vision_supervisor", payload_json=tap_payload(tap.payload),
+                                              receiver="vision_supervisor", payload_json=encode_note(tap.note),
                                               **ids))
         for a in tick.anomalies:
             self.report(a.kind, a.severity, a.description, response=a.response, resolved=a.resolved, **ids)

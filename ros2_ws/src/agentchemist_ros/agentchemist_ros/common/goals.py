@@ -1,13 +1,13 @@
 """Core goals as action goal messages and back: the dispense request (agentchemist.contracts.dispense) to and
-from the Dispense action's Goal (the only place that does), the executor's policy payload, and the two
-payloads the dispenser exchanges with the supervisor (a hold's reason, a pour's tap)."""
+from the Dispense action's Goal (the only place that does), and the executor's policy payload (its JSON
+written by common/codec.py)."""
 import dataclasses
-import json
 
 from agentchemist.contracts.dispense import DispenseRequest, RequestError, from_goal_fields, goal_fields
 from agentchemist_interfaces.action import Dispense, ExecuteSubtask
+from agentchemist_ros.common.codec import encode_subtask
 
-__all__ = ["RequestError", "dispense_goal", "dispense_request", "hold_reason", "subtask_goal", "tap_payload"]
+__all__ = ["RequestError", "dispense_goal", "dispense_request", "subtask_goal"]
 
 
 def dispense_goal(experiment_id: str, subtask_id: str, request: DispenseRequest) -> Dispense.Goal:
@@ -24,18 +24,5 @@ def dispense_request(goal: Dispense.Goal) -> DispenseRequest:
 def subtask_goal(experiment_id: str, task, payload) -> ExecuteSubtask.Goal:
     return ExecuteSubtask.Goal(experiment_id=experiment_id, subtask_id=task.id, instruction=task.description,
                                target_state=task.expected_transition.target if task.expected_transition else "",
-                               payload_json=json.dumps(dict(payload)))
+                               payload_json=encode_subtask(payload))
 
-
-# ---------------------------------------------------------------------- the dispenser's notes
-def hold_reason(payload_json: str) -> str:
-    """The reason a hold or release gives ("supervisor" when it gives none or cannot be read)."""
-    try:
-        return str(json.loads(payload_json or "{}").get("reason", "")) or "supervisor"
-    except (json.JSONDecodeError, AttributeError):
-        return "supervisor"
-
-
-def tap_payload(payload: dict) -> str:
-    """A pour pulse's tap (agentchemist.control.session_types.Tap) as the AgentMessage's payload."""
-    return json.dumps(payload)
