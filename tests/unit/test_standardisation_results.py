@@ -54,6 +54,7 @@ def test_the_naoh_concentration_is_found_within_its_uncertainty(seed):
 def test_the_report_rows_state_found_and_nominal():
     rows = dict(key_values(compute_results(_run()).results, [("Final pH", "10.95")]))
     assert rows["Final pH"] == "10.95"
+    assert "naoh of unknown concentration (planned at 0.1 mol/L)" in rows["Analysed as"]
     assert rows["NaOH concentration"].startswith("0.09") and "k = 2" in rows["NaOH concentration"]
     assert "0.2042 g of khp" in rows["From"]
     assert "does not agree" in rows["Nominal vs found"]

@@ -4,14 +4,20 @@ mass it comes from, and the nominal concentration beside the found one."""
 from __future__ import annotations
 
 from agentchemist.experiments.acid_base import report as acid_base
-from agentchemist.report.document import fmt, fmt_sig
+from agentchemist.report.document import fmt, fmt_sig, fmt_text
 
 TITRATION_CURVE = True
 
 
 def key_values(results: dict, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    rows = acid_base.key_values(results, rows)
     s = results.get("standardisation")
+    setup = results.get("setup") or {}
+    # the acid-base row would state the titrant's planning estimate as if it were known
+    rows = [(label, text) if label != "Analysed as" else
+            (label, f"{fmt_text(setup.get('analyte'))} ({fmt(setup.get('analyte_volume_ml'), 2)} mL) titrated with "
+                    f"{fmt_text(setup.get('titrant'))} of unknown concentration (planned at "
+                    f"{fmt_sig(setup.get('titrant_m'))} mol/L) at {fmt(setup.get('temperature_c'), 1)} °C")
+            for label, text in acid_base.key_values(results, rows)]
     if not s:
         return [*rows, ("NaOH concentration", "not stated (see what could not be concluded)")]
     k = s.get("coverage_factor", 2.0)
