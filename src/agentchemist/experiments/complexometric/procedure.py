@@ -39,7 +39,7 @@ class ColourEndpoint(Procedure):
     """One complexometric titration's colour endpoint, its holds and its hue estimates."""
 
     colour_endpoint = True
-    track_colour = True
+    track_colour = True   #: every frame's hue is estimated and published (the recorder keeps colour_hue)
 
     def __init__(self, sup):
         super().__init__(sup)

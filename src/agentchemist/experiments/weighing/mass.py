@@ -1,16 +1,17 @@
-"""The vision supervisor's decisions for a weighing-and-dissolution experiment, free of ROS.
+"""The balance's side of the weighing procedure (:mod:`.procedure`), free of ROS.
 
 The protocol (config/protocols/weighing_dissolution.yaml) leaves these symbols to the supervisor:
 
 * ``tare_ok``: the balance was told to tare (the node calls the balance's tare service and reports
   :meth:`MassSupervision.tare_sent`), and then reads zero, settled, over the settle window;
-* ``dose``: the dispenser accepted the pour goal (the node applies it; nothing to decide here);
+* ``dose``: the pour goal goes out (the procedure applies it; nothing to decide here);
 * ``mass_stable``: after a pour pulse (``tap``), the balance settled again (waiting_mass -> dosing);
 * ``target_mass``: the dispenser reports it reached the target *and* the balance, settled, agrees
   within the plan's tolerance. The dispenser's word alone is not enough: it is the balance that is
   recorded. A settled mass outside the tolerance aborts (solid cannot be taken back out);
-* ``dissolved`` / ``verified``: from the front camera (:mod:`agentchemist.perception.dissolution`):
-  no solid seen; verified when it stays so for the verify hold and the weighed mass is within tolerance.
+* ``dissolved`` / ``verified``: from the front camera (the procedure, with
+  :mod:`agentchemist.perception.dissolution`): no solid seen; verified when it stays so for the verify
+  hold and the weighed mass (:meth:`MassSupervision.verify`) is within tolerance.
 
 Bad readings (not finite, outside the balance's range, older than the last) raise
 :class:`ReadingError` and never advance the machine.
