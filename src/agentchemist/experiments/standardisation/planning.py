@@ -181,7 +181,7 @@ def draft(parse: InstructionParse, scene: SceneInfo | None, warnings: list[str],
     out.context["standard_mass_g"] = round(standard.mass_g, 9)
     out.context["mass_resolution_g"] = float(f"{_mass_resolution_g(parse, standard.mass_g):.3g}")
     out.context["titrant_nominal_m"] = nominal  # None: no label or stated value to compare the result with
-    out.context["experiment_name"] = (f"{family.label}: {titrant.reagent.display_name} against "
+    out.context["experiment_name"] = (f"standardisation of {titrant.reagent.display_name} against "
                                       f"{standard.mass_g:g} g of {standard.reagent.display_name}")
     out.context["operation_intent"] = (
         f"Titrate {standard.mass_g:g} g of {standard.reagent.display_name}, already dissolved in "
