@@ -40,6 +40,9 @@ class Procedure:
     colour_endpoint = False   #: the endpoint is the camera's: a drop goal asks for the volume cap (fsm/dispensing.py)
     ph_direction = 0          #: +1 / -1 once a family decided the pH's direction (the drop goal carries it)
     mass = None               #: the balance's watch, where the family weighs (agentchemist.experiments.weighing)
+    #: states in which the dispenser is at work (it reports a frozen pH meter there itself): drops go out in
+    #: the state ``titrate`` leads to
+    dispensing_states: tuple[str, ...] = ("titrating",)
 
     def __init__(self, sup):
         self.sup = sup

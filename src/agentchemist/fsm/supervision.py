@@ -45,10 +45,7 @@ from agentchemist.perception.scene import LabwareWatch, LabwareWatchConfig
 from agentchemist.perception.colour_change import HueReadingError
 from agentchemist.perception.ph_stability import PhStabilityDetector, ReadingError, settle_config
 
-__all__ = ["DISPENSING_STATES", "Supervision", "SupervisionConfig"]
-
-#: States in which the dispenser is at work (it reports meter faults there itself).
-DISPENSING_STATES = ("titrating", "waiting_ph", "waiting_mix")
+__all__ = ["Supervision", "SupervisionConfig"]
 
 
 @dataclass(frozen=True)
@@ -204,8 +201,9 @@ class Supervision:
         self.frozen.add(stamp, ph, noise_sd)
         if self.frozen.frozen:
             out += self.procedure.on_frozen_ph()
-            if not self._frozen_reported and not self.machine.terminal and state not in DISPENSING_STATES:
-                # While dispensing the dispenser reports it (and RESETs); here nothing else would.
+            # While dispensing the dispenser reports it (and RESETs); elsewhere nothing else would.
+            if not self._frozen_reported and not self.machine.terminal \
+                    and state not in self.procedure.dispensing_states:
                 self._frozen_reported = True
                 out.append(Report("ph_stuck", "warn", self.frozen.describe()
                                   + f"; no pH decision is taken on it ({state})", response="hold"))

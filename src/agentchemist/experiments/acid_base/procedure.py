@@ -32,6 +32,8 @@ JUDGED = ("titrating", "waiting_ph")
 class PhEndpoint(Procedure):
     """One acid-base titration's pH endpoint, its settled readings and its course check."""
 
+    dispensing_states = JUDGED
+
     def __init__(self, sup):
         super().__init__(sup)
         self.endpoint: EndpointJudge | None = None  #: built when dispensing starts (the direction is known)

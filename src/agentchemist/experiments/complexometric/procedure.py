@@ -40,6 +40,7 @@ class ColourEndpoint(Procedure):
 
     colour_endpoint = True
     track_colour = True   #: every frame's hue is estimated and published (the recorder keeps colour_hue)
+    dispensing_states = COLOUR_WATCH_STATES
 
     def __init__(self, sup):
         super().__init__(sup)
