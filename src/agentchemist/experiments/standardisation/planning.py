@@ -33,6 +33,7 @@ from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan
 from agentchemist.plan.units import QuantityError, find_quantities
 
+COVERS = "standardisation of NaOH against weighed KHP"
 DISPENSES_DROPS = True
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
 REQUIRED_INSTRUMENTS = acid_base.REQUIRED_INSTRUMENTS
