@@ -31,8 +31,7 @@ from agentchemist.fsm.effects import Cancel, Log, PublishState, SendGoal, Snapsh
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.fsm.own_moves import OwnMoves
-# idle_abort, plan_age_problem, rejected: a vision supervisor node installed before they moved imports them here
-from agentchemist.fsm.plan_gate import idle_abort, plan_age_problem, rejected, unmet_preconditions  # noqa: F401
+from agentchemist.fsm.plan_gate import unmet_preconditions
 from agentchemist.fsm.record_watch import RecordWatch
 from agentchemist.fsm.supervision import Supervision, SupervisionConfig
 from agentchemist.fsm import watch_holds

@@ -14,7 +14,7 @@ movement), and a probe noisier than `max_noise_sd` never counts as settled. With
 noise at 5 readings/s a reading settles on a 1-1.4 s window; with 0.03 pH noise on a 3-4 s window.
 
 The "spread" criterion (max - min below `max_spread` over `window_s`, slope below `max_slope`) is kept for
-instruments whose display steps in digits (the balance: agentchemist.fsm.weighing). Either way the window
+instruments whose display steps in digits (the balance: agentchemist.experiments.weighing.mass). Either way the window
 must be covered by readings (first reading at least `window_s` old), so a single reading never counts.
 The endpoint is the target reached and settled for longer than `endpoint_hold_s` (the paper: > 5 s).
 """

@@ -42,7 +42,7 @@ class ContactMics:
             self._synth[side].schedule(event)
         except AudioSynthError as exc:
             # The node rendered audio past this onset already: keep the twin running, note it in truth.
-            self._events.add(event.time, "audio_event_late", side=side, kind=event.kind, error=str(exc))
+            self._events.add(event.time, "audio_event_late", side=side, sound=event.kind, error=str(exc))
 
     def whine(self, side: str, gripper: Gripper, t: float) -> None:
         """The gripper's motor, from ``t`` until it settles on its new command (not when it creeps, nor
