@@ -5,7 +5,8 @@ import pytest
 
 from agentchemist.contracts.dispense import (DropsRequest, GoalFields, PourRequest, RequestError, from_goal_fields,
                                              goal_fields)
-from agentchemist.fsm.dispensing import DispenseBook, pour_request
+from agentchemist.contracts.anomalies import AnomalyKind
+from agentchemist.fsm.dispensing import DispenseBook, NoGoal, pour_request
 
 
 @pytest.mark.parametrize("fields, words", [
@@ -65,5 +66,8 @@ def test_the_executor_builds_the_request_from_the_plans_parameters():
     capped = book.drop_goal(_Task(max_volume_ml=12.0), colour_endpoint=True, ph_direction=1, resume=False)
     assert capped.target_volume_ml == 12.0 and capped.target_ph is None and capped.ph_direction == 0
     bad = book.drop_goal(_Task(target_ph=8.2, rate_mm_s=-1.0), colour_endpoint=False, ph_direction=1, resume=False)
-    assert bad == "dispense request refused: rate_mm_s is -1.0: must not be negative"
+    assert bad == NoGoal(AnomalyKind.INVALID_PLAN, "dispense request refused: rate_mm_s is -1.0: must not be negative")
+    book.dispensed_before_ml = 12.0
+    spent = book.drop_goal(_Task(max_volume_ml=12.0), colour_endpoint=True, ph_direction=1, resume=True)
+    assert spent.kind == AnomalyKind.ENDPOINT_NOT_REACHED and "12.000 mL" in spent.reason
     assert pour_request({"target_mass_g": 2.5, "side": "", "mass_tolerance_g": 0}) == PourRequest(target_mass_g=2.5)

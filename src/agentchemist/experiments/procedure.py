@@ -27,6 +27,7 @@ from agentchemist.contracts import Symbol
 from agentchemist.contracts.notes import Endpoint, Verified
 from agentchemist.experiments import family
 from agentchemist.fsm.commands import Abort
+from agentchemist.fsm.dispensing import NoGoal
 from agentchemist.fsm.effects import SendGoal, Snapshot, tell
 
 __all__ = ["Procedure", "procedure_for"]
@@ -110,8 +111,8 @@ class Procedure:
         out = [] if resume else ex.carry_out(self.start_dispensing(now, self.sup.last_ph), now)
         goal = ex.book.drop_goal(task, colour_endpoint=self.colour_endpoint, ph_direction=self.ph_direction,
                                  resume=resume)
-        if isinstance(goal, str):
-            return out + ex.abort(goal, "endpoint_not_reached", now)
+        if isinstance(goal, NoGoal):
+            return out + ex.abort(goal.reason, goal.kind, now)
         if not resume:
             out += ex.apply(Symbol.TITRATE, now, SUPERVISOR, task.id)
         ex.book.sending()

@@ -18,11 +18,20 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
 
+from agentchemist.contracts.anomalies import AnomalyKind
 from agentchemist.contracts.dispense import DropsRequest, PourRequest, RequestError
 
 
 #: The executor's names for the two requests (agentchemist.contracts.dispense), kept for its callers.
 DropGoal, PourGoal = DropsRequest, PourRequest
+
+
+@dataclass(frozen=True)
+class NoGoal:
+    """Why no drops request can go out, and the anomaly the experiment ends with: a plan whose dispensing
+    parameters the request refuses is an invalid plan (nothing is squeezed), not a missed endpoint."""
+    kind: AnomalyKind
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,7 @@ class DispenseBook:
         self.resume_pending = False      #: resume once the cancelled goal has returned its result
         self.dispensed_before_ml = 0.0   #: by goals cancelled for a hold (the cap counts them)
 
-    def drop_goal(self, task, *, colour_endpoint: bool, ph_direction: int, resume: bool) -> DropsRequest | str:
+    def drop_goal(self, task, *, colour_endpoint: bool, ph_direction: int, resume: bool) -> DropsRequest | NoGoal:
         """The request for `task` (a resumed one asks for what is left of the cap), or why there is none (a
         volume cap already dispensed, or parameters the request refuses)."""
         p = task.parameters
@@ -96,7 +105,8 @@ class DispenseBook:
         if resume:
             volume -= self.dispensed_before_ml
             if volume <= 0.0:
-                return f"the volume cap was dispensed before the colour change ({self.dispensed_before_ml:.3f} mL)"
+                return NoGoal(AnomalyKind.ENDPOINT_NOT_REACHED, "the volume cap was dispensed before the colour "
+                              f"change ({self.dispensed_before_ml:.3f} mL)")
         self.task = task
         try:
             return DropsRequest(target_volume_ml=volume or None, target_ph=float(target_ph) if has_ph else None,
@@ -108,7 +118,7 @@ class DispenseBook:
                                 # dispenser when the instruction asks to act only on a settled pH.
                                 resume_on_command=bool(p.get("settle_each_drop")))
         except RequestError as exc:
-            return f"dispense request refused: {exc}"
+            return NoGoal(AnomalyKind.INVALID_PLAN, f"dispense request refused: {exc}")
 
     # ------------------------------------------------------------------ a goal's way
     def sending(self) -> None:
