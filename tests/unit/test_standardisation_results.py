@@ -60,6 +60,15 @@ def test_the_report_rows_state_found_and_nominal():
     assert "does not agree" in rows["Nominal vs found"]
 
 
+def test_the_summary_answers_with_the_titrant_not_the_standard():
+    from agentchemist.report.document import _answer
+    results = compute_results(_run()).results
+    answer = dict(_answer(results))
+    assert answer["Titrant concentration"].startswith("0.09") and "standardised" in answer["Titrant concentration"]
+    # the standard's concentration computed from the label's 0.1 M is no answer to a standardisation
+    assert "Analyte concentration" not in answer
+
+
 def test_without_the_mass_nothing_is_invented():
     run = _run(report_parameters={})
     for r in run.experiment["plan"]["parsed_instruction"]["entities"]["reagents"]:

@@ -183,8 +183,13 @@ def _answer(results: dict) -> list[tuple[str, str]]:
                      f"{fmt(e['volume_ml'], 3)} ± {fmt_sig(u, 2)} mL"
                      + (f" (theory {fmt(v['reference'], 3)} mL)" if v else "")
                      + f", pH {fmt(e['ph'], 2)}" + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
-    conc = results.get("concentration")
-    if conc and conc.get("supported"):
+    conc, titrant = results.get("concentration"), results.get("titrant_concentration")
+    if titrant and titrant.get("supported") and titrant.get("titrant_m") is not None:
+        # A standardisation: the standard's amount is known and the titrant is the result. The analysis's
+        # analyte concentration was computed from the titrant's estimate, so it is not an answer here.
+        rows.append(("Titrant concentration", f"{fmt(titrant['titrant_m'], 5)} ± "
+                     f"{fmt_sig(titrant['uncertainty_m'], 2)} mol/L (standardised)"))
+    elif conc and conc.get("supported"):
         rows.append(("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt_sig(conc['uncertainty_m'], 2)} mol/L "
                      f"({conc['method'].replace('_', ' ')})"))
     for index, p in sorted(stated_pka(results.get("pka")).items()):
@@ -486,7 +491,9 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
         if conc.get("curve_fit"):
             c = conc["curve_fit"]
             kv.append(("Curve fit", f"{fmt(c['analyte_m'], 5)} ± {fmt_sig(c['uncertainty_m'], 2)} mol/L"))
-        blocks.append(Para("Concentration:"))
+        blocks.append(Para("Concentration:" if not s.get("titrant_concentration") else
+                           "Concentration of the standard as the analysis computed it from the titrant's planning "
+                           "estimate (a check on the analysis, not a result: the result is the titrant's, above):"))
         blocks.append(KeyValues(kv))
     fit = s.get("curve_fit")
     if fit:
