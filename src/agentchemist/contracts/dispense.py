@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 __all__ = ["DROPS", "SIDES", "SOLID_POUR", "DispenseRequest", "DropsRequest", "GoalFields", "PourRequest",
            "RequestError",
-           "from_goal_fields", "goal_fields"]
+           "from_goal_fields", "goal_fields", "titration_direction"]
 
 DROPS, SOLID_POUR = "drops", "solid_pour"
 SIDES = ("left", "right")
@@ -38,6 +38,19 @@ class RequestError(ValueError):
     def __init__(self, reason: str, experiment_id: str = "", subtask_id: str = ""):
         super().__init__(reason)
         self.experiment_id, self.subtask_id = experiment_id, subtask_id
+
+
+def titration_direction(target_ph: float | None, ph_before: float | None) -> int:
+    """The one rule for a titration's pH direction: +1 when the titrant must raise the pH to `target_ph`, -1
+    when it must lower it. Falling only when both are known and the target lies below the pH before the
+    first drop; with no target (nothing to approach) or no reading yet, rising.
+
+    Who calls it, when: the family's procedure (agentchemist.experiments.acid_base.procedure,
+    ``PhEndpoint.start_dispensing``) decides it once per experiment, when dispensing starts, and sends it in
+    the drops request (`DropsRequest.ph_direction`); the dispenser's session (agentchemist.control.jobs,
+    ``DropsJob.prepare``) calls it only for a request that leaves it open (0: a client other than the
+    supervisor), with its own latest reading."""
+    return -1 if target_ph is not None and ph_before is not None and target_ph < ph_before else 1
 
 
 def _check_numbers(request, names: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from agentchemist.contracts.dispense import DROPS, SOLID_POUR, DropsRequest, PourRequest
+from agentchemist.contracts.dispense import DROPS, SOLID_POUR, DropsRequest, PourRequest, titration_direction
 from agentchemist.contracts.notes import Tap as TapNote
 from agentchemist.control.calibration import CalibrationError
 from agentchemist.control.calibration_procedure import CalibrationProcedure, CalibrationProcedureConfig
@@ -96,9 +96,8 @@ class DropsJob(Job):
                 now: float) -> DropsJob:
         """The job of a drops request: its unset settings are the configuration's. Raises Refusal."""
         # The supervisor decides the direction once per experiment and sends it; a client that does not
-        # (0) gets it from the latest reading.
-        direction = r.ph_direction if r.ph_direction in (-1, 1) else (
-            -1 if r.target_ph is not None and last_ph is not None and r.target_ph < last_ph else 1)
+        # (0) gets it by the same rule from the latest reading.
+        direction = r.ph_direction if r.ph_direction in (-1, 1) else titration_direction(r.target_ph, last_ph)
         goal = DispenseGoal(
             target_volume_ml=r.target_volume_ml or 0.0, target_ph=r.target_ph, ph_direction=direction,
             rate_mm_s=_or(r.rate_mm_s, config.rate_mm_s), settle_each_drop=r.settle_each_drop,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentchemist.contracts import Symbol
+from agentchemist.contracts.dispense import titration_direction
 from agentchemist.contracts.notes import PhStable, Resume
 from agentchemist.experiments.acid_base.course_check import CourseCheck
 from agentchemist.experiments.procedure import Procedure
@@ -48,11 +49,12 @@ class PhEndpoint(Procedure):
 
     def start_dispensing(self, now: float, current_ph: float | None) -> list:
         """The titration's direction is decided here, once per experiment (`ph_direction`, +1 rising / -1
-        falling, sent in the dispenser's goal), from the pH before the first drop. A later start keeps it:
-        by then the pH may sit a hair past the target and would turn it round."""
+        falling, sent in the dispenser's goal), from the pH before the first drop, by the one rule
+        (agentchemist.contracts.dispense.titration_direction) the dispenser applies to a goal without one.
+        A later start keeps it: by then the pH may sit a hair past the target and would turn it round."""
         sup = self.sup
         if sup.target_ph is not None and self.endpoint is None:
-            self.ph_direction = 1 if current_ph is None or sup.target_ph >= current_ph else -1
+            self.ph_direction = titration_direction(sup.target_ph, current_ph)
             self.endpoint = EndpointJudge(sup.target_ph, self.ph_direction, sup.endpoint_hold_s,
                                           sup.settle.config.window_s, sup.config.ph_settle_criterion)
         return sup.unpause(ENDPOINT_HOLD)  # a new goal is not held by an endpoint hold of an earlier one
