@@ -105,8 +105,10 @@ def _shade_flags(ax, analysis: TitrationAnalysis) -> None:
 
 
 def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = "", title: str = "",
-                           theory_ph: np.ndarray | None = None) -> Figure:
-    """pH against titrant volume: measured points, smoothed curve, fit and theory, equivalence and pKa."""
+                           theory_ph: np.ndarray | None = None, standardised_m: float | None = None) -> Figure:
+    """pH against titrant volume: measured points, smoothed curve, fit and theory, equivalence and pKa.
+    ``standardised_m``: a standardisation's result (the titrant's concentration, mol/L); the fit's analyte
+    concentration, computed from the titrant's planning estimate, is then not printed as if it were one."""
     fig, axes = _figure()
     ax = axes[0, 0]
     v, p = analysis.volume_ml, analysis.ph
@@ -147,7 +149,9 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
             if est.method == "curve_fit" and math.isfinite(est.value):
                 fitted.append(f"pKa{est.index} = {est.value:.3f} ± {est.uncertainty:.2g}"
                               + ("" if est.supported else " (not supported)"))
-        if "analyte_m" in fit.parameters:
+        if standardised_m is not None:
+            fitted.append(f"titrant standardised (from V_eq):\n  c = {standardised_m:.5f} mol/L")
+        elif "analyte_m" in fit.parameters:
             fitted.append(f"c = {fit.parameters['analyte_m']:.5f} mol/L")
     if fitted:
         ax.text(0.98, 0.04, "Curve fit:\n" + "\n".join(fitted), transform=ax.transAxes, ha="right", va="bottom",

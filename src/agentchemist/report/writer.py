@@ -75,7 +75,8 @@ def _label(ctx: ResultsContext) -> str:
     return reagent.formula
 
 
-def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str, Path], list[str]]:
+def _charts(run: RunData, ctx: ResultsContext, out_dir: Path, results: Mapping | None = None
+            ) -> tuple[dict[str, Path], list[str]]:
     made: dict[str, Path] = {}
     notes: list[str] = []
     t0 = run.started
@@ -93,8 +94,11 @@ def _charts(run: RunData, ctx: ResultsContext, out_dir: Path) -> tuple[dict[str,
     if analysis is not None and analysis.grid_ml.size:
         name = run.experiment.get("experiment_id") or ""
         theory = ctx.curve.theory_ph if ctx.curve is not None else None
+        standardised = (results or {}).get("titrant_concentration") or {}
+        standardised_m = standardised.get("titrant_m") if standardised.get("supported") else None
         attempt("titration_curve", lambda: ch.titration_curve_figure(analysis, titrant_label=titrant, theory_ph=theory,
-                                                                     title=f"Titration curve {name}".strip()))
+                                                                     title=f"Titration curve {name}".strip(),
+                                                                     standardised_m=standardised_m))
         attempt("first_derivative", lambda: ch.first_derivative_figure(analysis, titrant_label=titrant))
         attempt("second_derivative", lambda: ch.second_derivative_figure(analysis, titrant_label=titrant))
         attempt("jump_zoom", lambda: ch.jump_zoom_figure(analysis, titrant_label=titrant))
@@ -188,7 +192,7 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary, ctx = build_summary(run, out, analysis_options)
-    charts, chart_notes = _charts(run, ctx, out)
+    charts, chart_notes = _charts(run, ctx, out, summary["sections"]["results"])
     summary["sections"]["visual_documentation"]["charts"] = {k: str(v) for k, v in charts.items()}
     summary["sections"]["results"]["chart_notes"] = chart_notes
     if chart_notes:
