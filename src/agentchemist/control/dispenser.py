@@ -177,7 +177,7 @@ class DispenserController:
 
     # ----------------------------------------------------------------- what it has counted
     q_stat = property(lambda self: self.ledger.q_stat)
-    drops = property(lambda self: self.ledger.drops)
+    drops = property(lambda self: self.ledger.drops_heard)   #: this goal's heard drops (DispenserState.drops)
     primed = property(lambda self: self.ledger.primed)
     dead_travel_mm = property(lambda self: self.ledger.dead_travel_mm)
     deepest_mm = property(lambda self: self.ledger.deepest_mm)

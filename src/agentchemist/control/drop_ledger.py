@@ -7,6 +7,14 @@ Only closing past the deepest opening this goal has reached counts; before the f
 squeeze is dead travel (priming), and that report counts as one calibrated drop. The statistical estimates
 go out one each time Q_stat crosses another drop volume, and a last one for the remainder (`flush`), so
 that their increments add up to the Q_stat of the result.
+
+Two counts of two kinds of evidence, each counted here once: Q_stat is the squeeze (displacement x k, the
+statistical channel's own evidence; the session adds the experiment's earlier goals to it, control.ledger);
+`drops_heard` is the drops this goal was told of by the audio supervisor (its AudioEvents classified
+expected), published as DispenserState.drops and the result's drops. It is the dispenser's reaction to
+those events, scoped to the goal; the audio supervisor's own count (perception.audio.context.DropContext,
+per experiment, with the unbidden drops) is the experiment's, published on the audio channel
+(docs/architecture.md, "Who decides what").
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ class DropLedger:
     def __init__(self, config: DispenserConfig, start_opening_mm: float):
         self.config = config
         self.q_stat = 0.0
-        self.drops = 0
+        self.drops_heard = 0                 #: drops heard during this goal (published as its `drops`)
         self.primed = False
         self.dead_travel_mm = 0.0
         self.deepest_mm = start_opening_mm   #: the bulb's high-water mark as this goal knows it
@@ -31,7 +39,7 @@ class DropLedger:
 
     def on_drop(self) -> None:
         """A drop was heard: counted, and the first one primes the count."""
-        self.drops += 1
+        self.drops_heard += 1
         self.since_drop_mm = 0.0
         if not self.primed:
             self.primed = True

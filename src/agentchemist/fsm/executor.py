@@ -80,7 +80,7 @@ class Executor:
         # The recorder has its own watch (record_watch); the supervisor does not watch itself.
         self.peers = NodeWatch(config.peers, ignore=frozenset({"recorder", SUPERVISOR}))
         self.watch_hold_since: float | None = None  # a lost recorder or peer holds dispensing since then
-        self.drops_heard = 0  # titrant drops the audio supervisor heard, whatever the machine's state
+        self.drops_heard = 0  # the audio supervisor's drop notes, whatever the state (docs/architecture.md)
         self.calibration = ElectrodeState.parse(ph_calibration)  # the pH meter's word (None: no meter said)
 
     def __getattr__(self, name: str):

@@ -38,7 +38,9 @@ class PhEndpoint(Procedure):
     def __init__(self, sup):
         super().__init__(sup)
         self.endpoint: EndpointJudge | None = None  #: built when dispensing starts (the direction is known)
-        # The measured pH course against the plan's curve (reagent_mismatch); volume = heard drops x drop.
+        # The measured pH course against the plan's curve (reagent_mismatch); volume = the executor's count
+        # of the audio supervisor's drop notes x the plan's drop (not the notes' total_ml: see
+        # docs/architecture.md, "Who decides what").
         self.course = CourseCheck.from_plan(sup.plan)
         self.drop_ml = float(sup.plan.module_instantiation.dispenser.drop_volume_ml)
 

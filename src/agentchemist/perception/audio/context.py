@@ -11,6 +11,13 @@ Events arrive after a detection latency (tens of ms), so each one is judged agai
 in force at its onset, not at the moment it is classified; a drop landing shortly after dispensing
 stopped (drop formation delay) is still expected within ``late_grace_s``.
 
+The running count and volume here (``drops``, ``total_ml``: expected droplets, plus the unbidden ones
+`count_unbidden` adds while the pipette hangs over the vessel) are the experiment's heard drops, counted
+once: the audio supervisor publishes them (the audio channel's QuantityEstimate, each ``drop`` note's
+``total_ml``, each AudioEvent's quantity). The dispenser's count of the expected drops of its own goal
+(control.drop_ledger) and the executor's of the drop notes (the course check's volume) tally the same
+events for a scope and a use of their own (docs/architecture.md, "Who decides what", says why they stay).
+
 Example::
 
     ctx = DropContext()
