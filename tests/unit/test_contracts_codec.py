@@ -18,9 +18,11 @@ def test_notes_keep_the_old_wire_text():
     # the audio supervisor's drop was an f-string: the note writes the same bytes
     event_id, total_ml = "left-0003", 0.15000000000000002
     assert codec.encode_note(Drop(event_id, total_ml)) == f'{{"event_id": "{event_id}", "total_ml": {total_ml}}}'
-    # the recorder's and the summarizer's were json.dumps of a dict in this order
-    assert codec.encode_note(RecordClosed("runs/e/records.db", "completed")) == \
-        json.dumps({"store": "runs/e/records.db", "status": "completed"})
+    # the recorder's and the summarizer's were json.dumps of a dict in this order (the recorder's now
+    # with the outcome it judged after them)
+    assert codec.encode_note(RecordClosed("runs/e/records.db", "completed", "completed", "experiment completed")) == \
+        json.dumps({"store": "runs/e/records.db", "status": "completed", "outcome": "completed",
+                    "message": "experiment completed"})
     assert codec.encode_note(ReportWritten("/r.md", "/r.html", "/r.json", "aborted")) == \
         json.dumps({"report": "/r.md", "html": "/r.html", "json": "/r.json", "status": "aborted"})
 

@@ -27,7 +27,8 @@ def test_registry_is_keyed_by_the_notes_own_symbol():
     ("verified", '{"ph": null, "temperature_c": 24.0}'),
     ("artifact", '{"kind": "snapshot", "path": "runs/e/a.png", "label": "endpoint"}'),
     ("dispatch", '{"primitive": "grasp", "parameters": {"side": "left"}}'),
-    ("record_closed", '{"store": "runs/e/records.db", "status": "completed"}'),
+    ("record_closed", '{"store": "runs/e/records.db", "status": "aborted", "outcome": "aborted", '
+                      '"message": "ended in aborted"}'),
     ("report_written", '{"report": "/r/report.md", "html": "/r/report.html", "json": "/r/report.json", '
                        '"status": "completed"}'),
 ])

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from agentchemist.contracts.outcome import OutcomeKind, RunOutcome
 from agentchemist.params import ParameterError, build_config
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, Closed, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
@@ -58,7 +59,8 @@ def test_terminal_state_finishes_once_and_other_experiments_are_ignored(tmp_path
     assert rec.on_fsm(_fsm("done", 3.0, experiment_id="exp-other", terminal=True)) is None
     assert (rec.fsm_state, rec.subtask_id) == ("titrating", "s1")
     closed = rec.on_fsm(_fsm("aborted", 4.0, previous="titrating", symbol="halt", terminal=True))
-    assert closed == Closed("exp-1", 4.0, "aborted", rec.url)
+    assert closed == Closed("exp-1", 4.0, "aborted", rec.url,
+                            RunOutcome(OutcomeKind.ABORTED, "ended in aborted"))
     assert rec.on_fsm(_fsm("aborted", 4.5, terminal=True)) is None   # a repeat does not finish it again
     run = _run(rec)
     assert run["experiment"]["status"] == "aborted" and run["experiment"]["reason"] == "ended in aborted"

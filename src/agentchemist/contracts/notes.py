@@ -19,6 +19,7 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Mapping, Union
 
+from agentchemist.contracts.outcome import outcome_kind
 from agentchemist.contracts.symbols import Symbol, symbol as symbol_named
 
 __all__ = ["NOTES", "Artifact", "Dispatch", "Dissolved", "Drop", "Endpoint", "Hold", "MassSettled", "Note",
@@ -163,10 +164,21 @@ class Dispatch(Note):
 @_registered
 @dataclass(frozen=True)
 class RecordClosed(Note):
-    """Recorder -> summarizer: the run's store is closed ('' store: the default one), with the run's status."""
+    """Recorder -> summarizer (and the planner, who reads the verdict): the run's store is closed ('' store:
+    the default one), with the run's status in the store and the run's outcome as the recorder judged it
+    (agentchemist.record.outcome; '' outcome: not judged, as from a recorder before the verdict was sent)."""
     SYMBOL: ClassVar[Symbol] = Symbol.RECORD_CLOSED
     store: str = ""
     status: str = ""
+    outcome: str = ""
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:  # a misspelt outcome fails where the note is built or read, not where it is acted on
+            outcome_kind(self.outcome) if self.outcome else None
+        except ValueError as exc:
+            raise ValueError(f"{self.SYMBOL.value} note: outcome={self.outcome!r}: {exc}") from None
 
 
 @dataclass(frozen=True)

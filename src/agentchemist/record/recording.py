@@ -14,7 +14,11 @@ has none):
 - the agents' messages: ``ph_stable`` -> ph_settled, ``mass_settled`` -> mass_settled or (``final``)
   mass_weighed, ``dissolved`` -> a raw dissolution time, ``endpoint``/``verified`` -> raw pH and
   temperature at that moment, ``artifact`` -> an artifact row;
-- a terminal FSM state finishes the experiment (completed when accepting, else aborted), once.
+- a terminal FSM state finishes the experiment, once: the run's outcome is judged there
+  (agentchemist.record.outcome: completed, completed_with_gap or aborted, from the terminal state and this
+  experiment's anomalies) and the store keeps its status word (completed when accepting, else aborted);
+  an anomaly of the experiment heard after that which changes the verdict (a halt published with the
+  terminal state can arrive after it) revises the outcome: :meth:`Recording.take_revision`.
 
 A record is published only after it is durable in the store (the publication is the acknowledgement).
 Each :class:`Record` returned is queued in the store, not yet durable: the caller flushes the store (or
@@ -34,7 +38,9 @@ from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.contracts.notes import Artifact, Dissolved, Endpoint, MassSettled, PhStable, Verified, note_from
 
 from agentchemist.params import param
+from agentchemist.contracts.outcome import RunOutcome
 from agentchemist.record.ordering import StampOrder
+from agentchemist.record.outcome import judge
 from agentchemist.record.plausibility import from_plan
 from agentchemist.record.single_source import PH_FILTER, TEMPERATURE_FILTER, SingleSourceFilter
 from agentchemist.record.store import RecordStore, open_store, run_database_path, run_folder
@@ -137,6 +143,7 @@ class AnomalyNote:
     subtask_id: str
     response: str
     resolved: bool
+    experiment_id: str = ""   #: the run it is about ('' or another's: stored, but not judged as this run's)
 
 
 @dataclass(frozen=True)
@@ -191,11 +198,12 @@ class Record:
 
 @dataclass(frozen=True)
 class Closed:
-    """The experiment was finished in the store: tell the summarizer where it is."""
+    """The experiment was finished in the store: tell the summarizer where it is, and everyone how it ended."""
     experiment_id: str
     stamp: float
-    status: str      # completed | aborted
+    status: str      # completed | aborted (the store's word for the outcome)
     store: str
+    outcome: RunOutcome
 
 
 class Recording:
@@ -213,6 +221,10 @@ class Recording:
         self.url = url
         self.config = config
         self.closed = False
+        self.anomalies: list[AnomalyNote] = []  # this experiment's, in arrival order: what the judge reads
+        self.terminal: FsmUpdate | None = None   # the state the experiment ended in (None: running)
+        self.outcome: RunOutcome | None = None   # the verdict (None: not closed yet)
+        self.revision: Closed | None = None      # a verdict changed after the close, not yet taken
         self.fuser = VolumeFuser()
         self.order = StampOrder()
         # The FSM state heard last, the sensors' filters and when each made its last record follow the bench,
@@ -271,7 +283,9 @@ class Recording:
         self.fsm_state, self.subtask_id = msg.state, msg.subtask_id
         if not msg.terminal or self.closed:
             return None
-        status = "completed" if msg.accepting else "aborted"
+        self.terminal = msg
+        outcome = self.outcome = judge(msg.state, msg.accepting, self.anomalies)
+        status = outcome.status
         if calendar:
             self.store.start_experiment(self.experiment_id, now=msg.stamp,
                                         metadata={"calendar_finish_run_s": msg.stamp, "calendar_finish": calendar})
@@ -279,7 +293,16 @@ class Recording:
                                      reason="" if msg.accepting else f"ended in {msg.state}")
         self.store.flush()
         self.closed = True
-        return Closed(self.experiment_id, msg.stamp, status, self.url)
+        return self._closed(outcome)
+
+    def _closed(self, outcome: RunOutcome) -> Closed:
+        return Closed(self.experiment_id, self.terminal.stamp, outcome.status, self.url, outcome)
+
+    def take_revision(self) -> Closed | None:
+        """The experiment's close again, with its outcome revised by an anomaly heard after the close (None:
+        unchanged). The store's status cannot change (it follows the terminal state): only the verdict does."""
+        revision, self.revision = self.revision, None
+        return revision
 
     def on_estimate(self, msg: Estimate) -> list[Record]:
         flags = [] if math.isfinite(msg.value) and 0.0 <= msg.confidence <= 1.0 else ["invalid_input"]
@@ -399,6 +422,8 @@ class Recording:
                                # agents below the supervisor (dispenser, audio) do not know the FSM state
                                fsm_state=msg.fsm_state or self.fsm_state,
                                subtask_id=msg.subtask_id, response=msg.response, resolved=msg.resolved)
+        if msg.experiment_id == self.experiment_id:
+            self._judged_again(msg)
         records = []
         if msg.kind == AnomalyKind.AUDIO_NOISE:
             # The microphone was deaf from the noise's onset (this stamp) to its end (the resolution).
@@ -411,6 +436,16 @@ class Recording:
             self.fuser.add_failure(msg.stamp, msg.kind, msg.severity)
         self.store.flush()
         return records
+
+    def _judged_again(self, msg: AnomalyNote) -> None:
+        """Keep this experiment's anomaly for the judge; after the close, a changed verdict is a revision."""
+        self.anomalies.append(msg)
+        if self.terminal is None:
+            return
+        outcome = judge(self.terminal.state, self.terminal.accepting, self.anomalies)
+        if outcome != self.outcome:
+            self.outcome = outcome
+            self.revision = self._closed(outcome)
 
     def on_audio_event(self, msg: AudioEventNote) -> None:
         if self.plausible is not None and msg.kind == "droplet":

@@ -1,6 +1,8 @@
 """planner: the RunExperiment action server. Instruction + scene -> verified plan (or a refusal or a
 question), published latched on /agentchemist/plan; then follows the FSM to its end and returns the
-report path. dry_run returns the plan only."""
+report path with the outcome the recorder judged when it closed the record (its record_closed note); only
+when no record was closed does it judge with the same rules (agentchemist.record.outcome) from what it saw.
+dry_run returns the plan only."""
 import secrets
 import threading
 import time
@@ -11,10 +13,12 @@ from agentchemist_ros.common.guarded import GuardedNode
 from rclpy.task import Future
 
 from agentchemist.contracts import AnomalyKind, Severity, Symbol
+from agentchemist.contracts.outcome import OutcomeKind, RunOutcome
 from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
 from agentchemist.plan.scene import SceneError, SceneInfo
+from agentchemist.record.outcome import closed_outcome, judge, unrecorded, without_report
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
@@ -43,8 +47,9 @@ class PlannerNode(GuardedNode):
         self.group = ReentrantCallbackGroup()
         self.lock = threading.Lock()
         # Per running experiment only (a long run sends goal after goal to this node): its goal handle, the
-        # futures its execute() awaits and the anomalies it reports; execute() drops them when it returns.
-        self.anomalies, self.goals, self.ended, self.reported = {}, {}, {}, {}
+        # futures its execute() awaits, the anomalies it reports and the recorder's latest record_closed;
+        # execute() drops them when it returns.
+        self.anomalies, self.goals, self.ended, self.reported, self.closed = {}, {}, {}, {}, {}
         self.plan_pub = self.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM, callback_group=self.group)
@@ -88,6 +93,11 @@ class PlannerNode(GuardedNode):
             ended.set_result(msg)
 
     def on_message(self, msg):
+        if msg.symbol == Symbol.RECORD_CLOSED:  # to the summarizer; the latest says how the run ended
+            with self.lock:
+                if msg.experiment_id in self.ended:
+                    self.closed[msg.experiment_id] = decode_note(msg)
+            return
         if msg.receiver == self.get_name() and msg.symbol in (Symbol.REPORT_WRITTEN, Symbol.REPORT_FAILED):
             with self.lock:
                 future = self.reported.get(msg.experiment_id)
@@ -140,26 +150,20 @@ class PlannerNode(GuardedNode):
             outcome = plan_instruction(goal.instruction, scene, backend=self.backend.create(),
                                        experiment_id=new_experiment_id())
         except SceneError as exc:  # what the bench holds cannot be known: refused, nothing moves
-            result.outcome, result.message = "refused", f"I cannot check the bench: {exc}"
-            goal_handle.abort()
-            return result
+            return answered(goal_handle, result, RunOutcome(OutcomeKind.REFUSED, f"I cannot check the bench: {exc}"))
         except Exception as exc:  # a planner failure is a refusal with the reason, never a half-plan
-            result.outcome, result.message = "failed", f"planning failed: {exc!r}"
-            goal_handle.abort()
-            return result
+            return answered(goal_handle, result, RunOutcome(OutcomeKind.FAILED, f"planning failed: {exc!r}"))
         if outcome.kind != "plan":
-            result.outcome = "refused" if outcome.kind == "refusal" else "question"
-            result.message = outcome.message + ("" if not outcome.reasons else " (" + "; ".join(outcome.reasons) + ")")
-            self.get_logger().warn(f"{result.outcome}: {result.message}")
-            goal_handle.abort()
-            return result
+            answer = RunOutcome(OutcomeKind.REFUSED if outcome.kind == "refusal" else OutcomeKind.QUESTION,
+                                outcome.message + ("" if not outcome.reasons else " (" + "; ".join(outcome.reasons) + ")"),
+                                tuple(outcome.reasons))
+            self.get_logger().warn(f"{answer.kind}: {answer.message}")
+            return answered(goal_handle, result, answer)
         plan = outcome.plan
         result.plan_json = plan.model_dump_json()
         result.experiment_id = plan.experiment_id
         if goal.dry_run:
-            result.success, result.outcome, result.message = True, "planned", "dry run: plan only"
-            goal_handle.succeed()
-            return result
+            return answered(goal_handle, result, RunOutcome(OutcomeKind.PLANNED, "dry run: plan only"))
         exp = plan.experiment_id
         with self.lock:
             self.goals[exp] = goal_handle
@@ -181,24 +185,22 @@ class PlannerNode(GuardedNode):
         finally:
             with self.lock:
                 anomalies = self.anomalies.pop(exp, [])
-                halts = [a for a in anomalies if a.severity == Severity.HALT]
-                gaps = [a.description for a in anomalies if a.kind == AnomalyKind.RECORD_GAP]
+                closed = self.closed.pop(exp, None)
                 for book in (self.goals, self.ended, self.reported):
                     book.pop(exp, None)
         result.report_path = report.report if report is not None else ""
-        if state.accepting and gaps:  # the chemistry ended well, but what happened is not all on record
-            result.outcome, result.message = "completed_with_gap", "; ".join(gaps)
-            goal_handle.abort()
-        elif state.accepting:
-            result.success, result.outcome = True, "completed"
-            result.message = "experiment completed" + ("" if report else "; the report was not written in time")
-            goal_handle.succeed()
-        else:
-            result.outcome = "aborted"
-            result.message = "; ".join(dict.fromkeys(f"{a.kind}: {a.description}" for a in halts)) or \
-                f"ended in {state.state}"
-            goal_handle.abort()
-        return result
+        verdict = closed_outcome(closed) if closed is not None else None
+        if verdict is None:  # no record closed (recorder or executor lost), or closed by one that does not judge
+            verdict = judge(state.state, state.accepting, anomalies)
+        verdict = verdict if report is not None else without_report(verdict)
+        return answered(goal_handle, result, verdict if closed is not None else unrecorded(verdict))
+
+
+def answered(goal_handle, result, outcome: RunOutcome):
+    """The goal ends with `outcome`: succeeded when it is a success, else aborted (the kind says why)."""
+    result.success, result.outcome, result.message = outcome.success, outcome.kind.value, outcome.message
+    goal_handle.succeed() if outcome.success else goal_handle.abort()
+    return result
 
 
 def main(args=None):

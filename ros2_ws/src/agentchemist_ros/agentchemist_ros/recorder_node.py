@@ -3,7 +3,8 @@
 Keeps every raw observation, fuses the dispensed volume per drop, filters single-source readings, and
 publishes each FusedRecord only after it is durable in the store (SQLite in runs/<experiment_id>/records.db
 by default, or PostgreSQL): the publication is the acknowledgement. Writes the stop record when the FSM
-reaches a terminal state, even on abort.
+reaches a terminal state, even on abort, and says how the run ended in its record_closed note (the one
+judgement of the outcome, agentchemist.record.outcome; again if an anomaly heard later changes it).
 
 What is recorded of each message is agentchemist.record.recording.Recording's to decide (one per
 experiment); this node turns messages into its typed inputs, publishes the records it returns, answers
@@ -99,10 +100,15 @@ class RecorderNode(GuardedNode):
             if closed is not None:  # the stop record is flushed, and with it every record before it
                 self.acknowledge()
         if closed is not None:
-            self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
-                                              sender=self.get_name(), receiver="summarizer",
-                                              symbol=Symbol.RECORD_CLOSED,
-                                              payload_json=encode_note(RecordClosed(closed.store, closed.status))))
+            self.publish_closed(closed)
+
+    def publish_closed(self, closed):
+        """The record_closed note: to the summarizer (it reports the run; a repeat it ignores), read by the
+        planner too (the outcome it returns)."""
+        note = RecordClosed(closed.store, closed.status, closed.outcome.kind.value, closed.outcome.message)
+        self.msg_pub.publish(AgentMessage(stamp=to_msg(closed.stamp), experiment_id=closed.experiment_id,
+                                          sender=self.get_name(), receiver="summarizer",
+                                          symbol=Symbol.RECORD_CLOSED, payload_json=encode_note(note)))
 
     # ------------------------------------------------------------------ observations
     def on_quantity(self, msg):
@@ -137,6 +143,9 @@ class RecorderNode(GuardedNode):
                 self.anomaly_pub.publish(make_anomaly(
                     now=n.stamp, experiment_id=self.experiment_id, source=self.get_name(), kind=n.kind,
                     severity=n.severity, description=n.description, resolved=n.resolved))
+            revised = self.recording.take_revision()  # a halt heard after the terminal state said why
+        if revised is not None:
+            self.publish_closed(revised)
 
     def acknowledge(self):
         """Publish the records made durable since the last call (the caller flushed or closed the store)."""

@@ -1,0 +1,70 @@
+"""The one judge of how a run ended (issue 36, "one judge, one count"), free of ROS.
+
+The recorder calls :func:`judge` when it closes the record (it sees the terminal state and every anomaly of
+the run) and sends the verdict in its ``record_closed`` note; the planner only reads it. When no record is
+closed (the recorder or the executor was lost) the planner calls the same :func:`judge` with what it saw,
+and :func:`unrecorded` says so in the message.
+
+The rules:
+
+- ended accepting with a ``record_gap`` anomaly: ``completed_with_gap``, the gaps' descriptions joined
+  (the chemistry ended well, but what happened is not all on record);
+- ended accepting otherwise: ``completed``;
+- any other end: ``aborted``, with the distinct halts as "kind: description" (in the order they came),
+  or "ended in <state>" when no halt said why.
+
+The judge needs no clock: the anomalies are the run's, in the order they arrived.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+from agentchemist.contracts import AnomalyKind, Severity
+from agentchemist.contracts.notes import RecordClosed
+from agentchemist.contracts.outcome import OutcomeKind, RunOutcome
+
+__all__ = ["SeenAnomaly", "closed_outcome", "judge", "unrecorded", "without_report"]
+
+#: the message of a run that completed with everything on record
+COMPLETED_MESSAGE = "experiment completed"
+
+
+class SeenAnomaly(Protocol):
+    """What the judge reads of an anomaly (an Anomaly message and the recorder's AnomalyNote both have it)."""
+    kind: str
+    severity: str
+    description: str
+
+
+def judge(state: str, accepting: bool, anomalies: Iterable[SeenAnomaly]) -> RunOutcome:
+    """The outcome of a run that ended in ``state`` (``accepting``: an accepting end) after ``anomalies``
+    (this run's, in arrival order)."""
+    anomalies = list(anomalies)
+    if accepting:
+        gaps = tuple(a.description for a in anomalies if a.kind == AnomalyKind.RECORD_GAP)
+        if gaps:
+            return RunOutcome(OutcomeKind.COMPLETED_WITH_GAP, "; ".join(gaps), gaps)
+        return RunOutcome(OutcomeKind.COMPLETED, COMPLETED_MESSAGE)
+    halts = tuple(dict.fromkeys(f"{a.kind}: {a.description}" for a in anomalies if a.severity == Severity.HALT))
+    return RunOutcome(OutcomeKind.ABORTED, "; ".join(halts) or f"ended in {state}", halts)
+
+
+def without_report(outcome: RunOutcome) -> RunOutcome:
+    """A completed run whose report did not come in time says so (the other outcomes already say why)."""
+    if outcome.kind != OutcomeKind.COMPLETED:
+        return outcome
+    return RunOutcome(outcome.kind, outcome.message + "; the report was not written in time", outcome.reasons)
+
+
+def unrecorded(outcome: RunOutcome) -> RunOutcome:
+    """The planner judged the run itself, no record having been closed: the message says so."""
+    return RunOutcome(outcome.kind, outcome.message + " (no record was closed: judged from what the planner saw)",
+                      outcome.reasons)
+
+
+def closed_outcome(note: RecordClosed) -> RunOutcome | None:
+    """The recorder's verdict in its ``record_closed`` note; None when the note carries none (a recorder
+    from before the verdict was in the note, as in recorded bags: the reader judges with the same rules)."""
+    if not note.outcome:
+        return None
+    return RunOutcome(note.outcome, note.message)
