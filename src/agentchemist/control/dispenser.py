@@ -52,7 +52,7 @@ never ends its goal: the supervisor alone decides the endpoint (target reached, 
 hold), holds the controller while it confirms (reason "endpoint"), releases it when the pH falls back
 short of the target, and cancels the goal once confirmed. The goal's own ends are its hard limits: the
 volume target, an empty pipette, anomalies it cannot recover from, timeouts. The pH direction comes in
-the goal (the supervisor decides it once per experiment).
+the goal (the supervisor decides it once per experiment, by agentchemist.contracts.dispense.titration_direction).
 
 Supervisor holds. `hold(reason)` keeps the gripper where it is (MOTION -> WAIT) until every reason is
 released (`release`): the supervisor holds while it confirms an endpoint, while a labware item is
