@@ -9,7 +9,7 @@ import pytest
 from agentchemist.contracts import note_from
 from agentchemist.contracts.notes import RecordClosed
 from agentchemist.contracts.outcome import OutcomeKind, RunOutcome, outcome_kind
-from agentchemist.record.outcome import closed_outcome, judge, unrecorded, without_report
+from agentchemist.record.outcome import closed_outcome, judge, returned_outcome, unrecorded, without_report
 from agentchemist.record.recording import AnomalyNote, FsmUpdate, RecorderConfig, Recording
 from tests.conftest import REPO
 
@@ -131,11 +131,42 @@ def test_a_halt_heard_after_the_close_revises_the_verdict_once(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ the planner
+def test_the_planner_returns_the_recorders_verdict_even_where_it_saw_otherwise():
+    halt = [_anomaly("operator_halt", "halt", "stop")]
+    note = RecordClosed("", "aborted", "aborted", "operator_halt: stop; node_error: recorder: KeyError")
+    assert returned_outcome(note, True, "aborted", False, halt).message == note.message
+    gap = RecordClosed("", "completed", "completed_with_gap", "the record has a gap")
+    assert returned_outcome(gap, True, "accepted", True, []).kind == OutcomeKind.COMPLETED_WITH_GAP
+    # completed, the report not in time: said after the recorder's message, as before
+    done = RecordClosed("", "completed", "completed", "experiment completed")
+    assert returned_outcome(done, False, "accepted", True, []).message == \
+        "experiment completed; the report was not written in time"
+
+
+def test_without_a_verdict_the_planner_judges_with_the_same_rules():
+    halts = [_anomaly("node_lost", "halt", "the executor is gone: the experiment ends here")]
+    # a recorded bag's note (no verdict in it): judged here, no remark (a record was closed)
+    old = RecordClosed("", "aborted")
+    assert returned_outcome(old, True, "aborted", False, halts) == judge("aborted", False, halts)
+    # a report came but the note missed us: a record was closed all the same
+    assert returned_outcome(None, True, "accepted", True, []) == RunOutcome(OutcomeKind.COMPLETED,
+                                                                             "experiment completed")
+    # executor lost: no record closed, no report; the message says who judged
+    lost = returned_outcome(None, False, "executor lost", False, halts)
+    assert lost.kind == OutcomeKind.ABORTED
+    assert lost.message == ("node_lost: the executor is gone: the experiment ends here "
+                            "(no record was closed: judged from what the planner saw)")
+    # the recorder lost at the very end of a run that completed
+    assert returned_outcome(None, False, "accepted", True, []).message == \
+        ("experiment completed; the report was not written in time "
+         "(no record was closed: judged from what the planner saw)")
+
+
 def test_the_planner_node_reads_the_verdict_and_judges_only_through_the_judge():
     source = PLANNER.read_text()
     tree = ast.parse(source)
     imported = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert {("agentchemist.record.outcome", "closed_outcome"), ("agentchemist.record.outcome", "judge")} <= imported
+    assert ("agentchemist.record.outcome", "returned_outcome") in imported
     # the rules are the judge's: no record_gap, halt filtering or "ended in" text of its own
     for rule in ("RECORD_GAP", "record_gap", "dict.fromkeys", "\"ended in", "completed_with_gap"):
         assert rule not in source, rule

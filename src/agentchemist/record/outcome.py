@@ -1,9 +1,9 @@
 """The one judge of how a run ended (issue 36, "one judge, one count"), free of ROS.
 
 The recorder calls :func:`judge` when it closes the record (it sees the terminal state and every anomaly of
-the run) and sends the verdict in its ``record_closed`` note; the planner only reads it. When no record is
-closed (the recorder or the executor was lost) the planner calls the same :func:`judge` with what it saw,
-and :func:`unrecorded` says so in the message.
+the run) and sends the verdict in its ``record_closed`` note; the planner only reads it
+(:func:`returned_outcome`). When no record is closed (the recorder or the executor was lost) the planner's
+reading calls the same :func:`judge` with what it saw, and :func:`unrecorded` says so in the message.
 
 The rules:
 
@@ -23,7 +23,7 @@ from agentchemist.contracts import AnomalyKind, Severity
 from agentchemist.contracts.notes import RecordClosed
 from agentchemist.contracts.outcome import OutcomeKind, RunOutcome
 
-__all__ = ["SeenAnomaly", "closed_outcome", "judge", "unrecorded", "without_report"]
+__all__ = ["SeenAnomaly", "closed_outcome", "judge", "returned_outcome", "unrecorded", "without_report"]
 
 #: the message of a run that completed with everything on record
 COMPLETED_MESSAGE = "experiment completed"
@@ -68,3 +68,17 @@ def closed_outcome(note: RecordClosed) -> RunOutcome | None:
     if not note.outcome:
         return None
     return RunOutcome(note.outcome, note.message)
+
+
+def returned_outcome(closed: RecordClosed | None, reported: bool, state: str, accepting: bool,
+                     anomalies: Iterable[SeenAnomaly]) -> RunOutcome:
+    """What the planner returns for a run that ended in ``state``: the verdict of the recorder's latest
+    ``record_closed`` note (``closed``; None: none came). Without one (no note, or a note without a verdict)
+    it judges from the ``anomalies`` it saw, with the same rules; only when neither a note nor a report came
+    does the message say no record was closed (a report answers a record_closed, so one was). ``reported``:
+    the summarizer answered (report written or failed) in time."""
+    verdict = closed_outcome(closed) if closed is not None else None
+    if verdict is None:
+        verdict = judge(state, accepting, anomalies)
+    verdict = verdict if reported else without_report(verdict)
+    return unrecorded(verdict) if closed is None and not reported else verdict

@@ -18,7 +18,7 @@ from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
 from agentchemist.plan.scene import SceneError, SceneInfo
-from agentchemist.record.outcome import closed_outcome, judge, unrecorded, without_report
+from agentchemist.record.outcome import returned_outcome
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
@@ -189,11 +189,8 @@ class PlannerNode(GuardedNode):
                 for book in (self.goals, self.ended, self.reported):
                     book.pop(exp, None)
         result.report_path = report.report if report is not None else ""
-        verdict = closed_outcome(closed) if closed is not None else None
-        if verdict is None:  # no record closed (recorder or executor lost), or closed by one that does not judge
-            verdict = judge(state.state, state.accepting, anomalies)
-        verdict = verdict if report is not None else without_report(verdict)
-        return answered(goal_handle, result, verdict if closed is not None else unrecorded(verdict))
+        return answered(goal_handle, result, returned_outcome(closed, report is not None, state.state,
+                                                              state.accepting, anomalies))
 
 
 def answered(goal_handle, result, outcome: RunOutcome):
