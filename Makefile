@@ -12,7 +12,7 @@ help:
 	@echo "make test-random  the default suite in a random order (pytest-random-order; seed printed)"
 	@echo "make test-alone   tests/graph alone in a random order, then every test file in its own process"
 	@echo "make shell     a shell with the ROS 2 + agentchemist environment"
-	@echo "make bench     benchmarks -> bench/results/*.json and the README table"
+	@echo "make bench     benchmarks -> bench/results/*.json and the table in docs/benchmarks.md"
 	@echo "make setup     only the bootstrap"
 	@echo "make urdf      re-expand urdf/agentchemist_aloha.urdf from the xacro (after editing the xacro)"
 	@echo "make worlds    rewrite worlds/lab.sdf (Gazebo) from the bench description and hcl_naoh's layout"

@@ -1,5 +1,5 @@
 """Smoke test of bench/coverage.py (3 seeds, phosphoric acid): the bench runs end to end and writes what the
-README row reads. The coverage figure itself comes from the bench (20 seeds), not from this test."""
+docs/benchmarks.md row reads. The coverage figure itself comes from the bench (20 seeds), not from this test."""
 
 from __future__ import annotations
 

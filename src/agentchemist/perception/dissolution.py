@@ -83,7 +83,7 @@ beaker on the stirrer, 50 mL water, no sensor noise; tests/unit/test_dissolution
 0.0006 g, 0.01 clear. ``min_haze`` 0.10 sees solid down to about 0.01 g (also at camera noise sd 2-4) and
 clear below about 0.003 g; ``dissolved`` comes 0.8 s before to 0.5 s after the twin's last crystal. The
 grains rarely cross the crescent (at most 5 design px^2 in these renders): the cloud carries the decision.
-More in README's MuJoCo section.
+More in docs/simulation.md.
 
 Example::
 
