@@ -13,7 +13,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
-from agentchemist.control.dispense_session import GoalRequest  # noqa: E402
+from agentchemist.contracts.dispense import GoalFields  # noqa: E402
 from agentchemist_interfaces.msg import AgentMessage, ChemicalReading  # noqa: E402
 from agentchemist_ros.common.timeconv import node_now, to_msg  # noqa: E402
 from agentchemist_ros.dispenser_controller_node import DispenserControllerNode  # noqa: E402
@@ -34,7 +34,7 @@ def node():
     n = DispenserControllerNode(parameter_overrides=[Parameter("control_period_s", value=1.0)])
     n.commands, n.states = Published(n.cmd_pub), Published(n.state_pub)
     n.on_joints(JointState(name=["right_gripper"], position=[0.040]))
-    n._start(lambda: n.session.start(GoalRequest(experiment_id="e1", subtask_id="titrate", use_target_ph=True,
+    n._start(lambda: n.session.start(GoalFields(experiment_id="e1", subtask_id="titrate", use_target_ph=True,
                                                  target_ph=7.0, ph_direction=1, rate_mm_s=0.2),
                                      now=node_now(n)))
     yield n

@@ -6,8 +6,9 @@ import math
 import pytest
 
 from agentchemist.control.calibration import Calibration
+from agentchemist.contracts.dispense import GoalFields
 from agentchemist.control.dispense_session import (CALIBRATION, DROPS, SOLID_POUR, DispenseSession, GoalOutcome,
-                                                   GoalRequest, Job, Refusal, refused, state_change)
+                                                   Job, Refusal, refused, state_change)
 from agentchemist.control.dispenser import DispenserConfig
 from agentchemist.control.solid_pour import SolidPourConfig
 from agentchemist.perception.ph_stability import ReadingError
@@ -25,12 +26,12 @@ def make_session(opening_mm=60.0, **kw) -> DispenseSession:
     return s
 
 
-def drops(experiment="e1", subtask="s1", **fields) -> GoalRequest:
-    return GoalRequest(experiment_id=experiment, subtask_id=subtask, **{"target_volume_ml": 5.0, **fields})
+def drops(experiment="e1", subtask="s1", **fields) -> GoalFields:
+    return GoalFields(experiment_id=experiment, subtask_id=subtask, **{"target_volume_ml": 5.0, **fields})
 
 
-def pour(experiment="e1", subtask="w1", **fields) -> GoalRequest:
-    return GoalRequest(experiment_id=experiment, subtask_id=subtask, mode=SOLID_POUR,
+def pour(experiment="e1", subtask="w1", **fields) -> GoalFields:
+    return GoalFields(experiment_id=experiment, subtask_id=subtask, mode=SOLID_POUR,
                        **{"target_mass_g": 2.0, **fields})
 
 
@@ -84,7 +85,7 @@ def test_one_job_has_the_gripper_at_a_time():
 
 def test_refusals_name_the_goal_when_it_could_have_run():
     s = make_session()
-    cases = [(GoalRequest(experiment_id="e1", subtask_id="s1", mode="spray"), "unknown dispensing mode 'spray'", True),
+    cases = [(GoalFields(experiment_id="e1", subtask_id="s1", mode="spray"), "unknown dispensing mode 'spray'", True),
              (drops(target_volume_ml=float("nan")), "", True),                    # the controller's GoalError
              (pour(side="up"), "side 'up' is not left or right", True),
              (pour(side="right"), "no pose 'pour_over_beaker' for the right arm", True),

@@ -43,11 +43,9 @@ from agentchemist.workcell.robot import SIDES
 
 JUDGE = "vision_supervisor"   #: the node whose verdicts end a titration (agentchemist.fsm.endpoint)
 JUDGE_LOST = f"peer {JUDGE}"  #: the hold while it is lost
-#: the action Goal's fields by value (ROS-free), under the name its callers know
-GoalRequest = GoalFields
 
 __all__ = ["CALIBRATION", "DROPS", "JUDGE", "JUDGE_LOST", "NAN", "SOLID_POUR", "CalibrationOutcome",
-           "DispenseSession", "DispenserConfig", "Feedback", "GoalOutcome", "GoalRequest", "Job", "Refusal",
+           "DispenseSession", "DispenserConfig", "Feedback", "GoalOutcome", "Job", "Refusal",
            "SolidPourConfig", "StateChange", "Tap", "Tick", "VolumeEstimate", "calibration_summary", "refused",
            "state_change"]
 

@@ -22,8 +22,6 @@ from agentchemist.contracts.anomalies import AnomalyKind
 from agentchemist.contracts.dispense import DropsRequest, PourRequest, RequestError
 
 
-#: The executor's names for the two requests (agentchemist.contracts.dispense), kept for its callers.
-DropGoal, PourGoal = DropsRequest, PourRequest
 
 
 @dataclass(frozen=True)
@@ -74,10 +72,6 @@ def pour_request(params: Mapping[str, Any]) -> PourRequest:
                        change_rate_threshold_g_s=_setting(params, "wait_on_change_threshold"),
                        stable_window_s=_setting(params, "stable_window_s"),
                        settle_each_drop=bool(params.get("settle_each_drop")))
-
-
-#: the executor's name for it (kept for its callers)
-pour_goal = pour_request
 
 
 class DispenseBook:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from agentchemist.contracts.notes import Dispatch, Note
-from agentchemist.fsm.dispensing import DropGoal, PourGoal
+from agentchemist.contracts.dispense import DropsRequest, PourRequest
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,10 @@ class Snapshot:
 @dataclass(frozen=True)
 class SendGoal:
     """An action goal for `task`: to the action policy (`payload`: primitive, symbol, parameters) or to the
-    dispenser (`goal`: a DropGoal or a PourGoal)."""
+    dispenser (`goal`: a DropsRequest or a PourRequest)."""
     task: Any
     payload: Mapping[str, Any] = field(default_factory=dict)
-    goal: DropGoal | PourGoal | None = None
+    goal: DropsRequest | PourRequest | None = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from agentchemist.contracts.notes import Dissolved, MassSettled, Resume
 from agentchemist.experiments.procedure import SUPERVISOR, Procedure
 from agentchemist.experiments.weighing.mass import MassConfig, MassSupervision
 from agentchemist.fsm.commands import Abort, Apply
-from agentchemist.fsm.dispensing import Next, pour_goal
+from agentchemist.fsm.dispensing import Next, pour_request
 from agentchemist.fsm.effects import CallTare, SendGoal, Snapshot, tell
 from agentchemist.perception.dissolution import DissolutionError, DissolutionWatch
 
@@ -101,7 +101,7 @@ class MassAndDissolution(Procedure):
         out = ex.suspend_watch(now)
         out += ex.apply(Symbol.DOSE, now, SUPERVISOR, task.id)
         ex.book.sending()
-        return out + [SendGoal(task, goal=pour_goal(task.parameters))]
+        return out + [SendGoal(task, goal=pour_request(task.parameters))]
 
     def dispense_returned(self, ex, step, now: float) -> None:
         ex.own_moves.moved(now)
