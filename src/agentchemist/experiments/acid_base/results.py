@@ -36,7 +36,10 @@ def _pka_dict(p) -> dict:
             "budget": p.budget.as_dict() if p.budget is not None else None}
 
 
-def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
+def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext, *,
+            concentration: bool = True) -> None:
+    """The acid-base analysis of the run. ``concentration`` False: state no concentration finding (a family
+    built on this one that computes its own result from the same analysis, e.g. a weighed standard's)."""
     rows = ctx.rows
     usable = [r for r in rows if r.usable]
     unusable = len(rows) - len(usable)
@@ -100,7 +103,7 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
                                  + (interval_text(p.budget.as_dict()) if p.budget is not None else ""))
         else:
             ctx.not_concluded.append(f"{label} is not stated: {p.reason}")
-    conc = analysis.concentration
+    conc = analysis.concentration if concentration else None
     if conc is not None and setup.titrant_unknown:
         _standardisation(setup, conc, out, ctx)  # the analyte is the standard; the titrant is the result
     elif conc is not None:

@@ -4,8 +4,8 @@ mass and the equivalence volume (:mod:`.concentration`), beside the nominal one.
 
 The acid-base family's own standardisation line is against a standard *solution*: its uncertainty counts
 the titrant's estimate and the analyte volume, neither of which a weighed standard's result depends on
-(c = P m / (M V_eq)). Its value is the same number; the line and its ``titrant_concentration`` entry are
-replaced here by the weighed standard's, with the mass, purity and V_eq budget.
+(c = P m / (M V_eq)). The acid-base analysis is therefore asked for no concentration finding, and this
+family states the weighed standard's, with the mass, purity and V_eq budget.
 """
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ DELIVERS = (*acid_base.DELIVERS, "standardisation")
 TITRANT = True
 RECORDED_AS = ()               # a run that names no family is an acid-base titration's, not this one's
 ANALYSES_UNLABELLED = False
-#: how the acid-base family's standardisation line begins (replaced by this family's, see the module)
-_ACID_BASE_LINE = "titrant concentration "
 
 
 def stated_standard(plan: Mapping) -> dict:
@@ -45,16 +43,8 @@ def stated_standard(plan: Mapping) -> dict:
     return {"mass_g": mass, "resolution_g": resolution, "nominal_m": finite(params.get("titrant_nominal_m"))}
 
 
-def _drop_added(lines: list[str], since: int) -> None:
-    lines[since:] = [line for line in lines[since:] if not line.startswith(_ACID_BASE_LINE)]
-
-
 def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: ResultsContext) -> None:
-    concluded, not_concluded = len(ctx.concluded), len(ctx.not_concluded)
-    acid_base.compute(run, dataclasses.replace(setup, titrant_unknown=True), opts, out, ctx)
-    _drop_added(ctx.concluded, concluded)
-    _drop_added(ctx.not_concluded, not_concluded)
-    out.pop("titrant_concentration", None)
+    acid_base.compute(run, dataclasses.replace(setup, titrant_unknown=True), opts, out, ctx, concentration=False)
     standard = STANDARDS.get(str(setup.analyte))
     plan = run.experiment.get("plan") if isinstance(run.experiment.get("plan"), Mapping) else {}
     stated = stated_standard(plan)
