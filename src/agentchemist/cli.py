@@ -2,6 +2,8 @@
 
     agentchemist plan "<instruction>" [--scene FILE] [--json]   plan, refusal or question (no ROS needed)
     agentchemist report RUN_DIR                                  regenerate a run's report from its database
+    agentchemist analyze FILE --analyte A --analyte-volume ML --titrant T --titrant-molarity M
+                                                                 report on a measured curve from a CSV/TSV file
     agentchemist export RUN_DIR [--formats csv parquet]          a run's tables as CSV / Parquet
     agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
     agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
@@ -298,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks "
                                       "(agentchemist doctor -h)", add_help=False)
     d.add_argument("doctor_args", nargs=argparse.REMAINDER, help="[--profile robot|twin] [--seconds S] [--strict]")
+    from agentchemist import analyze_cli
+    analyze_cli.add_parser(sub)
     args = parser.parse_args(argv)
     console = Console(soft_wrap=True)  # paths and messages are never broken across lines (piped or not)
     handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run,
-                "ph-calibrate": _ph_calibrate}
+                "ph-calibrate": _ph_calibrate, "analyze": analyze_cli.analyze}
     try:
         return handlers[args.command](args, console)
     except (ValueError, OSError) as exc:

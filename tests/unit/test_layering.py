@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(s.split()) for s in (
     "report experiments.results experiments.report",                        # the report's host
     "experiments.<family>",                                                 # the families, above their hosts
     "scoring sim",                                                          # the twin and its scoring
-    "cli vla_cli",                                                          # entry points
+    "cli vla_cli analyze_cli",                                              # entry points
 ))
 
 

@@ -88,6 +88,9 @@ class UncertaintyInputs:
     settle_lag_bound_ph: float = 0.0   # 0: readings not gated by a settle test (see for_settled_readings)
     settle_lag_carry: float = 0.75
     coverage_factor: float = 2.0
+    # A volume read off an instrument at each addition (a burette), mL: an equivalence volume is the
+    # difference of two readings (sqrt(2) of this); 0 for volumes counted in drops or steps.
+    volume_reading_sd_ml: float = 0.0
 
     @classmethod
     def for_settled_readings(cls, **overrides: float) -> "UncertaintyInputs":
@@ -279,6 +282,8 @@ def equivalence_budget(index: int, volume_ml: float, location_ml: float, drop_ml
                              f"{inputs.drop_volume_rel_sd:.2%} of the counted volume"),
         UncertaintyComponent("drop scatter", math.sqrt(drops) * drop_ml * inputs.drop_scatter_rel_sd,
                              f"sqrt({drops:.0f} drops) x {inputs.drop_scatter_rel_sd:.1%} of a {drop_ml:.4g} mL drop"),
+        UncertaintyComponent("volume reading", math.sqrt(2.0) * inputs.volume_reading_sd_ml,
+                             f"two readings (start and end) of {inputs.volume_reading_sd_ml:.2g} mL each"),
     ]
     return combine_budget(f"V_eq{index}", "mL", volume_ml, comps, inputs)
 

@@ -459,7 +459,8 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
     setup = s.get("setup") or {}
     kv = [("Final pH", fmt(s.get("final_ph"), 3)), ("Target pH", fmt(s.get("target_ph"), 2)),
           ("Final pH - target", fmt(s.get("final_ph_deviation"), 3)),
-          ("Total titrant volume", fmt(s.get("total_volume_ml"), 4, "mL")), ("Drops", str(s.get("drops", 0))),
+          ("Total titrant volume", fmt(s.get("total_volume_ml"), 4, "mL")),
+          (str(s.get("increments_called") or "drops").capitalize(), str(s.get("drops", 0))),
           ("Initial pH (measured / stated)",
            f"{fmt(s.get('initial_ph_measured'), 3)} / {fmt(s.get('initial_ph_stated'), 2)}"),
           ("Temperature start / end",

@@ -21,7 +21,8 @@ from agentchemist.chemistry.analysis_compare import CurveComparison
 from agentchemist.chemistry.reagents import Reagent, default_library
 from agentchemist.experiments.results import UNKNOWN, recognised_from, results_of, unlabelled
 
-from .model import DropRow, ReportInputError, RunData, series, titration_table
+from .curve_rows import curve_rows, curve_source
+from .model import DropRow, ReportInputError, RunData, series
 
 __all__ = ["ResultsContext", "TitrationSetup", "canonical", "compute_results", "finite", "stated_pka",
            "titration_setup"]
@@ -33,6 +34,8 @@ DEFAULT_ACTIVITY = True
 _OPTION_KEYS = {
     "analyte", "analyte_m", "analyte_volume_ml", "titrant", "titrant_m", "expected_equivalents",
     "temperature_c", "activity", "fit", "config", "family", "sample_volume_ml", "uncertainty",
+    "imported",  # a curve read from a file (report.imported): no robot-specific corrections
+    "reading_lags_s",  # the meter trace's lags (report.curve_rows), when the electrode is known to differ
 }
 
 
@@ -214,8 +217,9 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
                  "setup": {k: v for k, v in setup.__dict__.items()
                            if k != "notes" and (titration_fields or k in ("family", "analyte", "temperature_c"))},
                  "setup_notes": list(setup.notes)}
-    ctx = ResultsContext(results=out, analysis=None, rows=titration_table(run), setup=setup, curve=None,
+    ctx = ResultsContext(results=out, analysis=None, rows=curve_rows(run, opts), setup=setup, curve=None,
                          not_concluded=list(setup.notes), concluded=[])
+    out["curve_source"] = curve_source(run)
     exp = run.experiment
     conditions = exp.get("conditions") if isinstance(exp.get("conditions"), Mapping) else {}
     plan = exp.get("plan") if isinstance(exp.get("plan"), Mapping) else {}
@@ -232,6 +236,8 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     out["final_ph_deviation"] = final_ph - target_ph if final_ph is not None and target_ph is not None else None
     out["total_volume_ml"] = total_volume
     out["drops"] = len(run.fused("titrant_volume"))
+    # an imported curve's titrant came in additions read off an instrument, not in the robot's drops
+    out["increments_called"] = "additions" if opts.get("imported") else "drops"
     out["initial_ph_measured"] = usable[0].ph if usable else _first(run, "ph")
     out["initial_ph_stated"] = finite(conditions.get("initial_ph"))
     t_start = finite(conditions.get("temperature_start_c"))
@@ -243,7 +249,8 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     out["interrupted"] = _interruption(run) if interrupted else None
     if final_ph is not None and not interrupted:
         target_text = f" (target {target_ph:g}, deviation {final_ph - target_ph:+.3f})" if target_ph is not None else ""
-        volume_text = f" after {total_volume:.3f} mL of titrant ({out['drops']} drops)" if total_volume is not None else ""
+        volume_text = (f" after {total_volume:.3f} mL of titrant ({out['drops']} {out['increments_called']})"
+                       if total_volume is not None else "")
         ctx.concluded.append(f"final pH {final_ph:.3f}{volume_text}{target_text}")
     elif final_ph is not None:
         # The run stopped before its end: the last pH is where it stopped, not an endpoint, and its

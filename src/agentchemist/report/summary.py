@@ -22,6 +22,7 @@ from agentchemist.experiments.report import DEFAULT_SNAPSHOTS, report_of
 
 from .model import RunData
 from .results import ResultsContext, compute_results, finite as _num
+from .stated import stated_results
 
 __all__ = ["SCHEMA_VERSION", "SECTION_TITLES", "build_summary", "resolve_artifact"]
 
@@ -452,18 +453,42 @@ def _reproducibility(run: RunData, ctx: ResultsContext, options: Mapping) -> dic
     }
 
 
+#: the first line of every report whose data did not come from the robot's instruments
+BANNERS = {"twin": "SIMULATED (digital twin)",
+           "imported": "IMPORTED DATA (measured elsewhere; analysed by agentchemist)"}
+
+
+def data_origin(run: RunData) -> str:
+    """Where the data came from: "imported" (a file, report.imported), "twin" (the digital twin: its run
+    folder holds the twin's ground_truth.json, or the run clock is a simulated one, not epoch seconds), or
+    "robot". A simulated run must never be signed as a measurement, so a run that cannot show it was
+    measured on a wall clock is called simulated."""
+    stated = run.experiment.get("data_origin")
+    if stated in ("imported", "twin", "robot"):
+        return str(stated)
+    if run.run_dir is not None and (Path(run.run_dir) / "ground_truth.json").is_file():
+        return "twin"
+    t0 = run.started
+    return "robot" if t0 is not None and t0 > 1e9 else "twin"
+
+
 def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -> tuple[dict, ResultsContext]:
     """All eleven sections plus the conclusions; also returns the results context for the charts."""
     opts = dict(options or {})
     ctx = compute_results(run, opts)
     t0 = run.started
+    origin = data_origin(run)
+    source = run.experiment.get("source_file") if isinstance(run.experiment.get("source_file"), Mapping) else {}
     summary = {
+        "banner": BANNERS.get(origin),
+        "data_origin": origin,
         "schema_version": SCHEMA_VERSION,
         "experiment_id": run.experiment.get("experiment_id"),
         "status": run.experiment.get("status"),
         "interrupted": ctx.results.get("interrupted"),
         "concluded": ctx.results["concluded"],
         "not_concluded": ctx.results["not_concluded"],
+        "results": stated_results(ctx.results, _num(source.get("volume_resolution_ml"))),
         "sections": {
             "metadata": _metadata(run, t0),
             "parameters": _parameters(run, ctx),

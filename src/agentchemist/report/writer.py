@@ -202,6 +202,8 @@ def write_report(
         summary["narrative"] = narrative
     meta = summary["sections"]["metadata"]
     title = f"Experiment report: {meta.get('experiment_name') or meta.get('experiment_id') or 'unnamed run'}"
+    if summary.get("banner"):  # the first line a reader sees: simulated or imported data, never a measurement
+        title = f"{summary['banner']}: {title}"
     document = build_document(summary, charts, narrative)
     _write_long_tables(document, out)
     tables = {b.name: b.data_file for sec in document for b in sec.blocks if getattr(b, "data_file", None)}

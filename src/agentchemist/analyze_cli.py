@@ -1,0 +1,80 @@
+"""`agentchemist analyze FILE`: a measured titration curve from a file -> the report of a robot run.
+
+    agentchemist analyze curve.csv --analyte "acetic acid" --analyte-volume 25 --titrant naoh \\
+        --titrant-molarity 0.1 [--analyte-molarity M] [--increment burette|pump|dropper] [--out DIR] [--json OUT]
+
+The file (CSV/TSV, see :mod:`agentchemist.report.curve_file`) becomes a run labelled as imported data
+(:mod:`agentchemist.report.imported`) and goes through the same analysis and report writer as a robot
+run. Mistakes of the user (a missing file, an unknown reagent, a column that is not there) end with one
+line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["add_parser", "analyze"]
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Register `analyze` on the main parser's subparsers."""
+    a = sub.add_parser("analyze", help="analyse a measured titration curve from a CSV/TSV file (imported data)",
+                       description="Analyse pH against titrant volume measured elsewhere and write the same report "
+                                   "as a robot run (md, html, json, charts), labelled as imported data.")
+    a.add_argument("file", help="CSV or TSV with a header row: a volume column (unit in the header, else mL) and a "
+                                "pH column")
+    a.add_argument("--analyte", required=True, help="what was titrated: a reagent library name or alias")
+    a.add_argument("--analyte-volume", type=float, required=True, metavar="ML", help="its volume (mL)")
+    a.add_argument("--titrant", required=True, help="the titrant: a strong acid or base (e.g. naoh, hcl)")
+    a.add_argument("--titrant-molarity", type=float, required=True, metavar="M", help="titrant concentration (mol/L)")
+    a.add_argument("--titrant-rel-u", type=float, metavar="FRACTION",
+                   help="relative standard uncertainty of the titrant concentration (default 0.005: standardised)")
+    a.add_argument("--analyte-molarity", type=float, metavar="M",
+                   help="the analyte's known concentration (a check sample); without it the concentration is the "
+                        "result")
+    a.add_argument("--increment", choices=["burette", "pump", "dropper"], default="burette",
+                   help="how the titrant was added (its volume budget; default burette)")
+    a.add_argument("--volume-column", help="the volume column's header text or 1-based position")
+    a.add_argument("--ph-column", help="the pH column's header text or 1-based position")
+    a.add_argument("--volume-unit", choices=["ml", "ul", "l"], help="the volume unit when the header names none")
+    a.add_argument("--temperature", type=float, metavar="C", help="temperature (degC) when the file has none")
+    a.add_argument("--sample-id", help="sample id (default: import-<file stem>)")
+    a.add_argument("--operator", help="who measured the curve")
+    a.add_argument("--out", help="report folder (default: <file stem>_report beside the file)")
+    a.add_argument("--json", metavar="OUT", help="also write the report's JSON here")
+    return a
+
+
+def analyze(args, console) -> int:
+    """Read, analyse, write; returns the exit code (ValueError/OSError reach the caller's one-line handler)."""
+    from agentchemist.report import write_report
+    from agentchemist.report.curve_file import read_curve
+    from agentchemist.report.imported import ImportRequest, imported_run
+
+    curve = read_curve(args.file, volume_column=args.volume_column, ph_column=args.ph_column,
+                       volume_unit=args.volume_unit)
+    request = ImportRequest(analyte=args.analyte, analyte_volume_ml=args.analyte_volume, titrant=args.titrant,
+                            titrant_m=args.titrant_molarity, analyte_m=args.analyte_molarity,
+                            increment=args.increment, titrant_rel_u=args.titrant_rel_u,
+                            temperature_c=args.temperature, sample_id=args.sample_id, operator=args.operator)
+    run, options = imported_run(curve, request)
+    out = Path(args.out) if args.out else curve.path.with_name(f"{curve.path.stem}_report")
+    paths = write_report(run, out, analysis_options=options)
+    if args.json:
+        target = Path(args.json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(paths.json.read_text(encoding="utf-8"), encoding="utf-8")
+    summary = json.loads(paths.json.read_text(encoding="utf-8"))
+    for note in curve.notes:
+        console.print(f"note: {note}")
+    for item in summary.get("results") or []:
+        d = item.get("decimals", 3)
+        u = f" ± {item['u']:.{d}f}" if item.get("u") is not None else ""
+        console.print(f"{item['quantity']}: {item['value']:.{d}f}{u} {item.get('unit') or ''}".rstrip())
+    if not summary.get("results"):
+        console.print("no result could be stated from these data (the report says why)")
+    console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
+    if args.json:
+        console.print(f"json:   {args.json}")
+    return 0

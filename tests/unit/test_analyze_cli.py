@@ -1,0 +1,92 @@
+"""Issue 41: `agentchemist analyze FILE` reads a measured curve and writes the robot run's report, labelled as
+imported data, with no robot-specific corrections; user mistakes end with one line and exit code 2."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentchemist.chemistry.equilibrium import titration_curve
+from agentchemist.cli import main
+from agentchemist.report.curve_file import CurveFileError, read_curve
+
+ARGS = ["--analyte", "acetic acid", "--analyte-volume", "25", "--titrant", "naoh", "--titrant-molarity", "0.1"]
+
+
+def _synthetic(tmp_path: Path, text_header: str = "volume_ml,ph", sep: str = ",", scale: float = 1.0,
+               decimal: str = ".") -> Path:
+    v = np.round(np.arange(0.0, 40.0, 0.25), 2)
+    ph = titration_curve({"acetic_acid": 0.1}, 25.0, {"naoh": 0.1}, v, activity=True)
+    rows = [text_header] + [sep.join(f"{x:.4f}".replace(".", decimal) for x in (a * scale, b)) for a, b in zip(v, ph)]
+    path = tmp_path / "curve.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_analyze_writes_the_report_labelled_imported(tmp_path, capsys):
+    path = _synthetic(tmp_path)
+    out, js = tmp_path / "rep", tmp_path / "r.json"
+    assert main(["analyze", str(path), *ARGS, "--out", str(out), "--json", str(js)]) == 0
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first.startswith("# IMPORTED DATA")
+    assert "IMPORTED DATA" in (out / "report.html").read_text()[:600]
+    summary = json.loads(js.read_text())
+    assert summary["data_origin"] == "imported" and summary["banner"].startswith("IMPORTED")
+    items = {r["quantity"]: r for r in summary["results"]}
+    veq = items["V_eq1"]
+    assert set(veq) >= {"quantity", "value", "unit", "u", "interval"}
+    lo, hi = veq["interval"]
+    assert lo <= 25.0 <= hi and veq["unit"] == "mL"
+    conc = items["analyte concentration"]
+    assert conc["interval"][0] <= 0.1 <= conc["interval"][1]
+    # no settling-lag correction on readings the robot never settle-gated
+    for p in summary["sections"]["results"]["pka"]:
+        assert not (p.get("budget") or {}).get("correction")
+        assert "settling lag" not in json.dumps(p.get("budget"))
+    # the titrant came in additions, not drops
+    md = (out / "report.md").read_text()
+    assert "drops)" not in md.split("## 1.")[0]
+    assert "V_eq1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("header,sep,scale,decimal", [
+    ("Volume (mL)\tpH", "\t", 1.0, "."),
+    ("V [µL];pH", ";", 1000.0, ","),
+    ("titrant_ul,pH", ",", 1000.0, "."),
+])
+def test_reader_finds_columns_units_and_delimiters(tmp_path, header, sep, scale, decimal):
+    curve = read_curve(_synthetic(tmp_path, header, sep, scale, decimal))
+    assert curve.volume_ml.max() == pytest.approx(39.75, abs=1e-6)
+    assert curve.ph.size == 160
+
+
+def test_reader_names_the_problem_in_one_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("volume_ml,ph\n0,3.1\n0.5,abc\n")
+    with pytest.raises(CurveFileError, match=r"line 3, column 'ph': 'abc' is not a number"):
+        read_curve(bad)
+    two = tmp_path / "two.csv"
+    two.write_text("volume_ml,ph,ph_raw\n0,3,3\n")
+    with pytest.raises(CurveFileError, match="--ph-column"):
+        read_curve(two)
+    assert read_curve(two, ph_column="ph_raw").ph_column == "ph_raw"
+    nohead = tmp_path / "nohead.csv"
+    nohead.write_text("0,3.1\n1,3.2\n")
+    with pytest.raises(CurveFileError, match="not a header"):
+        read_curve(nohead)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["analyze", "/no/such/file.csv", *ARGS], "no such file"),
+    (["analyze", "{csv}", "--analyte", "unobtainium", *ARGS[2:]], "unknown reagent"),
+    (["analyze", "{csv}", *ARGS[:-1], "-0.1"], "--titrant-molarity"),
+    (["analyze", "{csv}", *ARGS[:5], "acetic acid", *ARGS[6:]], "not a strong acid or base"),
+])
+def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    path = _synthetic(tmp_path)
+    argv = [a.replace("{csv}", str(path)) for a in argv] + ["--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
