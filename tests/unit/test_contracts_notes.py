@@ -30,7 +30,8 @@ def test_registry_is_keyed_by_the_notes_own_symbol():
     ("record_closed", '{"store": "runs/e/records.db", "status": "aborted", "outcome": "aborted", '
                       '"message": "ended in aborted"}'),
     ("report_written", '{"report": "/r/report.md", "html": "/r/report.html", "json": "/r/report.json", '
-                       '"status": "completed"}'),
+                       '"status": "completed", "outcome": "completed_without_result", '
+                       '"message": "completed without titration curve"}'),
 ])
 def test_payload_round_trip_is_byte_identical(symbol, text):
     assert json.dumps(note_from(symbol, json.loads(text)).to_payload()) == text

@@ -71,8 +71,8 @@ def test_the_report_and_the_missing_record_are_said_in_the_message():
 
 
 def test_the_kinds_before_a_run_have_no_store_status():
-    assert {k.value for k in OutcomeKind} == {"completed", "completed_with_gap", "aborted", "refused", "question",
-                                              "planned", "failed"}
+    assert {k.value for k in OutcomeKind} == {"completed", "completed_with_gap", "completed_without_result", "aborted",
+                                              "refused", "question", "planned", "failed"}
     assert RunOutcome(OutcomeKind.PLANNED, "dry run: plan only").success
     assert not RunOutcome("refused", "no").success and RunOutcome("refused").kind is OutcomeKind.REFUSED
     with pytest.raises(ValueError, match="has no status"):
@@ -170,3 +170,32 @@ def test_the_planner_node_reads_the_verdict_and_judges_only_through_the_judge():
     # the rules are the judge's: no record_gap, halt filtering or "ended in" text of its own
     for rule in ("RECORD_GAP", "record_gap", "dict.fromkeys", "\"ended in", "completed_with_gap"):
         assert rule not in source, rule
+
+
+# ------------------------------------------------------------------------------- what was delivered
+def test_a_run_without_an_asked_result_is_not_completed():
+    from agentchemist.record.outcome import delivered
+    completed = judge("accepted", True, [])
+    assert delivered(completed, []) == completed
+    verdict = delivered(completed, [("titration curve", "only 2 distinct volume(s) measured")])
+    assert verdict.kind == OutcomeKind.COMPLETED_WITHOUT_RESULT and not verdict.success
+    assert verdict.message == "completed without titration curve: no titration curve: only 2 distinct volume(s) measured"
+    assert verdict.status == "completed"   # the store keeps its word; the kind says what was missing
+    gap = judge("accepted", True, [_anomaly("record_gap", "warn", "12 s of pH missing")])
+    both = delivered(gap, [("pKa", "")])
+    assert both.kind == OutcomeKind.COMPLETED_WITHOUT_RESULT and "record gap: 12 s of pH missing" in both.message
+    aborted = judge("aborted", False, [_anomaly("reagent_mismatch", "halt", "pH 1.1 is not acetic acid")])
+    assert delivered(aborted, [("titration curve", "none")]) == aborted   # an abort already says why
+
+
+def test_the_planner_returns_the_reports_verdict_when_one_came():
+    from agentchemist.record.outcome import report_verdict
+    note = note_from("report_written", {"report": "/r.md", "status": "completed", "outcome": "completed_without_result",
+                                        "message": "completed without equivalence point: stopped before it"})
+    verdict = report_verdict(note)
+    assert verdict == RunOutcome(OutcomeKind.COMPLETED_WITHOUT_RESULT,
+                                 "completed without equivalence point: stopped before it")
+    closed = note_from("record_closed", {"status": "completed", "outcome": "completed", "message": "experiment completed"})
+    assert returned_outcome(closed, True, "accepted", True, [], verdict) == verdict
+    assert returned_outcome(closed, True, "accepted", True, [], None).kind == OutcomeKind.COMPLETED
+    assert report_verdict(note_from("report_written", {"report": "/r.md"})) is None  # an older summarizer

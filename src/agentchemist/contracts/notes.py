@@ -187,6 +187,8 @@ class _ReportDocuments(Note):
     html: str = ""
     json: str = ""
     status: str = ""   #: the run's status as the recorder closed it
+    outcome: str = ""  #: the report's verdict (agentchemist.report.delivery): '' when it states none
+    message: str = ""  #: and its message (what is missing and why)
 
 
 @_registered

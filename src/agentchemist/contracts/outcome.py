@@ -19,6 +19,9 @@ class OutcomeKind(StrEnum):
     # ---- a run's end (the judge's)
     COMPLETED = "completed"                     #: ended accepting, all of it on record
     COMPLETED_WITH_GAP = "completed_with_gap"   #: ended accepting, but the record has a gap: not a success
+    #: ended accepting, but without a result the instruction asked for (a curve, an equivalence point, a pKa,
+    #: a concentration, a mass): not a success; the message names what is missing and why
+    COMPLETED_WITHOUT_RESULT = "completed_without_result"
     ABORTED = "aborted"                         #: ended in a state that does not accept
     # ---- before a run (the planner's)
     REFUSED = "refused"
@@ -28,7 +31,8 @@ class OutcomeKind(StrEnum):
 
 
 #: the kinds a run's end can have (the others are answered before anything moves)
-RUN_ENDS = frozenset({OutcomeKind.COMPLETED, OutcomeKind.COMPLETED_WITH_GAP, OutcomeKind.ABORTED})
+RUN_ENDS = frozenset({OutcomeKind.COMPLETED, OutcomeKind.COMPLETED_WITH_GAP, OutcomeKind.COMPLETED_WITHOUT_RESULT,
+                      OutcomeKind.ABORTED})
 
 
 def outcome_kind(text: str) -> OutcomeKind:

@@ -12,6 +12,12 @@ family whose ``RECORDED_AS`` quantities it recorded (registry order); a run that
 The result contract: ``DELIVERS`` lists the results (keys of the results dict) the family can deliver;
 the scoring reads what a run found through :func:`FamilyResults.found_equivalences` and
 :func:`FamilyResults.measured_concentration`, never through the family's own keys.
+
+What the instruction asked for (optional, per family): ``asked_for(plan, results)`` names the results the
+run's instruction asked for (a curve, an equivalence point, a pKa, a concentration, a mass), and
+``lacking(result, results)`` says why the results do not deliver one (None when they do). The host's
+:func:`missing_results` is what the one outcome judge (agentchemist.record.outcome.delivered) reads: a run
+that ends without one of them is not "completed".
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ from typing import Any, Callable, Protocol
 
 from agentchemist.experiments import FAMILIES, Family
 
-__all__ = ["UNKNOWN", "FamilyResults", "recognised_from", "results_of", "unlabelled", "unlabelled_family"]
+__all__ = ["UNKNOWN", "FamilyResults", "missing_results", "recognised_from", "results_of", "unlabelled",
+           "unlabelled_family"]
 
 #: the family of a run neither its record nor its data name
 UNKNOWN = "unknown"
@@ -57,6 +64,22 @@ def results_of(name: str | None) -> ModuleType | None:
     """The results aspect of the family ``name``; None for a name no family registers (or without one)."""
     fam = FAMILIES.get(str(name)) if name else None
     return fam.part("results") if fam is not None else None
+
+
+def missing_results(family_name: str | None, plan: Mapping[str, Any], results: Mapping[str, Any]
+                    ) -> list[tuple[str, str]]:
+    """(result, why) for each result the run's instruction asked for that ``results`` do not deliver; [] for
+    a family without a result contract (``asked_for``) or a run without a plan."""
+    part = results_of(family_name)
+    asked = getattr(part, "asked_for", None) if part is not None else None
+    if asked is None or not isinstance(plan, Mapping) or not plan:
+        return []
+    missing = []
+    for result in asked(plan, results):
+        why = part.lacking(result, results)
+        if why is not None:
+            missing.append((result, why))
+    return missing
 
 
 def recognised_from(recorded: Callable[[str], bool]) -> str | None:

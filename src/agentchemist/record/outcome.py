@@ -13,6 +13,13 @@ The rules:
 - any other end: ``aborted``, with the distinct halts as "kind: description" (in the order they came),
   or "ended in <state>" when no halt said why.
 
+What the run delivered is judged here too, by :func:`delivered`, once the results are computed (the
+report's, after the record is closed): a run that ended accepting without a result its instruction asked for
+(the family's result contract, agentchemist.experiments.results) is ``completed_without_result``, the
+missing results and their reasons in the message. The report states that verdict on its first line, the
+summarizer sends it in ``report_written``, and the planner returns it (the recorder's verdict when no
+report came).
+
 The judge needs no clock: the anomalies are the run's, in the order they arrived.
 """
 from __future__ import annotations
@@ -23,7 +30,8 @@ from agentchemist.contracts import AnomalyKind, Severity
 from agentchemist.contracts.notes import RecordClosed
 from agentchemist.contracts.outcome import OutcomeKind, RunOutcome
 
-__all__ = ["SeenAnomaly", "closed_outcome", "judge", "returned_outcome", "unrecorded", "without_report"]
+__all__ = ["SeenAnomaly", "closed_outcome", "delivered", "judge", "report_verdict", "returned_outcome", "unrecorded",
+           "without_report"]
 
 #: the message of a run that completed with everything on record
 COMPLETED_MESSAGE = "experiment completed"
@@ -49,6 +57,21 @@ def judge(state: str, accepting: bool, anomalies: Iterable[SeenAnomaly]) -> RunO
     return RunOutcome(OutcomeKind.ABORTED, "; ".join(halts) or f"ended in {state}", halts)
 
 
+def delivered(outcome: RunOutcome, missing: Iterable[tuple[str, str]]) -> RunOutcome:
+    """The verdict once the results are known: an accepting end (completed, with or without a gap) that
+    lacks results the instruction asked for (``missing``: (result, why) pairs) is ``completed_without_result``,
+    each missing result named with its reason (and a gap still said); any other verdict stands."""
+    missing = tuple((str(name), str(why)) for name, why in missing)
+    if not missing or outcome.kind not in (OutcomeKind.COMPLETED, OutcomeKind.COMPLETED_WITH_GAP):
+        return outcome
+    reasons = tuple(f"no {name}: {why}" if why else f"no {name}" for name, why in missing)
+    message = "completed without " + ", ".join(name for name, _ in missing) + ": " + "; ".join(reasons)
+    if outcome.kind == OutcomeKind.COMPLETED_WITH_GAP:
+        message += "; record gap: " + outcome.message
+        reasons += outcome.reasons
+    return RunOutcome(OutcomeKind.COMPLETED_WITHOUT_RESULT, message, reasons)
+
+
 def without_report(outcome: RunOutcome) -> RunOutcome:
     """A completed run whose report did not come in time says so (the other outcomes already say why)."""
     if outcome.kind != OutcomeKind.COMPLETED:
@@ -70,13 +93,23 @@ def closed_outcome(note: RecordClosed) -> RunOutcome | None:
     return RunOutcome(note.outcome, note.message)
 
 
+def report_verdict(note) -> RunOutcome | None:
+    """The verdict a ``report_written`` note carries (the report's: :func:`delivered`), or None (no note, a
+    ``report_failed`` one, or a summarizer from before the verdict was in the note)."""
+    kind = getattr(note, "outcome", "") if note is not None else ""
+    return RunOutcome(kind, getattr(note, "message", "")) if kind else None
+
+
 def returned_outcome(closed: RecordClosed | None, reported: bool, state: str, accepting: bool,
-                     anomalies: Iterable[SeenAnomaly]) -> RunOutcome:
+                     anomalies: Iterable[SeenAnomaly], report_verdict: RunOutcome | None = None) -> RunOutcome:
     """What the planner returns for a run that ended in ``state``: the verdict of the recorder's latest
     ``record_closed`` note (``closed``; None: none came). Without one (no note, or a note without a verdict)
     it judges from the ``anomalies`` it saw, with the same rules; only when neither a note nor a report came
     does the message say no record was closed (a report answers a record_closed, so one was). ``reported``:
-    the summarizer answered (report written or failed) in time."""
+    the summarizer answered (report written or failed) in time; ``report_verdict``: the verdict the report
+    stated (:func:`delivered`: what the run delivered), which stands over the recorder's when it came."""
+    if report_verdict is not None and reported:
+        return report_verdict
     verdict = closed_outcome(closed) if closed is not None else None
     if verdict is None:
         verdict = judge(state, accepting, anomalies)

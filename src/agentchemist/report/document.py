@@ -214,6 +214,10 @@ def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Pa
                                f"(status {status}): {interrupted.get('text')}. No endpoint finding is stated.", "warn"))
     else:
         sec.blocks.append(Para(f"Experiment {summary.get('experiment_id') or NOT_RECORDED}: status {status}."))
+    outcome = summary.get("outcome")
+    if outcome and outcome.get("kind") != "completed":
+        # not a success: the chemist reads what is missing and why before any number
+        sec.blocks.insert(0, Para(f"**Outcome: {outcome['kind'].replace('_', ' ')}**: {outcome.get('message')}", "warn"))
     answer = _answer(summary.get("sections", {}).get("results", {}))
     if answer:
         sec.blocks.append(Para("Result (± combined standard uncertainty, all sources; the evidence for each number "

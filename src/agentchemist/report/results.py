@@ -22,6 +22,7 @@ from agentchemist.chemistry.reagents import Reagent, default_library
 from agentchemist.experiments.results import UNKNOWN, recognised_from, results_of, unlabelled
 
 from .curve_rows import curve_rows, curve_source
+from .delivery import report_outcome
 from .model import DropRow, ReportInputError, RunData, series
 
 __all__ = ["ResultsContext", "TitrationSetup", "canonical", "compute_results", "finite", "stated_pka",
@@ -280,4 +281,5 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
     out["concluded"] = list(ctx.concluded)
     out["not_concluded"] = list(dict.fromkeys(ctx.not_concluded))
     ctx.not_concluded = out["not_concluded"]
+    out["outcome"] = report_outcome(run, out)  # the one judge's verdict, what was asked for included
     return ctx

@@ -485,6 +485,7 @@ def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -
         "schema_version": SCHEMA_VERSION,
         "experiment_id": run.experiment.get("experiment_id"),
         "status": run.experiment.get("status"),
+        "outcome": ctx.results.get("outcome"),   # the one judge's verdict (report.delivery)
         "interrupted": ctx.results.get("interrupted"),
         "concluded": ctx.results["concluded"],
         "not_concluded": ctx.results["not_concluded"],

@@ -18,7 +18,7 @@ from agentchemist.fsm.node_watch import NodeWatch
 from agentchemist.plan import plan_instruction
 from agentchemist.plan.backends import BackendConfig
 from agentchemist.plan.scene import SceneError, SceneInfo
-from agentchemist.record.outcome import returned_outcome
+from agentchemist.record.outcome import report_verdict, returned_outcome
 from agentchemist_interfaces.action import RunExperiment
 from agentchemist_interfaces.msg import AgentMessage, Anomaly, ExperimentPlan, FsmState
 from agentchemist_interfaces.srv import DescribeScene
@@ -190,7 +190,7 @@ class PlannerNode(GuardedNode):
                     book.pop(exp, None)
         result.report_path = report.report if report is not None else ""
         return answered(goal_handle, result, returned_outcome(closed, report is not None, state.state,
-                                                              state.accepting, anomalies))
+                                                              state.accepting, anomalies, report_verdict(report)))
 
 
 def answered(goal_handle, result, outcome: RunOutcome):

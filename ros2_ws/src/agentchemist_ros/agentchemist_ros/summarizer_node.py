@@ -96,7 +96,11 @@ class SummarizerNode(GuardedNode):
             documents = None
         if documents:
             md, html, js = (str(d.resolve()) for d in documents)
-            note = notes.ReportWritten(report=md, html=html, json=js, status=closed.status)
+            from agentchemist.report.delivery import stated_outcome  # the report's libraries: see above
+            verdict = stated_outcome(js)
+            note = notes.ReportWritten(report=md, html=html, json=js, status=closed.status,
+                                       outcome=verdict.kind.value if verdict else "",
+                                       message=verdict.message if verdict else "")
         else:
             note = notes.ReportFailed(status=closed.status)  # not this module's ReportFailed (an exception)
         self.get_logger().info(f"report written: {note.report}")

@@ -8,7 +8,10 @@ from collections.abc import Mapping
 
 from agentchemist.chemistry.analysis import AnalysisConfig, analyze_titration
 from agentchemist.chemistry.analysis_compare import compare_with_references
-from agentchemist.chemistry.analysis_uncertainty import UncertaintyInputs
+from agentchemist.chemistry.analysis_uncertainty import UncertaintyInputs, equivalence_budget
+from agentchemist.chemistry.jump_step import bracketed_equivalence
+from agentchemist.experiments.acid_base.delivery import asked_for, lacking, predicted_equivalence_ph  # noqa: F401
+from agentchemist.report.curve_rows import SETTLED
 from agentchemist.report.model import ReportInputError, RunData, flagged_volume_ranges
 from agentchemist.report.results import DEFAULT_ACTIVITY, ResultsContext, TitrationSetup, canonical, finite
 from agentchemist.report.uncertainty import interval_text
@@ -44,18 +47,22 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
     usable = [r for r in rows if r.usable]
     unusable = len(rows) - len(usable)
     out["per_drop_rows"] = len(rows)
+    out["curve_points"] = len({round(r.volume_ml, 6) for r in usable})
     if unusable:
         ctx.not_concluded.append(f"{unusable} pH reading(s) had no finite pH or volume and were left out of the analysis")
     if not usable:
-        ctx.not_concluded.append("no titration data: the run recorded no settled pH reading, so no equivalence point, "
-                                 "pKa or concentration can be stated")
+        ctx.not_concluded.append("no titration data: the run recorded no pH reading with a titrant volume, so no "
+                                 "equivalence point, pKa or concentration can be stated")
         return
     config = opts.get("config")
     if isinstance(config, Mapping):
         config = AnalysisConfig(**config)
-    # The rows are the recorder's ph_settled readings: settle-gated, so they lag (analysis_uncertainty).
+    # Settled rows (the recorder's ph_settled) are settle-gated, so they lag (analysis_uncertainty); rows
+    # from the meter's trace have the lags taken out instead (report.curve_rows).
+    settled = ctx.results.get("curve_source", SETTLED) == SETTLED
     try:
-        inputs = UncertaintyInputs.for_settled_readings(**dict(opts.get("uncertainty") or {}))
+        extra = dict(opts.get("uncertainty") or {})
+        inputs = UncertaintyInputs.for_settled_readings(**extra) if settled else UncertaintyInputs(**extra)
     except (TypeError, ValueError) as exc:
         raise ReportInputError(f"analysis option 'uncertainty': {exc}") from None
     flags = flagged_volume_ranges(rows)
@@ -89,6 +96,8 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
                             "correlation, electrode, temperature, titrant, drop volume and settling lag",
     }
     ctx.not_concluded.extend(analysis.warnings)
+    if not any(e.supported for e in analysis.equivalence_points):
+        _bracketed(usable, setup, inputs, out, ctx)
     for e in analysis.equivalence_points:
         if e.supported:
             u = e.budget.combined if e.budget is not None else e.uncertainty_ml
@@ -133,6 +142,26 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
                                             ("analyte volume", setup.analyte_volume_ml)) if value is None]
         if missing:
             ctx.not_concluded.append("no comparison with theory: the run does not state the " + ", ".join(missing))
+
+
+def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: dict, ctx: ResultsContext) -> None:
+    """The run stopped on the drop that jumped (chemistry.jump_step): the equivalence is inside that drop."""
+    expected = predicted_equivalence_ph(out.get("setup") or {})
+    found = bracketed_equivalence([r.volume_ml for r in usable], [r.ph for r in usable], expected_ph=expected)
+    if found is None:
+        return
+    drop_ml = found.high_ml - found.low_ml
+    budget = equivalence_budget(1, found.volume_ml, found.u_bracket_ml, drop_ml, inputs)
+    u = budget.combined
+    out["equivalence_points"] = [{
+        "index": 1, "volume_ml": found.volume_ml, "ph": None, "uncertainty_ml": u, "method": "bracketed_by_last_drop",
+        "supported": True, "reason": "", "d1_peak_ml": None, "jump_region_ml": [found.low_ml, found.high_ml],
+        "window_points": 2, "points_before": len(usable) - 1, "points_after": 1, "budget": budget.as_dict()}]
+    ctx.concluded.append(f"equivalence point 1 at {found.volume_ml:.3f} ± {u:.2g} mL: inside the last drop "
+                         f"({found.low_ml:.3f}-{found.high_ml:.3f} mL), across which the pH jumped {found.jump_ph:.1f}"
+                         + interval_text(budget.as_dict()))
+    ctx.not_concluded[:] = [line for line in ctx.not_concluded
+                            if not str(line).startswith(("no equivalence point", "the pH is still changing steeply"))]
 
 
 def _standardisation(setup: TitrationSetup, conc: Mapping, out: dict, ctx: ResultsContext) -> None:

@@ -1,0 +1,51 @@
+"""An equivalence point bracketed by one addition: the run stopped on the drop that jumped.
+
+A strong acid titrated to a pH past its equivalence stops on the first drop past the target, and on the
+jump one drop moves the pH by several units: the data then end with that drop, and the derivative methods
+see no peak (nothing after it). The inflection lies inside that last addition all the same: the equivalence
+volume is its middle, with a rectangular uncertainty of half its width (u = dV / (2 sqrt 3), GUM 4.3.7).
+
+It is stated only when the last step is a jump beyond doubt: at least ``min_jump_ph`` pH and
+``min_ratio`` times the largest of the steps before it over ``context`` additions, and (when the expected
+equivalence pH is known) spanning it within ``ph_margin``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BracketedEquivalence", "bracketed_equivalence"]
+
+
+@dataclass(frozen=True)
+class BracketedEquivalence:
+    volume_ml: float        #: the last addition's middle
+    low_ml: float           #: the volume before it
+    high_ml: float          #: the volume after it
+    jump_ph: float          #: the pH change across it
+    u_bracket_ml: float     #: rectangular: half the addition's width over sqrt 3
+
+
+def bracketed_equivalence(volumes_ml, ph, *, expected_ph: float | None = None, min_jump_ph: float = 2.0,
+                          min_ratio: float = 5.0, context: int = 10, ph_margin: float = 1.0,
+                          ) -> BracketedEquivalence | None:
+    """The equivalence bracketed by the data's last addition, or None (see the module docstring)."""
+    v = np.asarray(volumes_ml, dtype=float)
+    y = np.asarray(ph, dtype=float)
+    if v.size < context + 2 or v.size != y.size or not (np.all(np.isfinite(v)) and np.all(np.isfinite(y))):
+        return None
+    dv, dy = np.diff(v), np.diff(y)
+    if dv[-1] <= 0:
+        return None
+    jump = abs(dy[-1])
+    before = np.abs(dy[-1 - context:-1])
+    if jump < min_jump_ph or jump < min_ratio * float(before.max()):
+        return None
+    if expected_ph is not None and math.isfinite(expected_ph):
+        low, high = sorted((y[-2], y[-1]))
+        if not (low - ph_margin <= expected_ph <= high + ph_margin):
+            return None
+    return BracketedEquivalence(float((v[-2] + v[-1]) / 2.0), float(v[-2]), float(v[-1]), float(jump),
+                                float(dv[-1] / (2.0 * math.sqrt(3.0))))
