@@ -39,11 +39,44 @@ def add_parser(sub) -> argparse.ArgumentParser:
     a.add_argument("--ph-column", help="the pH column's header text or 1-based position")
     a.add_argument("--volume-unit", choices=["ml", "ul", "l"], help="the volume unit when the header names none")
     a.add_argument("--temperature", type=float, metavar="C", help="temperature (degC) when the file has none")
+    cal = a.add_mutually_exclusive_group()
+    cal.add_argument("--electrode", metavar="PROBE",
+                     help="the file's pH is what the meter showed with an ideal electrode: correct it with PROBE's "
+                          "calibration stored by `agentchemist ph-calibrate` (else the electrode's offset and slope "
+                          "are fitted with the curve)")
+    cal.add_argument("--calibrated", action="store_true",
+                     help="the meter was calibrated in buffers before the run: take its pH scale as calibrated "
+                          "(else the electrode's offset and slope are fitted with the curve)")
+    a.add_argument("--calibration-file", help="calibration store for --electrode (default: ph-calibrate's)")
     a.add_argument("--sample-id", help="sample id (default: import-<file stem>)")
     a.add_argument("--operator", help="who measured the curve")
     a.add_argument("--out", help="report folder (default: <file stem>_report beside the file)")
     a.add_argument("--json", metavar="OUT", help="also write the report's JSON here")
     return a
+
+
+def _electrode(args, curve, run, options) -> None:
+    """How far the file's pH scale can be trusted: a stored calibration applied, a calibrated meter, or
+    neither, when the electrode's offset and slope are fitted with the curve (the analysis's electrode_fit)."""
+    if args.electrode:
+        from agentchemist.hardware.instruments.electrode import CalibrationStore
+        store = CalibrationStore(args.calibration_file)
+        cal = store.get(args.electrode)
+        if cal is None:
+            raise ValueError(f"--electrode {args.electrode!r}: no calibration of that probe in {store.path} "
+                             "(`agentchemist ph-calibrate PROBE` stores one)")
+        temperature = options.get("temperature_c", 25.0)
+        for record in run.fused_records:
+            if record["quantity"] == "ph_settled":
+                record["value"] = cal.correct(record["value"], temperature)
+        run.experiment["electrode"] = {"probe": cal.probe, "slope_pct": cal.slope_pct, "offset_mv": cal.offset_mv,
+                                       "calibration_date": cal.date, "calibration_temperature_c": cal.temperature_c,
+                                       "source": f"stored calibration ({store.path}) applied to the file's pH"}
+    elif args.calibrated:
+        run.experiment["electrode"] = {"source": "the meter's own calibration (stated by the user)"}
+    else:
+        options["config"] = {"electrode_fit": True}
+        run.experiment["electrode"] = {"source": "no calibration relied on: offset and slope fitted with the curve"}
 
 
 def analyze(args, console) -> int:
@@ -59,6 +92,7 @@ def analyze(args, console) -> int:
                             increment=args.increment, titrant_rel_u=args.titrant_rel_u,
                             temperature_c=args.temperature, sample_id=args.sample_id, operator=args.operator)
     run, options = imported_run(curve, request)
+    _electrode(args, curve, run, options)
     out = Path(args.out) if args.out else curve.path.with_name(f"{curve.path.stem}_report")
     paths = write_report(run, out, analysis_options=options)
     if args.json:

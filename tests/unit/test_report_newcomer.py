@@ -2,6 +2,7 @@
 and `agentchemist report` that never creates a run folder or database (issues 22 and 25)."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -11,13 +12,17 @@ import sys
 import numpy as np
 import pytest
 
-from agentchemist.chemistry.analysis import analyze_titration
+from agentchemist.chemistry.analysis import analyze_titration as _analyze_titration
 from agentchemist.chemistry.equilibrium import titration_curve
 from agentchemist.cli import main as cli_main
 from agentchemist.report.document import fmt_t
 from agentchemist.report.model import RunData
 from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
 from agentchemist.report.writer import write_report
+
+# These synthetic curves are concentration-based (titration_curve's default, no activity coefficients): they are
+# analysed with activity=False; the analysis's own default is activity on (issue 41, one default).
+analyze_titration = functools.partial(_analyze_titration, activity=False)
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 from scipy.signal import savgol_coeffs
 
+from .analysis_checks import gran_equivalence, initial_ph_problem, local_step, volume_order_problems
 from .analysis_fit import fit_titration_curve, generic_acid, titratable_steps
 from .analysis_local import fit_jump
 from .analysis_peaks import locate_equivalence_points
@@ -50,11 +51,11 @@ from .analysis_quant import (
 )
 from .analysis_smoothing import MIN_WINDOW, POLYORDER, SmoothedCurve, odd_at_least, savgol_derivatives, smooth_curve
 from . import analysis_types
-from .analysis_types import (AnalysisConfig, AnalysisInputError, CurveFit, EquivalencePoint, PkaEstimate,
-                             TitrationAnalysis)
+from .analysis_types import (DEFAULT_ACTIVITY, AnalysisConfig, AnalysisInputError, CurveFit, EquivalencePoint,
+                             PkaEstimate, TitrationAnalysis)
 from .analysis_uncertainty import (UncertaintyComponent, UncertaintyInputs, concentration_budget, equivalence_budget,
                                    fit_pka_budget, half_equivalence_budget)
-from .equilibrium import ConvergenceError, kw_at
+from .equilibrium import ConvergenceError, kw_at, titration_curve
 from .reagents import Reagent, default_library
 
 __all__ = [
@@ -199,13 +200,15 @@ def _half_equivalence(
         for used in (previous, eq):
             if used is not None and not used.supported:
                 problems.append(f"equivalence point {used.index} is not supported ({used.reason})")
-        reach = (cfg.half_eq_points_each_side + 0.5) * median_step
-        before, after, gap = _points_near(v, v_half, reach)
         need = cfg.half_eq_points_each_side
+        # the window follows the spacing where it is (analysis_checks.local_step), not the run's median step
+        spacing = _spacing(v, v_half, 2 * need, median_step)
+        reach = (need + 0.5) * spacing
+        before, after, gap = _points_near(v, v_half, reach)
         if before < need or after < need:
             problems.append(f"{before} point(s) before and {after} after {v_half:.3f} mL within {reach:.3g} mL "
                             f"(need {need} on each side)")
-        if gap > cfg.max_gap_factor * median_step:
+        if gap > cfg.max_gap_factor * spacing:
             problems.append(f"no data in a {gap:.3g} mL gap around {v_half:.3f} mL")
         hit = [(a, b) for a, b in flags if a <= v_half + reach and b >= v_half - reach]
         if hit:
@@ -263,7 +266,8 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
         step = next((k for k in range(1, 8) if _step_pka_index(k, analyte, titrant) == index), None)
         v_half = (step - 0.5) * per_step if step is not None and math.isfinite(per_step) else NAN
         if math.isfinite(v_half):
-            reach = (cfg.half_eq_points_each_side + 0.5) * median_step
+            reach = (cfg.half_eq_points_each_side + 0.5) * _spacing(v, v_half, 2 * cfg.half_eq_points_each_side,
+                                                                    median_step)
             before, after, _ = _points_near(v, v_half, reach)
             if before < cfg.half_eq_points_each_side or after < cfg.half_eq_points_each_side:
                 problems.append(f"the data do not reach both sides of the fitted half-equivalence volume "
@@ -297,6 +301,11 @@ def _fit_estimates(fit: CurveFit, v: np.ndarray, analyte: Reagent | None, titran
     return out
 
 
+def _spacing(v: np.ndarray, centre: float, points: int, fallback: float) -> float:
+    step = local_step(v, centre, points)
+    return step if math.isfinite(step) and step > 0 else fallback
+
+
 def _rms_limit(noise_sd: float, cfg: AnalysisConfig, inputs: UncertaintyInputs) -> float:
     """The residual rms above which the model does not describe the data: a multiple of the noise, never
     below a floor, and for settle-gated readings never below their lag bound (the model has no lag)."""
@@ -309,6 +318,10 @@ def _fit_warning(fit: CurveFit, noise_sd: float, cfg: AnalysisConfig, activity: 
     if fit.rms_ph <= limit:
         return None
     hint = "" if activity else " (a glass electrode reads activities: try the fit with activity=True)"
+    if "electrode_offset" in fit.parameters:
+        return (f"the equilibrium model does not describe the data even with the electrode's offset and slope fitted: "
+                f"residual rms {fit.rms_ph:.3g} pH against a noise of {noise_sd:.2g} pH{hint}; a wrong analyte or "
+                "concentration, a slow or drifting electrode, carbonate in the titrant or volumes off are candidates")
     return (f"the equilibrium model does not describe the data: residual rms {fit.rms_ph:.3g} pH against a noise of "
             f"{noise_sd:.2g} pH{hint}; wrong analyte, electrode calibration or activity effects are candidates")
 
@@ -325,7 +338,7 @@ def analyze_titration(
     titrant: str = "naoh",
     quality_flags: Sequence[tuple[float, float]] = (),
     temperature_c: float = 25.0,
-    activity: bool = False,
+    activity: bool = DEFAULT_ACTIVITY,
     fit: bool = True,
     config: AnalysisConfig | None = None,
     uncertainty: UncertaintyInputs | None = None,
@@ -344,6 +357,9 @@ def analyze_titration(
     inputs = uncertainty or UncertaintyInputs()
     v, p = _clean(volume_ml, ph)
     flags = _check_flags(quality_flags)
+    # written out of order, or the same volume read twice with different pH: flagged, never averaged silently
+    order_warnings, order_flags = volume_order_problems(np.asarray(volume_ml, float), np.asarray(ph, float))
+    flags += [f for f in order_flags if f not in flags]
     c_t = _optional_positive("titrant_m", titrant_m)
     v_a = _optional_positive("analyte_volume_ml", analyte_volume_ml)
     if expected_equivalents is not None and (not isinstance(expected_equivalents, int) or expected_equivalents < 1):
@@ -355,7 +371,7 @@ def analyze_titration(
     titrant_r = library.get(titrant)
     if titrant_r.strong_protons == 0:
         raise AnalysisInputError(f"titrant {titrant!r} is not a strong acid or base")
-    warnings: list[str] = []
+    warnings: list[str] = list(order_warnings)
     result = TitrationAnalysis(
         volume_ml=v, ph=p, grid_ml=np.array([]), ph_smooth=np.array([]), d1=np.array([]), d2=np.array([]),
         smoothing={}, equivalence_points=[], pka=[], concentration=None, warnings=warnings,
@@ -403,11 +419,27 @@ def analyze_titration(
     fit_result = None
     if fit:
         fit_result = _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags,
-                              temperature_c, activity, warnings)
+                              temperature_c, activity, warnings, cfg.electrode_fit)
     result.fit = fit_result
+    result.electrode = _electrode(fit_result)
     if fit_result is not None and fit_result.converged and c_t is not None and v_a is not None:
-        _refine_with_local_fit(v, p, eqs, fit_result, analyte_r, titrant_r, c_t, v_a, flags, temperature_c, activity,
-                               curve, cfg, warnings, result.ph_adaptive)
+        # the local jump model is the bulk pH: readings through a fitted electrode are taken back to it
+        p_bulk = p if result.electrode is None else 7.0 + (p - 7.0 - result.electrode["offset_ph"]) / result.electrode["slope"]
+        _refine_with_local_fit(v, p_bulk, eqs, fit_result, analyte_r, titrant_r, c_t, v_a, flags, temperature_c,
+                               activity, curve, cfg, warnings, result.ph_adaptive)
+        if result.electrode is not None:  # the local model drawn on the meter's scale, like the data
+            for eq in eqs:
+                if eq.model_curve is not None:
+                    mv, mp = eq.model_curve
+                    eq.model_curve = (mv, 7.0 + result.electrode["slope"] * (mp - 7.0) + result.electrode["offset_ph"])
+                    eq.ph = 7.0 + result.electrode["slope"] * (eq.ph - 7.0) + result.electrode["offset_ph"]
+    if analyte_r is not None and c_t is not None and v_a is not None:
+        p_bulk = p if result.electrode is None else 7.0 + (p - 7.0 - result.electrode["offset_ph"]) / result.electrode["slope"]
+        unflagged = np.ones(v.size, bool)  # flagged readings (typing slips ...) are no evidence for a line either
+        for a, b in flags:
+            unflagged &= ~((v >= a) & (v <= b))
+        result.gran = _gran_check(v[unflagged], p_bulk[unflagged], eqs, analyte_r, titrant_r, v_a, c_t, temperature_c,
+                                  activity, warnings)
     _attach_budgets(v, eqs, per_eq, c_t, v_a, capacity, inputs)
 
     # The concentration stated: from the supported equivalence point with the smallest relative uncertainty.
@@ -430,6 +462,19 @@ def analyze_titration(
         misfit = _fit_warning(fit_result, curve.noise_sd, cfg, activity, inputs)
         if misfit:
             warnings.append(misfit)
+            # A pKa is a parameter of the model: where the model does not describe the curve, no pKa read
+            # from it, the half-equivalence pH included, is stated (a confident wrong pKa is worse than none).
+            _block_pka(result.pka, "the equilibrium model does not describe these data (residual rms "
+                                   f"{fit_result.rms_ph:.2g} pH above {_rms_limit(curve.noise_sd, cfg, inputs):.2g}), so "
+                                   "no pKa is stated from them")
+    if result.electrode is not None:
+        _block_pka([e for e in result.pka if e.method == "half_equivalence"],
+                   "the electrode's offset and slope are fitted with the curve: the pH read at half equivalence "
+                   "is on the meter's uncalibrated scale, so the pKa comes from the curve fit only")
+    best_for_start = best_c["analyte_m"] if best_c and best_c["supported"] else None
+    if analyte_r is not None and best_for_start and c_t is not None and v_a is not None:
+        _initial_ph_check(v, p, analyte_r, titrant_r, best_for_start, c_t, v_a, temperature_c, activity, cfg,
+                          result, warnings)
     result.pka.sort(key=lambda e: (e.index, e.method != "half_equivalence"))
     if analyte_r is not None:
         for index in range(1, len(analyte_r.pka) + 1):
@@ -482,6 +527,9 @@ def _attach_budgets(v: np.ndarray, eqs: list[EquivalencePoint], per_eq: list[dic
     drop_ml = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
     for eq in eqs:
         eq.budget = equivalence_budget(eq.index, eq.volume_ml, eq.uncertainty_ml, drop_ml, inputs)
+        if eq.method_spread_ml > 0:
+            eq.budget.components.append(UncertaintyComponent("method disagreement (Gran)", eq.method_spread_ml,
+                                                             eq.method_spread_note))
     if c_t is None or v_a is None:
         return
     for d, eq in zip(per_eq, eqs):
@@ -563,8 +611,102 @@ def _refine_with_local_fit(v, p, eqs, fit_result, analyte_r, titrant_r, c_t, v_a
                       f"estimate {derivative:.3f} mL is the cross-check")
 
 
+def _block_pka(estimates: list[PkaEstimate], why: str) -> None:
+    """Refuse every estimate with a value for ``why`` (first in its reason: it is the reason that decides)."""
+    for e in estimates:
+        if not math.isfinite(e.value) or why in e.reason:
+            continue
+        e.reason = f"{why} (otherwise: {e.reason})" if e.supported else f"{why}; {e.reason}"
+        e.supported = False
+
+
+def _electrode(fit: CurveFit | None) -> dict | None:
+    if fit is None or "electrode_offset" not in fit.parameters:
+        return None
+    return {"offset_ph": fit.parameters["electrode_offset"], "u_offset_ph": fit.uncertainties.get("electrode_offset"),
+            "slope": fit.parameters["electrode_slope"], "u_slope": fit.uncertainties.get("electrode_slope"),
+            "source": "fitted with the curve (no calibration relied on)"}
+
+
+def _initial_ph_check(v, p, analyte_r, titrant_r, c_m, c_t, v_a, temperature_c, activity, cfg, result, warnings):
+    """The first reading against the named analyte at the concentration its equivalence volume gives."""
+    if v[0] > 0:
+        return
+    try:
+        expected = float(titration_curve({analyte_r.name: c_m}, v_a, {titrant_r.name: c_t}, np.array([0.0]),
+                                         temperature_c=temperature_c, activity=activity)[0])
+    except (ValueError, ArithmeticError, ConvergenceError):
+        return
+    if result.electrode is not None:
+        expected = 7.0 + result.electrode["slope"] * (expected - 7.0) + result.electrode["offset_ph"]
+    problem = initial_ph_problem(float(p[0]), expected, analyte_r.display_name, c_m, cfg.initial_ph_tolerance)
+    if problem is None:
+        return
+    if result.electrode is not None:
+        problem += " (through the fitted electrode)"
+        warnings.append(problem)
+        return
+    warnings.append(problem)
+    _block_pka(result.pka, f"{problem}; a pKa read on this pH scale is not stated")
+
+
+def _gran_check(v, p, eqs, analyte_r, titrant_r, v_a, c_t, temperature_c, activity, warnings) -> list[dict]:
+    """Gran-function estimates of each supported equivalence volume (analysis_checks), as a cross-check."""
+    out = []
+    previous = 0.0
+    base = titrant_r.strong_protons < 0
+    pkw = -math.log10(float(kw_at(temperature_c)))
+    for k, eq in enumerate(eqs, start=1):
+        if not eq.supported:
+            previous = eq.volume_ml
+            continue
+        index = _step_pka_index(k, analyte_r, titrant_r)
+        weak = index is not None
+        # the weak-acid line needs one monovalent pair (a polyprotic step's ions are divalent, its
+        # neighbours overlap) weak enough that [H+] stays small against it (pKa >= 3.5); the excess-titrant
+        # line needs no further pair to buffer it (the analyte's last titratable step)
+        pka = analyte_r.pka[index - 1] if weak else math.nan
+        use_before = not weak or (len(analyte_r.pka) == 1
+                                  and (pka >= 3.5 if titrant_r.strong_protons < 0 else pka <= 10.5))
+        try:
+            steps, _ = titratable_steps(analyte_r, titrant_r)
+        except ValueError:
+            steps = 0
+        use_after = k == steps and not any((titrant_r.strong_protons < 0 and x > pka + 0.0 and x < 13.0)
+                                           or (titrant_r.strong_protons > 0 and x < pka and x > 1.0)
+                                           for x in analyte_r.pka) if weak else k == steps
+        c_a = c_t * abs(titrant_r.strong_protons) * (eq.volume_ml - previous) / v_a
+        for g in gran_equivalence(v, p, v_eq_guess=eq.volume_ml, analyte_volume_ml=v_a, weak=weak,
+                                  titrant_is_base=base, pkw=pkw, v_start=previous, before=use_before, after=use_after,
+                                  activity=activity,
+                                  titrant_m=c_t, analyte_m=c_a, temperature_c=temperature_c):
+            # against the location on the curve only: both estimates share the volumes' calibration
+            tolerance = 2.0 * math.hypot(eq.uncertainty_ml, g.uncertainty_ml)
+            agrees = abs(g.volume_ml - eq.volume_ml) <= tolerance
+            out.append({"index": eq.index, "side": g.side, "volume_ml": g.volume_ml, "uncertainty_ml": g.uncertainty_ml,
+                        "n_points": g.n_points, "r2": g.r2, "agrees": agrees})
+            text = (f"Gran function {g.side} the equivalence point: {g.volume_ml:.3f} ± {g.uncertainty_ml:.2g} mL "
+                    f"({g.n_points} points, r² {g.r2:.3f})")
+            if agrees:
+                eq.reason += f"; {text}, agrees within {tolerance:.2g} mL"
+            else:
+                # Two independent estimates of one volume that disagree: the interval must reach the other
+                # (half the difference as a standard uncertainty: the 95 % interval spans it)
+                spread = abs(g.volume_ml - eq.volume_ml) / 2.0
+                if spread > eq.method_spread_ml:
+                    eq.method_spread_ml = spread
+                    eq.method_spread_note = (f"the {text} differs by {2 * spread:.3f} mL: half of it, so that the "
+                                             "95 % interval reaches the independent estimate")
+                warnings.append(f"equivalence point {eq.index} at {eq.volume_ml:.3f} mL: the {text} differs by "
+                                f"{abs(g.volume_ml - eq.volume_ml):.3f} mL (more than {tolerance:.2g} mL): the "
+                                "curve is not the straight-line titration the Gran function assumes there (electrode "
+                                "slope, carbonate, a mixed analyte), or the located jump is off")
+        previous = eq.volume_ml
+    return out
+
+
 def _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected, flags, temperature_c, activity,
-             warnings) -> CurveFit | None:
+             warnings, electrode: bool = False) -> CurveFit | None:
     if c_t is None or v_a is None:
         warnings.append("curve fit skipped: it needs the titrant concentration and the analyte volume")
         return None
@@ -589,7 +731,7 @@ def _run_fit(v, p, curve, eqs, per_eq, analyte_r, titrant_r, c_t, v_a, expected,
     try:
         return fit_titration_curve(v, p, analyte=analyte_r, titrant=titrant_r, titrant_m=c_t, analyte_volume_ml=v_a,
                                    concentration_guess_m=c0, keep=keep, temperature_c=temperature_c,
-                                   activity=activity, grid_ml=curve.grid_ml)
+                                   activity=activity, grid_ml=curve.grid_ml, electrode=electrode)
     except (ValueError, ConvergenceError) as exc:
         warnings.append(f"curve fit failed: {exc}")
         return None

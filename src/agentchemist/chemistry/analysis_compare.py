@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis_types import AnalysisInputError, TitrationAnalysis
+from .analysis_types import DEFAULT_ACTIVITY, AnalysisInputError, TitrationAnalysis
 from .equilibrium import equivalence_volumes_ml, titration_curve
 from .reagents import ReagentLibrary, default_library
 
@@ -61,7 +61,7 @@ def compare_with_references(
     *,
     analyte_m: float | None = None,
     temperature_c: float = 25.0,
-    activity: bool = False,
+    activity: bool = DEFAULT_ACTIVITY,
     library: ReagentLibrary | None = None,
 ) -> tuple[list[Deviation], CurveComparison | None]:
     """Deviations of equivalence volumes, concentration and pKa values, and the point-by-point curve.

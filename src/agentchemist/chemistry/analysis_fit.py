@@ -65,9 +65,16 @@ def generic_acid(n_protons: int, pka_guess: Sequence[float]) -> Reagent:
     )
 
 
+#: bounds of the fitted electrode: offset (pH at pH 7) and slope (fraction of Nernst); an electrode outside
+#: them fails any calibration acceptance (+-30 mV, 95-105 %) by far: the fit says so by hitting the bound
+ELECTRODE_OFFSET_BOUNDS = (-1.5, 1.5)
+ELECTRODE_SLOPE_BOUNDS = (0.8, 1.1)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Model:
-    """pH(volumes; theta) with theta = [pKa1, d2, ..., dn, c_analyte]."""
+    """pH(volumes; theta) with theta = [pKa1, d2, ..., dn, c_analyte] (+ [offset, slope] of the electrode:
+    the meter reads 7 + slope (pH - 7) + offset)."""
 
     analyte: Reagent
     titrant: Reagent
@@ -75,6 +82,7 @@ class _Model:
     analyte_volume_ml: float
     temperature_c: float
     activity: bool
+    electrode: bool = False
 
     @property
     def n_pka(self) -> int:
@@ -84,10 +92,18 @@ class _Model:
         return tuple(float(x) for x in np.cumsum(theta[: self.n_pka]))
 
     def __call__(self, theta: np.ndarray, volume_ml: np.ndarray) -> np.ndarray:
+        ph = self.bulk(theta, volume_ml)
+        if not self.electrode:
+            return ph
+        offset, slope = float(theta[self.n_pka + 1]), float(theta[self.n_pka + 2])
+        return 7.0 + slope * (ph - 7.0) + offset
+
+    def bulk(self, theta: np.ndarray, volume_ml: np.ndarray) -> np.ndarray:
+        """The solution's pH (what a perfect electrode reads)."""
         reagent = dataclasses.replace(self.analyte, pka=self.pkas(theta)) if self.n_pka else self.analyte
         library = ReagentLibrary(reagents={reagent.name: reagent, self.titrant.name: self.titrant}, source="<fit>")
         return titration_curve(
-            {reagent.name: float(theta[-1])},
+            {reagent.name: float(theta[self.n_pka])},
             self.analyte_volume_ml,
             {self.titrant.name: self.titrant_m},
             volume_ml,
@@ -111,11 +127,15 @@ def fit_titration_curve(
     temperature_c: float = 25.0,
     activity: bool = False,
     grid_ml: np.ndarray | None = None,
+    electrode: bool = False,
 ) -> CurveFit:
     """Fit pKa values (of ``analyte``'s weak system) and the analyte concentration (mol/L).
 
     ``keep`` masks the points used (flagged points excluded by the caller); ``pka_guess`` overrides
-    the library's pKa values as the starting point. Raises ValueError on a non-positive concentration.
+    the library's pKa values as the starting point; ``electrode`` fits the electrode's offset and slope
+    with the curve (an electrode without a calibration the analysis may rely on: imported data): their
+    uncertainty then enters the pKa's through the fit's covariance. Raises ValueError on a non-positive
+    concentration.
     """
     if not (math.isfinite(titrant_m) and titrant_m > 0):
         raise ValueError(f"titrant concentration must be > 0 mol/L, got {titrant_m!r}")
@@ -123,19 +143,22 @@ def fit_titration_curve(
         raise ValueError(f"analyte volume must be > 0 mL, got {analyte_volume_ml!r}")
     keep = np.ones(volume_ml.size, bool) if keep is None else np.asarray(keep, bool)
     v, p = volume_ml[keep], ph[keep]
-    model = _Model(analyte, titrant, titrant_m, analyte_volume_ml, temperature_c, activity)
+    model = _Model(analyte, titrant, titrant_m, analyte_volume_ml, temperature_c, activity, electrode)
     n = model.n_pka
     start_pka = sorted(pka_guess) if len(pka_guess) == n else list(analyte.pka)
     start_pka = [min(max(x, PKA_BOUNDS[0] + 0.1), PKA_BOUNDS[1] - 0.1) for x in start_pka]
     increments = np.diff(start_pka) if n > 1 else np.array([])
-    theta0 = np.array([*start_pka[:1], *np.maximum(increments, 0.05), concentration_guess_m], float)
-    theta0[-1] = min(max(theta0[-1], CONC_BOUNDS_M[0] * 10), CONC_BOUNDS_M[1] / 2)
-    lower = np.array([PKA_BOUNDS[0]] * min(n, 1) + [0.0] * max(n - 1, 0) + [CONC_BOUNDS_M[0]])
+    conc0 = min(max(concentration_guess_m, CONC_BOUNDS_M[0] * 10), CONC_BOUNDS_M[1] / 2)
+    theta0 = np.array([*start_pka[:1], *np.maximum(increments, 0.05), conc0] + ([0.0, 1.0] if electrode else []),
+                      float)
+    lower = np.array([PKA_BOUNDS[0]] * min(n, 1) + [0.0] * max(n - 1, 0) + [CONC_BOUNDS_M[0]]
+                     + ([ELECTRODE_OFFSET_BOUNDS[0], ELECTRODE_SLOPE_BOUNDS[0]] if electrode else []))
     upper = np.array([PKA_BOUNDS[1]] * min(n, 1) + [PKA_BOUNDS[1] - PKA_BOUNDS[0]] * max(n - 1, 0)
-                     + [CONC_BOUNDS_M[1]])
-    names = [f"pka{k + 1}" for k in range(n)] + ["analyte_m"]
+                     + [CONC_BOUNDS_M[1]] + ([ELECTRODE_OFFSET_BOUNDS[1], ELECTRODE_SLOPE_BOUNDS[1]] if electrode else []))
+    names = [f"pka{k + 1}" for k in range(n)] + ["analyte_m"] + (["electrode_offset", "electrode_slope"]
+                                                                  if electrode else [])
     if v.size <= len(theta0):
-        return CurveFit(model=_describe(analyte, titrant, activity), parameters={}, uncertainties={},
+        return CurveFit(model=_describe(analyte, titrant, activity, electrode), parameters={}, uncertainties={},
                         rms_ph=math.nan, n_points=int(v.size), excluded_points=int((~keep).sum()),
                         converged=False, message=f"{v.size} points cannot determine {len(theta0)} parameters")
     result = least_squares(
@@ -167,12 +190,13 @@ def fit_titration_curve(
     c_fit = fitted["analyte_m"]
     steps, capacity = titratable_steps(analyte, titrant)
     veq = [k * c_fit * analyte_volume_ml / (titrant_m * capacity) for k in range(1, steps + 1)]
+    # the model as the meter reads it (with the fitted electrode): drawn over the meter's readings
     ph_fit = model(result.x, grid_ml) if grid_ml is not None and grid_ml.size else None
     # (J^T J)^-1 J^T: a change dp of the pH data moves theta by this times dp (Gauss-Newton at the optimum).
     sensitivity = transform @ np.linalg.pinv(jac.T @ jac) @ jac.T
     sources = _source_sensitivities(model, result.x, v, p, sensitivity, names)
     return CurveFit(
-        model=_describe(analyte, titrant, activity),
+        model=_describe(analyte, titrant, activity, electrode),
         parameters=fitted,
         uncertainties={name: float(u) for name, u in zip(names, sd)},
         rms_ph=math.sqrt(float(residual @ residual) / residual.size),
@@ -211,8 +235,10 @@ def _source_sensitivities(model: _Model, x: np.ndarray, v: np.ndarray, p: np.nda
             for source, shift in data_shift.items()}
 
 
-def _describe(analyte: Reagent, titrant: Reagent, activity: bool) -> str:
+def _describe(analyte: Reagent, titrant: Reagent, activity: bool, electrode: bool = False) -> str:
     fitted = f"{len(analyte.pka)} pKa + concentration" if analyte.pka else "concentration"
+    if electrode:
+        fitted += " + electrode offset and slope (the meter reads 7 + slope (pH - 7) + offset)"
     coefficients = "Davies activities" if activity else "concentrations (no activity coefficients)"
     return (
         f"charge balance of {analyte.display_name} titrated with {titrant.display_name} "

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 from scipy.signal import find_peaks, savgol_coeffs
 
+from .analysis_checks import local_step
 from .analysis_smoothing import MIN_WINDOW, POLYORDER, SmoothedCurve, odd_at_least, savgol_derivatives
 from .analysis_types import AnalysisConfig, EquivalencePoint
 
@@ -103,24 +104,41 @@ def _refine(curve: SmoothedCurve, direction: float, i_peak: int, region: tuple[i
     }
 
 
+def _or(x: float, fallback: float) -> float:
+    return x if math.isfinite(x) and x > 0 else fallback
+
+
 def _overlapping(flags: Sequence[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
     return [(a, b) for a, b in flags if a <= hi and b >= lo]
 
 
 def _evidence(volume_ml: np.ndarray, eq_volume: float, jump: tuple[float, float], median_step: float,
               cfg: AnalysisConfig, flags: Sequence[tuple[float, float]]) -> tuple[bool, str, int, int, float]:
-    """Check the measured points around an equivalence point; return (ok, reason, before, after, gap)."""
-    reach = max(eq_volume - jump[0], jump[1] - eq_volume, (cfg.jump_points_each_side + 0.5) * median_step)
-    near = volume_ml[(volume_ml >= eq_volume - reach) & (volume_ml <= eq_volume + reach)]
+    """Check the measured points around an equivalence point; return (ok, reason, before, after, gap).
+
+    Each side's window follows the spacing on that side (a run that steps 0.1 mL through the jump and
+    1-1.5 mL after it has its points after the jump 1-1.5 mL apart, not a median step apart); the gap
+    that matters is the one crossing the jump: between the measured points inside the jump region and
+    the nearest one outside it on each side, against the spacing around the jump.
+    """
+    need = cfg.jump_points_each_side
+    step_before = _or(local_step(volume_ml, eq_volume, need, side=-1), median_step)
+    step_after = _or(local_step(volume_ml, eq_volume, need, side=+1), median_step)
+    reach_before = max(eq_volume - jump[0], (need + 0.5) * step_before)
+    reach_after = max(jump[1] - eq_volume, (need + 0.5) * step_after)
+    reach = max(reach_before, reach_after)
+    near = volume_ml[(volume_ml >= eq_volume - reach_before) & (volume_ml <= eq_volume + reach_after)]
     before = int(np.sum(near < eq_volume))
     after = int(np.sum(near > eq_volume))
     k = int(np.searchsorted(volume_ml, eq_volume))
     bracket_lo = volume_ml[k - 1] if k > 0 else volume_ml[0]
     bracket_hi = volume_ml[k] if k < volume_ml.size else volume_ml[-1]
-    pts = np.union1d(near, [bracket_lo, bracket_hi])
+    lo_i = max(int(np.searchsorted(volume_ml, min(jump[0], bracket_lo))) - 1, 0)
+    hi_i = min(int(np.searchsorted(volume_ml, max(jump[1], bracket_hi), side="right")), volume_ml.size - 1)
+    pts = np.union1d(volume_ml[lo_i:hi_i + 1], [bracket_lo, bracket_hi])
     gap = float(np.max(np.diff(pts))) if pts.size > 1 else math.inf
+    median_step = _or(local_step(volume_ml, eq_volume, 2 * need), median_step)
     problems = []
-    need = cfg.jump_points_each_side
     if before < need:
         problems.append(f"only {before} measured point(s) before it within {reach:.3g} mL (need {need})")
     if after < need:
@@ -130,7 +148,7 @@ def _evidence(volume_ml: np.ndarray, eq_volume: float, jump: tuple[float, float]
         )
     if gap > cfg.max_gap_factor * median_step:
         problems.append(
-            f"a {gap:.3g} mL gap without data crosses the jump ({gap / median_step:.1f} times the median "
+            f"a {gap:.3g} mL gap without data crosses the jump ({gap / median_step:.1f} times the local "
             f"step {median_step:.3g} mL; at most {cfg.max_gap_factor:g} allowed)"
         )
     flag_lo = min(jump[0], bracket_lo) - median_step
@@ -143,7 +161,7 @@ def _evidence(volume_ml: np.ndarray, eq_volume: float, jump: tuple[float, float]
         return False, "; ".join(problems), before, after, gap
     reason = (
         f"{before} points before and {after} after within {reach:.3g} mL, largest gap {gap:.3g} mL "
-        f"({gap / median_step:.1f} median steps), no flagged data in {flag_lo:.3f}-{flag_hi:.3f} mL"
+        f"({gap / median_step:.1f} local steps), no flagged data in {flag_lo:.3f}-{flag_hi:.3f} mL"
     )
     return True, reason, before, after, gap
 

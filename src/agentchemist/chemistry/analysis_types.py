@@ -15,6 +15,7 @@ import numpy as np
 from .analysis_uncertainty import UncertaintyBudget
 
 __all__ = [
+    "DEFAULT_ACTIVITY",
     "AnalysisConfig",
     "AnalysisInputError",
     "CurveFit",
@@ -22,6 +23,12 @@ __all__ = [
     "PkaEstimate",
     "TitrationAnalysis",
 ]
+
+
+#: A glass electrode responds to the activity of H+ (and the twin's simulated meter does too): the analysis,
+#: the comparison with theory and the report all fit with Davies activities unless told the pH values are
+#: concentrations. One default for the API and the report (issue 41: the API's False stated a wrong pKa).
+DEFAULT_ACTIVITY = True
 
 
 class AnalysisInputError(ValueError):
@@ -55,6 +62,9 @@ class EquivalencePoint:
     budget: "UncertaintyBudget | None" = None
     # (volumes mL, pH) of the model fitted across the jump, densely sampled, when it was used
     model_curve: tuple[np.ndarray, np.ndarray] | None = None
+    # an independent estimate (Gran) that disagrees: half the largest difference, a budget component (mL)
+    method_spread_ml: float = 0.0
+    method_spread_note: str = ""
 
 
 @dataclass
@@ -134,6 +144,11 @@ class TitrationAnalysis:
     # data density), not over the global window chosen for the flat parts of the curve.
     d1_display: np.ndarray | None = None
     d2_display: np.ndarray | None = None
+    # Gran-function estimates of each equivalence volume (analysis_checks): {index, side, volume_ml,
+    # uncertainty_ml, n_points, r2, agrees}
+    gran: list[dict] = field(default_factory=list)
+    # the electrode's offset (pH) and slope (fraction of Nernst) fitted with the curve, with standard errors
+    electrode: dict | None = None
 
     @property
     def supported_equivalence_points(self) -> list[EquivalencePoint]:
@@ -166,6 +181,12 @@ class AnalysisConfig:
     # Standard uncertainty of the pH scale itself (a two-point buffer calibration: buffers are certified to
     # about +-0.02 pH). A pKa read from pH inherits it one to one; the fit's standard error does not see it.
     ph_calibration_sd: float = 0.02
+    # Fit the electrode's offset and slope with the curve (an electrode whose calibration the analysis
+    # cannot rely on: imported data); False: the readings are on a calibrated scale (ph_calibration_sd).
+    electrode_fit: bool = False
+    # The first reading further than this from the pH of the named analyte (at the concentration from
+    # V_eq) is flagged, and with a calibrated scale it blocks pKa statements read off that scale.
+    initial_ph_tolerance: float = 0.3
 
     def __post_init__(self) -> None:
         ints = {
@@ -187,6 +208,7 @@ class AnalysisConfig:
             "fit_max_rms_factor": self.fit_max_rms_factor,
             "fit_min_rms_ph": self.fit_min_rms_ph,
             "ph_calibration_sd": self.ph_calibration_sd,
+            "initial_ph_tolerance": self.initial_ph_tolerance,
         }
         for name, value in floats.items():
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):

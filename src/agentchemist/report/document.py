@@ -259,6 +259,22 @@ def _metadata(s: dict) -> list:
           ("Duration", fmt_duration(s.get("duration_s"))),
           ("Status", _text(s.get("status"))), ("Reason", _text(s.get("reason"))),
           ("Protocol", _text(s.get("protocol"))), ("Clock", _text(s.get("clock")))]
+    origin = s.get("data_origin")
+    if origin:
+        kv.insert(0, ("Data", {"twin": "SIMULATED in the digital twin: not a measurement",
+                               "imported": "IMPORTED from a file: measured elsewhere, analysed here",
+                               "robot": "measured by the robot's instruments"}.get(origin, str(origin))))
+    source = s.get("source_file") or {}
+    if source:
+        kv.append(("Source file", f"{source.get('path')} ({source.get('rows')} rows; volume column "
+                                  f"{source.get('volume_column')!r} in {source.get('volume_unit')}, written to "
+                                  f"{fmt_sig(source.get('volume_resolution_ml'), 2)} mL; pH column "
+                                  f"{source.get('ph_column')!r}; {source.get('increment_note')})"))
+        for note in source.get("notes") or []:
+            kv.append(("Reading note", note))
+    electrode = s.get("electrode") or {}
+    if electrode:
+        kv.append(("Electrode", _text({k: v for k, v in electrode.items()})))
     blocks: list = [KeyValues(kv)]
     rows = [[_text(r["name"]), _text(r.get("role")), fmt_sig(r.get("concentration_m"), 4), fmt(r.get("volume_ml"), 2),
              _text(r.get("batch"))] for r in s.get("reagents", [])]
@@ -512,6 +528,20 @@ def _results(s: dict, charts: dict[str, Path]) -> list:
                                  ("Converged", _yes(fit["converged"])), ("Solver", fit["message"]),
                                  ("Implied equivalence volumes", implied),
                                  ("Note", fit["uncertainty_note"])]))
+    electrode = s.get("electrode_fit")
+    if electrode:
+        blocks.append(Para(f"Electrode fitted with the curve (no calibration relied on): the meter reads 7 + slope "
+                           f"(pH - 7) + offset with offset {fmt(electrode.get('offset_ph'), 3)} ± "
+                           f"{fmt_sig(electrode.get('u_offset_ph'), 2)} pH and slope {fmt(electrode.get('slope'), 3)} ± "
+                           f"{fmt_sig(electrode.get('u_slope'), 2)} of Nernst; the pKa budgets carry their "
+                           "uncertainty through the fit."))
+    gran = s.get("gran") or []
+    if gran:
+        blocks.append(Table(["#", "Gran line", "V_eq (mL)", "± (mL)", "Points", "r²", "Agrees with the curve"],
+                            [[str(g["index"]), f"{g['side']} the equivalence point", fmt(g["volume_ml"], 3),
+                              fmt_sig(g["uncertainty_ml"], 2), str(g["n_points"]), fmt(g["r2"], 3), _yes(g["agrees"])]
+                             for g in gran], "Gran functions: an independent check of the equivalence volume "
+                                             "(agrees: within 2 x the two location uncertainties combined)"))
     budgets = budget_rows(s)
     if budgets:
         blocks.append(Table(BUDGET_HEADERS, budgets, "Uncertainty budgets: what each stated value depends on "

@@ -18,6 +18,9 @@ import numpy as np
 
 from agentchemist.chemistry.analysis import TitrationAnalysis
 from agentchemist.chemistry.analysis_compare import CurveComparison
+# A glass electrode responds to the activity of H+, and so does the twin's simulated meter: fit and compare
+# with Davies activities unless the caller says the pH values are concentrations (one default: the analysis's).
+from agentchemist.chemistry.analysis_types import DEFAULT_ACTIVITY
 from agentchemist.chemistry.reagents import Reagent, default_library
 from agentchemist.experiments.results import UNKNOWN, recognised_from, results_of, unlabelled
 
@@ -28,9 +31,6 @@ from .model import DropRow, ReportInputError, RunData, series
 __all__ = ["ResultsContext", "TitrationSetup", "canonical", "compute_results", "finite", "stated_pka",
            "titration_setup"]
 
-# A glass electrode responds to the activity of H+, and so does the twin's simulated meter: fit and
-# compare with Davies activities unless the caller says the pH values are concentrations.
-DEFAULT_ACTIVITY = True
 
 _OPTION_KEYS = {
     "analyte", "analyte_m", "analyte_volume_ml", "titrant", "titrant_m", "expected_equivalents",
@@ -270,6 +270,9 @@ def compute_results(run: RunData, options: Mapping | None = None) -> ResultsCont
         part = unlabelled()  # settled pH readings of an unnamed experiment: analysed as a titration curve
     if part is not None:
         part.compute(run, setup, opts, out, ctx)
+        if ctx.analysis is not None:  # the checks beside the figures (chemistry.analysis_checks)
+            out["gran"] = list(ctx.analysis.gran)
+            out["electrode_fit"] = ctx.analysis.electrode
     else:
         ctx.not_concluded.append("no titration or weighing data was recorded, so no equivalence point, pKa, "
                                  "concentration or mass can be stated")

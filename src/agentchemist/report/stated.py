@@ -18,25 +18,36 @@ from .results import finite, stated_pka
 __all__ = ["gum_decimals", "gum_text", "round_to_uncertainty", "stated_results"]
 
 
-def gum_decimals(u: float, resolution: float | None = None) -> int | None:
-    """Decimal places for a value whose standard uncertainty is ``u`` (two significant digits of u), not
-    finer than ``resolution``; None when u is not a positive finite number."""
-    if not (isinstance(u, (int, float)) and math.isfinite(u) and u > 0):
-        return None
+def _sig2_decimals(u: float) -> int:
     decimals = 1 - math.floor(math.log10(u))
     if round(u, decimals) >= 10.0 ** (2 - decimals):  # 0.0996 rounds to 0.10: one digit fewer
         decimals -= 1
+    return decimals
+
+
+def gum_decimals(u: float, resolution: float | None = None) -> int | None:
+    """Decimal places for a value whose standard uncertainty is ``u`` (two significant digits of u), at most
+    one place finer than ``resolution`` (a value interpolated between readings gains one digit, no more);
+    None when u is not a positive finite number."""
+    if not (isinstance(u, (int, float)) and math.isfinite(u) and u > 0):
+        return None
+    decimals = _sig2_decimals(u)
     if resolution is not None and math.isfinite(resolution) and resolution > 0:
-        decimals = min(decimals, max(0, -math.floor(math.log10(resolution) + 1e-9)))
+        decimals = min(decimals, max(0, -math.floor(math.log10(resolution) + 1e-9) + 1))
     return decimals
 
 
 def round_to_uncertainty(value: float, u: float, resolution: float | None = None) -> tuple[float, float, int]:
-    """(value, u, decimals) rounded per the GUM (see the module docstring); decimals 3 when u is unknown."""
+    """(value, u, decimals) rounded per the GUM (see the module docstring); decimals 3 when u is unknown. An
+    uncertainty cut short by the resolution is rounded up, never down (GUM 7.2.6)."""
     decimals = gum_decimals(u, resolution)
     if decimals is None:
         return value, u, 3
-    return round(value, decimals) + 0.0, round(u, decimals) + 0.0, decimals
+    if decimals < _sig2_decimals(u):
+        u_r = math.ceil(u * 10.0**decimals - 1e-9) / 10.0**decimals
+    else:
+        u_r = round(u, decimals)
+    return round(value, decimals) + 0.0, u_r + 0.0, decimals
 
 
 def _fixed(x: float, decimals: int) -> str:

@@ -89,6 +89,9 @@ def _metadata(run: RunData, t0: float | None) -> dict:
         "reagents": reagents,
         "protocol": _get(plan, "protocol"),
         "clock": "epoch" if (t0 or 0) > 1e9 else "run clock (simulated or relative seconds)",
+        "data_origin": data_origin(run),
+        "source_file": exp.get("source_file"),   # an imported curve's file (report.imported)
+        "electrode": exp.get("electrode"),        # the electrode and its calibration, where the run names them
     }
 
 
