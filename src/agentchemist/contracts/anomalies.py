@@ -81,6 +81,13 @@ class AnomalyKind(StrEnum):
     # ---- every node, the summarizer
     NODE_ERROR = "node_error"
     REPORT_FAILED = "report_failed"
+    # ---- every node's boundary (contracts/admission.py) and the plan gate: refused at entry, never a halt
+    FUTURE_STAMP = "future_stamp"
+    UNKNOWN_SENSOR = "unknown_sensor"
+    OVERSIZED_MESSAGE = "oversized_message"
+    MALFORMED_MESSAGE = "malformed_message"
+    HALT_REFUSED = "halt_refused"
+    PLAN_REFUSED = "plan_refused"
     # ---- piper driver: "piper_" + the driver's event kind (hardware/piper/driver.py)
     PIPER_FEEDBACK_TIMEOUT = "piper_feedback_timeout"
     PIPER_ARM_STATUS = "piper_arm_status"

@@ -6,7 +6,7 @@ from agentchemist.fsm.commands import Report
 from agentchemist.fsm.effects import Log, PublishState
 from agentchemist.perception.scene import describe_scene
 
-__all__ = ["idle_abort", "plan_age_problem", "rejected", "unmet_preconditions"]
+__all__ = ["busy_refusal", "idle_abort", "plan_age_problem", "rejected", "unmet_preconditions"]
 
 
 def unmet_preconditions(frame, required) -> dict[str, str]:
@@ -22,6 +22,16 @@ def rejected(exc: Exception) -> list:
     why = "; ".join(exc.reasons) if hasattr(exc, "reasons") else str(exc)
     return [Report("invalid_plan", "halt", f"plan rejected: {why}", response="abort", fsm_state=""),
             PublishState("aborted", "", "reject", terminal=True)]
+
+
+def busy_refusal(offered: str, running: str) -> list:
+    """A plan for another experiment while `running` runs: refused before it is read, so nothing of it acts
+    (the running executor, its goals, its record and its state are untouched). One experiment at a time: the
+    planner sends a plan only when it holds no other run, so this is a forged or stray plan; its sender gets
+    an anomaly (warn: the running experiment goes on) and nothing else."""
+    return [Log(f"plan {offered!r} refused: experiment {running} is running", "warn"),
+            Report("plan_refused", "warn", f"plan {offered[:80]!r} refused: experiment {running} is running "
+                   "(one experiment at a time; send it when this one has ended)", response="none")]
 
 
 def plan_age_problem(published: float, now: float, max_age_s: float) -> str | None:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from agentchemist.contracts import AnomalyKind, Severity, Symbol
+from agentchemist.contracts.admission import REFUSAL_KINDS
 from agentchemist.contracts.notes import Artifact, Dissolved, Endpoint, MassSettled, PhStable, Verified, note_from
 
 from agentchemist.params import param
@@ -264,6 +265,13 @@ class Recording:
         store.start_experiment(experiment_id, now=now, instruction=instruction, metadata=metadata)
         store.flush()
         return cls(experiment_id, store, config, url=url, previous=previous, plan=plan)
+
+    def stop_unfinished(self, now: float, reason: str) -> None:
+        """The stop record of an experiment whose record is closed before its terminal state (another
+        experiment superseded it): aborted, with why; nothing when it has its stop record already."""
+        if not self.closed and not self.store.closed:
+            self.store.finish_experiment(self.experiment_id, now=now, status="aborted", reason=reason)
+            self.closed = True
 
     def close(self) -> str:
         """Flush and close the store; '' or a sentence saying that rows are still only in the spill file
@@ -499,8 +507,9 @@ class Recording:
 
 #: Anomalies about a sensor or service the dispensed volume does not depend on: they leave the volume
 #: channels' confidence alone (a refused pH reading says nothing about the drops).
-NOT_ABOUT_VOLUME = frozenset({AnomalyKind.BAD_READING, AnomalyKind.RECORDER_LOST, AnomalyKind.RECORD_GAP,
-                              AnomalyKind.SPILL_UNREPLAYED})
+#: So are the boundary's refusals: the refused message never reached a judge.
+NOT_ABOUT_VOLUME = REFUSAL_KINDS | frozenset({AnomalyKind.BAD_READING, AnomalyKind.RECORDER_LOST,
+                                              AnomalyKind.RECORD_GAP, AnomalyKind.SPILL_UNREPLAYED})
 
 #: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
 SPILL_NAME = "records.spill.jsonl"

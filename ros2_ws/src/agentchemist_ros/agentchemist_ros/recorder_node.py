@@ -50,6 +50,7 @@ class RecorderNode(GuardedNode):
         self.recording: Recording | None = None
         self.close_with_node(self.release_store)
         self.experiment_id = ""  # set before its store opens: a store failure while opening names it
+        self.fsm_experiment, self.pending = "", None  # the supervisor's experiment; a plan waiting for it
         self.record_pub = self.create_publisher(FusedRecord, topics.RECORDS, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
@@ -75,7 +76,17 @@ class RecorderNode(GuardedNode):
         with self.lock:
             if msg.experiment_id == self.experiment_id:
                 return
-            previous = self.close_store()
+            if self.recording is not None and not self.recording.closed and msg.experiment_id != self.fsm_experiment:
+                # One experiment at a time: a plan for another while this record is open is the supervisor's to
+                # accept or refuse; it is recorded from the supervisor's first state for it, never before.
+                self.pending = msg
+                return
+            self.pending = None
+        self.open_plan(msg)
+
+    def open_plan(self, msg):
+        with self.lock:
+            previous = self.close_store(superseded_by=msg.experiment_id)
             self.experiment_id = msg.experiment_id
             try:
                 self.config.store_url_for(msg.experiment_id)  # the id names the run folder: refused if unsafe
@@ -93,6 +104,12 @@ class RecorderNode(GuardedNode):
         self.publish_status()
 
     def on_fsm(self, msg):
+        with self.lock:
+            self.fsm_experiment = msg.experiment_id
+            pending = self.pending if self.pending and self.pending.experiment_id == msg.experiment_id else None
+        if pending is not None:  # the supervisor runs (or refused) the plan that waited: record it
+            self.pending = None
+            self.open_plan(pending)
         with self.lock:
             if self.recording is None:
                 return
@@ -200,9 +217,13 @@ class RecorderNode(GuardedNode):
         response.success, response.message = True, f"{len(rows)} records"
         return response
 
-    def close_store(self) -> Recording | None:
-        """Close the store of the experiment being recorded; return its recording (None if there was none)."""
+    def close_store(self, superseded_by: str = "") -> Recording | None:
+        """Close the store of the experiment being recorded; return its recording (None if there was none).
+        A record another experiment supersedes before its end gets its stop record (aborted) first."""
         recording, self.recording = self.recording, None
+        if recording is not None and superseded_by:
+            recording.stop_unfinished(node_now(self), f"the record was closed unfinished: experiment "
+                                                      f"{superseded_by} started")
         if recording is not None:
             left = recording.close()  # writes out what is queued: the records made so far are durable
             if left:  # the database stayed down: the run's rows are only in its spill file

@@ -1,10 +1,9 @@
 """vision_supervisor: runs the experiment executor (agentchemist.fsm.executor) on the graph.
 
-Every decision is the executor's (the scene check, dispatch, ph_stable / colour_stable / endpoint /
-verified, what a goal's result means, the dispenser's pauses and holds, anomalies, aborts). This node maps
-messages (the pH meter's latched electrode calibration state too) to its events and carries out its
-effects in order; it owns the subscriptions, QoS, the timer, the lock and the goal handles, and serves
-DescribeScene. Agents are asked without blocking (common/answers.py): agent_unavailable only on silence.
+Every decision is the executor's (scene check, dispatch, ph_stable / colour_stable / endpoint / verified, what a
+goal's result means, the dispenser's pauses and holds, anomalies, aborts). This node maps messages (the pH meter's
+latched calibration state too) to its events and carries out its effects in order; it owns the subscriptions, QoS, the
+timer, the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking (answers.py).
 """
 import math
 import threading
@@ -22,7 +21,7 @@ from agentchemist.fsm.dispensing import DispenseOutcome
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell
 from agentchemist.fsm.errors import FsmTimeError, InvalidMachineError
 from agentchemist.fsm.executor import Executor
-from agentchemist.fsm.plan_gate import idle_abort, plan_age_problem, rejected
+from agentchemist.fsm.plan_gate import busy_refusal, idle_abort, plan_age_problem, rejected
 from agentchemist.fsm.frame_problems import FrameProblems
 from agentchemist.fsm.supervision import SupervisionConfig
 from agentchemist.perception.colour import LiquidRegionConfig
@@ -43,7 +42,7 @@ from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits, recorder_waits
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
 from agentchemist_ros.common.runner import spin_node
-from agentchemist_ros.common.timeconv import node_now, to_msg, to_sec
+from agentchemist_ros.common.timeconv import node_now, to_sec
 
 
 class VisionSupervisorNode(GuardedNode):
@@ -103,6 +102,8 @@ class VisionSupervisorNode(GuardedNode):
         with self.lock:
             if msg.experiment_id == self.experiment_id:
                 return
+            if self.ex is not None and self.ex.running:  # one experiment at a time: the running one untouched
+                return self.carry_out(busy_refusal(msg.experiment_id, self.experiment_id))
             self.experiment_id, self.frames = msg.experiment_id, FrameProblems()
             try:
                 plan = Plan.model_validate_json(msg.plan_json)

@@ -22,6 +22,7 @@ from rclpy.node import Node
 
 from agentchemist_interfaces.msg import Anomaly
 from agentchemist_ros.common import topics
+from agentchemist_ros.common.admission import Admission
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.timeconv import node_now
@@ -46,6 +47,7 @@ class GuardedNode(Node):
         # that have not discovered it yet.
         self._error_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
         self._closers: list = []
+        self._admission = Admission(self, self._error_pub)  # what a message must be to be taken in at all
 
     # ------------------------------------------------------------------ resources
     def close_with_node(self, closer) -> None:
@@ -64,7 +66,9 @@ class GuardedNode(Node):
 
     # ------------------------------------------------------------------ wrapped factories
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
-        return super().create_subscription(msg_type, topic, self.guard(callback, f"subscription {topic}"),
+        admission = getattr(self, "_admission", None)  # None: rclpy's own /clock subscription, made in Node()
+        admitted = admission.admit(msg_type, callback) if admission is not None else callback
+        return super().create_subscription(msg_type, topic, self.guard(admitted, f"subscription {topic}"),
                                            qos_profile, **kwargs)
 
     def create_timer(self, timer_period_sec, callback, *args, **kwargs):
