@@ -7,7 +7,8 @@ The planner is a generic host. For every instruction it
    is of that family, and takes the strongest :class:`Claim` (ties: the registry's order); a claim may
    instead be a refusal ("weighing and a titration in one instruction");
 2. lets the chosen family :func:`FamilyPlanning.assign_roles` (the host first gives every indicator dye
-   the ``indicator`` role, and afterwards drops, with a warning, each reagent left without a role);
+   the ``indicator`` role, and afterwards asks about each reagent left without a role, and refuses an
+   indicator the bench does not hold where the endpoint is its colour);
 3. asks it to :func:`FamilyPlanning.draft` the planning context its protocol template is filled with
    (``config/protocols/<family>.yaml``), the plan's reagent entities and the objects it uses; a draft
    that cannot go on raises :func:`ask` or :func:`refuse`;
@@ -132,6 +133,12 @@ class FamilyPlanning(Protocol):
     COVERS: str
     #: whether the plan states the pipette calibration's drop volume (a family that dispenses drops)
     DISPENSES_DROPS: bool
+    #: optional, default False: the sample is titrated as it is given, so a weighing, a dilution or water
+    #: added to it is refused by the host (plan.roles), not dropped
+    SAMPLE_AS_GIVEN: bool
+    #: optional, default False: the endpoint is an indicator's colour, so an indicator dye the bench does
+    #: not hold is refused (elsewhere it is asked about: the pH meter reads the endpoint)
+    ENDPOINT_BY_INDICATOR: bool
     #: (primitive that must come first, primitive that depends on it, why, whether the second is refused
     #: without the first (HALT) rather than only ordered after it when both are there (WARN, a dependency
     #: added)). Every plan is held to every family's rules (plan.checks). Optional: a family whose

@@ -17,6 +17,7 @@ from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import Draft, PlanningHost, ask
 from agentchemist.plan.checks import Finding, beaker_of, draw_index, set_path
 from agentchemist.plan.feasibility import InfeasibleTargetError
+from agentchemist.plan.wording import standardised_name_span
 from agentchemist.plan.parse import InstructionParse, ReagentParse
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
@@ -102,6 +103,15 @@ def _the_unknown(
     if not (parse.determination or parse.standardisation):
         return None
     missing = [r for r in (analyte, titrant) if r.concentration_m is None]
+    if (parse.standardisation and not missing and titrant.role == "titrant"
+            and standardised_name_span(parse.text) is not None):
+        # "standardise the approximately 0.1 M NaOH against ...": the stated value is the nominal one, the
+        # planning estimate; what the run measures is still the titrant's concentration
+        titrant.unknown = True
+        warnings.append(f"the {titrant.reagent.display_name}'s stated {titrant.concentration_m:g} M is its nominal "
+                        "concentration (what this standardisation measures): planned with it as the estimate; the "
+                        "analysis reports the measured value")
+        return titrant
     if len(missing) != 1:
         return None  # both missing: the titrant's concentration is still asked for
     unknown = missing[0]

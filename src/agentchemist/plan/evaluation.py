@@ -18,7 +18,10 @@ import yaml
 from agentchemist.plan.planner import PlanOutcome, Planner
 from agentchemist.plan.scene import SceneInfo
 
-__all__ = ["CORPUS_FILES", "CorpusCase", "CorpusReport", "check_case", "evaluate", "load_corpora", "load_corpus"]
+__all__ = [
+    "CORPUS_FILES", "CorpusCase", "CorpusReport", "check_case", "evaluate", "load_corpora", "load_corpus",
+    "silent_drops",
+]
 
 # The corpus files under tests/data, in order: the original library-style corpus, the chemists' wording
 # (tuned on) and its held-out part (issue 21; written first, never tuned on).
@@ -96,6 +99,9 @@ def check_case(case: CorpusCase, outcome: PlanOutcome) -> list[str]:
     for sub in exp.get("message_contains", []):
         if sub.lower() not in text.lower():
             bad.append(f"message lacks {sub!r}")
+    for sub in exp.get("message_excludes", []):  # e.g. a question must not ask for what was named
+        if sub.lower() in text.lower():
+            bad.append(f"message contains {sub!r}")
     if "message_equals" in exp and outcome.message != exp["message_equals"]:
         bad.append(f"message {outcome.message!r} != expected")
     for code in exp.get("reason_codes", []):
@@ -161,6 +167,39 @@ def check_case(case: CorpusCase, outcome: PlanOutcome) -> list[str]:
         if not any(sub.lower() in w.lower() for w in plan.warnings):
             bad.append(f"no warning containing {sub!r} in {plan.warnings}")
     return bad
+
+
+# Operations a chemist writes that a plan must carry out or say it will not (issue 37). Kept apart from
+# the planner's own lexicon (plan.unplanned) so that this check does not agree with the planner by
+# construction. A plan "says" a word when its name, intent or warnings contain it (a weighing plan is
+# named "weighing and dissolution of ...").
+_OPERATIONS = (
+    "centrifug", "supernatant", "filter", "filtrat", "heat", "boil", "reflux", "evaporat", "ice bath", "sonicat",
+    "ultrasonic", "degas", "tablet", "crush", "grind", "rinse", "dilute ", "diluting", "back-titrat",
+    "back titrat", "excess", "oven", "weigh", "dissolv",
+)
+
+
+def silent_drops(text: str | bytes, outcome: PlanOutcome, library: Any) -> list[str]:
+    """What a plan leaves out of the instruction without a word: each reagent the library finds in the text
+    that is neither a reagent of the plan nor named in its warnings, and each operation word (centrifuge,
+    filter, heat, tablet, weigh ...) that the plan's name, intent and warnings do not mention.
+    Empty for a question or a refusal (they answer in words)."""
+    if outcome.kind != "plan" or outcome.plan is None or not isinstance(text, str):
+        return []
+    plan = outcome.plan
+    low = " ".join(text.lower().split())
+    pi = plan.parsed_instruction
+    said = " ".join([*plan.warnings, pi.experiment_name, pi.operation_intent]).lower()
+    used = {r.name for r in plan.parsed_instruction.entities.reagents}
+    out = []
+    for reagent, _, _ in library.find_in_text(text):
+        if reagent.name not in used and reagent.display_name.lower() not in said:
+            out.append(f"reagent {reagent.display_name}")
+    for stem in _OPERATIONS:
+        if stem in low and stem.strip() not in said:
+            out.append(f"operation {stem.strip()!r}")
+    return sorted(set(out))
 
 
 @dataclass

@@ -24,6 +24,7 @@ __all__ = [
     "InfeasibleTargetError",
     "TitrantNeed",
     "equivalence_point",
+    "equivalence_points",
     "ph_after",
     "titrant_for_ph",
     "titrant_limit_ph",
@@ -153,13 +154,14 @@ def titrant_for_ph(
     return TitrantNeed(volume_ml=volume, ph=target_ph, start_ph=start)
 
 
-def equivalence_point(
+def equivalence_points(
     analyte: dict[str, float],
     analyte_volume_ml: float,
     titrant: dict[str, float],
     library: ReagentLibrary | None = None,
-) -> TitrantNeed:
-    """The last theoretical equivalence point (volume, pH there) of an acid-base titration.
+) -> list[TitrantNeed]:
+    """Every theoretical equivalence point (volume, pH there) of an acid-base titration, in the order the
+    titrant reaches them (phosphoric acid with NaOH: three).
 
     InfeasibleTargetError when the titrant does not react with the analyte (e.g. acid titrated with acid).
     """
@@ -173,9 +175,19 @@ def equivalence_point(
         raise InfeasibleTargetError(
             "no equivalence point: the titrant does not neutralise the analyte (same acid/base character)"
         )
-    v_eq = volumes[-1]
-    return TitrantNeed(
-        volume_ml=v_eq,
-        ph=ph_after(analyte, analyte_volume_ml, titrant, v_eq, lib),
-        start_ph=ph_after(analyte, analyte_volume_ml, titrant, 0.0, lib),
-    )
+    start = ph_after(analyte, analyte_volume_ml, titrant, 0.0, lib)
+    return [TitrantNeed(volume_ml=v, ph=ph_after(analyte, analyte_volume_ml, titrant, v, lib), start_ph=start)
+            for v in volumes]
+
+
+def equivalence_point(
+    analyte: dict[str, float],
+    analyte_volume_ml: float,
+    titrant: dict[str, float],
+    library: ReagentLibrary | None = None,
+) -> TitrantNeed:
+    """The last theoretical equivalence point (volume, pH there) of an acid-base titration.
+
+    InfeasibleTargetError when the titrant does not react with the analyte (e.g. acid titrated with acid).
+    """
+    return equivalence_points(analyte, analyte_volume_ml, titrant, library)[-1]

@@ -23,6 +23,7 @@ from agentchemist.plan.parse_text import (
     output_format,
     settle_each_drop,
 )
+from agentchemist.plan.unplanned import unsupported_steps
 from agentchemist.plan.wording import determination_intent, fix_key_words, standardised_name_span
 from agentchemist.plan.units import PhMention, Quantity, QuantityError, find_ph_mentions, find_quantities
 
@@ -138,6 +139,8 @@ class InstructionParse:
     initial_temperature_c: float | None = None
     target_ph: float | None = None
     to_equivalence: bool = False
+    # "to the second equivalence point" (1-based; None: the last, or none named)
+    equivalence_ordinal: int | None = None
     titrant_volume_limit_ml: float | None = None
     colour_from: str | None = None
     colour_to: str | None = None
@@ -240,13 +243,30 @@ def _unknown_phrase(text: str, q: Quantity) -> str | None:
     return " ".join(picked) or None
 
 
+_ACIDIC = ("strong_acid", "weak_acid")
+_BASIC = ("strong_base", "weak_base")
+
+
 def _suggest(lib: ReagentLibrary, phrase: str) -> str:
+    """' (did you mean ...?)' from the library's near names. A suggestion never swaps an acid for a base:
+    the phrase's own cue ('acid', 'hydrogen ...ate' / 'hydroxide', 'amine') or else the nearest name's
+    character rules out names of the other character (issue 37: KHP must not suggest potassium hydroxide)."""
     try:
         lib.get(phrase)
         return ""
     except UnknownReagentError as exc:
-        names = [lib.get(s).display_name for s in exc.suggestions]
-        return f" (did you mean {' or '.join(names)}?)" if names else ""
+        found = [lib.get(s) for s in exc.suggestions]
+    low = phrase.lower()
+    if re.search(r"acid|hydrogen|\bbi\w+ate\b|phthal", low):
+        wrong = _BASIC
+    elif re.search(r"hydrox|amine|ammon|alkali", low):
+        wrong = _ACIDIC
+    elif found:
+        wrong = _BASIC if found[0].kind in _ACIDIC else _ACIDIC if found[0].kind in _BASIC else ()
+    else:
+        wrong = ()
+    names = [r.display_name for r in found if r.kind not in wrong]
+    return f" (did you mean {' or '.join(names)}?)" if names else ""
 
 
 _PH_INITIAL = re.compile(r"\b(?:initial(?:ly)?|starting|start|begins?|beginning|currently|original|at first)\b")
@@ -255,6 +275,11 @@ _PH_TARGET = re.compile(
     r"exceed\w*|passes|beyond|past|reads?|once|as\s+soon\s+as|"
     r"end point|rises to|falls to|drops to|goal|aim)\b"
 )
+
+
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+             "fifth": 5, "5th": 5}
+_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\s+(?:equivalence|end\s?point|stoichiometric)")
 
 
 def _classify_ph(text: str, mentions: list[PhMention], parse: InstructionParse) -> None:
@@ -327,10 +352,15 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
     mentions = _mentions(text, lib)
     parse.mentions = mentions
 
-    # "a 250 mL beaker": a container size, not an amount of reagent.
+    # "a 250 mL beaker": a container size, not an amount of reagent; "from a 50 mL burette": the size of
+    # glassware the bench does not use (the plan's warnings name the burette), not an amount either.
     for q in list(quantities):
         if q.kind == "volume" and re.match(r"\s*(?:glass\s+)?(?:beaker|flask)\b", text[q.end :], re.I):
             parse.container_capacity_ml = q.value
+            quantities.remove(q)
+        elif q.kind == "volume" and re.match(r"\s*(?:glass\s+|graduated\s+|measuring\s+)?(?:burettes?|buret|"
+                                             r"cylinders?|volumetric\s+flasks?)\b", text[q.end :], re.I):
+            parse.warnings.append(f"{q.text.strip()!r} read as the size of the glassware it names, not an amount")
             quantities.remove(q)
         elif q.kind == "temperature":
             parse.initial_temperature_c = q.value
@@ -377,8 +407,10 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
                 )
     # The verb only ("titrate X with Y"): "the titration curve ... with four charts" names no reagent.
     for m in re.finditer(
-        r"\btitrat(?:e|es|ed|ing)\s+(?:the\s+)?([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
-        r"(?:the\s+)?([a-z][\w\s()+-]{1,40}?)(?=\s+(?:until|to|till|and|in|at|so)\b|[,.;]|$)",
+        r"\btitrat(?:e|es|ed|ing)\s+(?:[\d.,]+\s*(?:mls?|cm3|l)\s+(?:of\s+)?)?(?:the\s+|an?\s+)?"
+        r"([a-z][\w\s()+-]{1,40}?)\s+(?:with|using|against)\s+"
+        r"(?:[\d.,]+\s*[a-z]+(?:/[a-z]+)?\s+(?:of\s+)?)?(?:the\s+)?([a-z][\w\s()+-]{1,40}?)"
+        r"(?=\s+(?:until|to|till|and|in|at|so)\b|[,.;]|$)",
         text,
         re.I,
     ):
@@ -389,13 +421,14 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
             phrase = m.group(group).strip()
             if re.fullmatch(
                 r"(?:it|them|this|that|the\s+)?(?:acid|base|sample|solution|analyte|titrant)s?", phrase, re.I
-            ):
+            ) or re.fullmatch(r"it|them|this|that|these|those|each|one|each\s+one", phrase, re.I):
                 continue
             parse.questions.append(
                 f"I do not know the reagent {phrase!r}{_suggest(lib, phrase)}. Which reagent did you mean?"
             )
 
     parse.refusals.extend(unsupported_conditions(text, parse.initial_temperature_c))
+    parse.refusals.extend(unsupported_steps(text))
     _classify_ph(text, ph_mentions, parse)
     if parse.target_ph is None:
         if re.search(r"\b(?:until|to)\s+(?:it\s+is\s+)?neutral\b", low):
@@ -403,6 +436,10 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
             parse.warnings.append("'neutral' read as target pH 7.0")
         elif re.search(r"equivalence|stoichiometric point|end\s?point|neutrali[sz]", low):
             parse.to_equivalence = True
+    ordinal = _ORDINAL.search(low)
+    if ordinal and parse.target_ph is None:
+        parse.to_equivalence = True
+        parse.equivalence_ordinal = _ORDINALS[ordinal.group(1)]
     parse.determination = determination_intent(text)
     parse.standardisation = standardised_name_span(text) is not None
     if parse.target_ph is None and not parse.to_equivalence and (parse.determination or parse.standardisation):

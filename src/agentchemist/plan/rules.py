@@ -15,6 +15,7 @@ from agentchemist.control.calibration import CalibrationError, load_or_none
 from agentchemist.chemistry.reagents import ReagentLibrary, default_library
 from agentchemist.experiments import FAMILIES, family as family_of
 from agentchemist.experiments.planning import PlanningStop, ask, refuse
+from agentchemist.plan.language import english_only_question, is_not_english
 from agentchemist.plan.parse import InstructionParse, parse_instruction
 from agentchemist.plan.protocols import ProtocolLibrary
 from agentchemist.plan.registry import HardwareRegistry
@@ -49,6 +50,24 @@ def _covered() -> list[str]:
     return [part.COVERS for part in parts if part is not None and getattr(part, "COVERS", None)]
 
 
+def _titration_request_question(parse: InstructionParse) -> str:
+    """The question for a titration that names no reagent to run: what is still needed, and what was read
+    (a target pH, 'the alkaline solution', 'the liquid in the beaker') is not asked again."""
+    low = parse.text.lower()
+    sol = re.search(r"\b(?:the\s+)?(alkaline|basic|acidic|acid|base|alkali)\s+solution\b", low)
+    titrant = (f"Which {sol.group(1)} solution is drawn into the pipette (reagent and concentration, e.g. "
+               "'0.1 M sodium hydroxide')" if sol else "With which titrant (reagent and concentration)")
+    sample = ("what is the liquid in the beaker (its volume, reagent and concentration)"
+              if re.search(r"\b(?:liquid|solution|sample)\s+in\s+the\s+beaker\b", low)
+              else "which solution should be titrated (its volume and concentration)")
+    if parse.target_ph is not None:
+        return f"To titrate to pH {parse.target_ph:g}: {titrant[0].lower() + titrant[1:]}, and {sample}?"
+    end = "what should end the titration (a target pH or the equivalence point)"
+    if titrant.startswith("With"):
+        return f"Which solution should be titrated (its volume and concentration), {titrant[0].lower() + titrant[1:]}, and {end}?"
+    return f"{titrant}, {sample}, and {end}?"
+
+
 class PlanningData:
     """The reagent library, protocol library and hardware registry a planner works from; each one not
     given is loaded from the shipped files, once (the planner and its rule backend share them)."""
@@ -78,6 +97,8 @@ class RulesBackend(PlanningData):
 
     # -- steps ------------------------------------------------------------------------------------
     def _plan(self, text: str, scene: SceneInfo | None) -> dict[str, Any]:
+        if is_not_english(text):
+            raise ask(english_only_question(text, self.library))
         parse = parse_instruction(text, self.library)
         if parse.refusals:
             raise refuse(*parse.refusals)
@@ -89,10 +110,7 @@ class RulesBackend(PlanningData):
                 raise ask(*parse.questions)
             kind = experiment_request(parse.text)
             if kind == "titration":
-                raise ask(
-                    "Which solution should be titrated (its volume and concentration), with which titrant (and its "
-                    "concentration), and what should end the titration (a target pH or the equivalence point)?"
-                )
+                raise ask(_titration_request_question(parse))
             if kind == "weighing":
                 raise ask("Which solid should be weighed, how much (e.g. '2.50 g of sodium chloride'), and in "
                            "how much water should it be dissolved?")
@@ -100,6 +118,8 @@ class RulesBackend(PlanningData):
         if parse.questions:  # unknown reagents first: roles built on a misread reagent are noise
             raise ask(*parse.questions)
         assign_roles(parse, family)
+        if parse.refusals:
+            raise refuse(*parse.refusals)
         if parse.questions:
             raise ask(*parse.questions)
         parse.family = family

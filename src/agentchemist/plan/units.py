@@ -155,10 +155,33 @@ def _word_concentrations(text: str) -> list[Quantity]:
     return out
 
 
+# "Raise / lower / adjust the pH of 50 mL of 0.1 M HCl to 9": the target follows the sample it is of.
+_PH_OF_SAMPLE = re.compile(
+    r"\b(?:raise|lower|adjust|bring|increase|decrease|change|set|take)\w*\s+(?:the\s+)?p\s?H\s+of\s+"
+    r"(?:[^.;!?]|\.(?=\d)){1,120}?\s(?P<to>to)\s+(?:(?:a\s+)?p\s?H\s*(?:of\s+)?)?(?P<num>\d+(?:[.,]\d+)?)(?![\w.,]*\s*(?:m?l|ml|M|mM|g|mg)\b)",
+    re.IGNORECASE,
+)
+# "until the (pH) meter reads 7.0": a reading of the pH meter is a pH.
+_METER_READS = re.compile(
+    r"\b(?:meter|probe|electrode)\s+(?P<to>reads|shows|displays|indicates|reaches|gives)\s+(?:p\s?H\s*)?"
+    r"(?P<num>\d+(?:[.,]\d+)?)(?![\w])",
+    re.IGNORECASE,
+)
+
+
 def find_ph_mentions(text: str) -> list[PhMention]:
-    """Every 'pH <number>' style mention, left to right."""
+    """Every 'pH <number>' style mention, left to right: 'pH 7', 'to pH 7', 'the pH of <sample> to 7', 'the
+    meter reads 7.0'. 'the pH of 50 mL ...' is no pH 50: a number with a unit is an amount."""
     out = []
     for m in _PH.finditer(text):
+        if _QUANTITY.match(text, m.start("num")):
+            continue
         raw = m.group("num").replace("\u2212", "-").replace(",", ".")
         out.append(PhMention(float(raw), m.start(), m.end(), m.group(0)))
-    return out
+    for pattern in (_PH_OF_SAMPLE, _METER_READS):
+        for m in pattern.finditer(text):
+            if any(p.start <= m.start("num") < p.end for p in out):
+                continue  # "... to pH 9": already read
+            raw = m.group("num").replace(",", ".")
+            out.append(PhMention(float(raw), m.start("to"), m.end(), text[m.start("to"):m.end()]))
+    return sorted(out, key=lambda p: p.start)

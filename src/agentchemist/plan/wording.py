@@ -118,7 +118,8 @@ _NOT_EXPERIMENT = re.compile(
 _EXPERIMENT = re.compile(
     r"\b(?:titrat\w*|neutrali[sz]\w*|standardi[sz]\w*|weigh\w*|dissolv\w*|"
     r"(?:make\s+up|prepare)\s+(?:an?\s+|some\s+)?(?:[\w-]+\s+){0,3}solution|"
-    r"determin\w*\s+(?:the\s+)?(?:concentration|molarity|calcium|hardness))\b",
+    r"determin\w*\s+(?:the\s+)?(?:concentration|molarity|calcium|hardness)|"
+    r"(?:adjust|rais|lower|bring)\w*\s+the\s+p\s?h)\b",
     re.I,
 )
 

@@ -15,7 +15,8 @@ from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import EXPLICIT, IMPLIED, Claim, Draft, PlanningHost, ask, refuse
 from agentchemist.experiments.titration_planning import CAUSAL_RULES, TitrationDraft, draft_titration, equivalents, titration_capacity
 from agentchemist.plan.checks import Finding
-from agentchemist.plan.feasibility import InfeasibleTargetError, equivalence_point, ph_after, titrant_for_ph
+from agentchemist.plan.feasibility import (InfeasibleTargetError, equivalence_point, equivalence_points, ph_after,
+                                            titrant_for_ph)
 from agentchemist.plan.parse import InstructionParse, ReagentParse
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
@@ -25,6 +26,7 @@ from agentchemist.plan.wording import TITRATION_WORDS, standardised_name_span
 #: how the refusal of an instruction no family recognises names this family's experiments
 COVERS = "acid-base titration"
 DISPENSES_DROPS = True
+SAMPLE_AS_GIVEN = True  # the sample is titrated as it is: no weighing, no dilution (plan.roles)
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
 REQUIRED_INSTRUMENTS = (
     ("ph_meter", "NO_PROBE", "no titration without a pH probe"),
@@ -51,6 +53,10 @@ _R = "\ue000(\\d+)\ue001"
 _G = r"(?:(?!\ue000|[.;!?](?:\s|$)).){0,70}?"
 _CUES: list[tuple[str, tuple[str, ...]]] = [
     (rf"\btitrat\w*\b{_G}{_R}{_G}\b(?:with|using|by|against|from)\b{_G}{_R}", ("analyte", "titrant")),
+    # "raise the pH of X to 9 with Y", "bring X to pH 7 with Y": X is the sample, Y what is added
+    (rf"\bp\s?H\s+of\b{_G}{_R}{_G}\b(?:with|using|by)\b{_G}{_R}", ("analyte", "titrant")),
+    (rf"\b(?:bring|adjust|raise|lower|take)\w*\b{_G}{_R}{_G}\bto\s+(?:a\s+)?p\s?H\b{_G}\b(?:with|using|by)\b{_G}{_R}",
+     ("analyte", "titrant")),
     (
         rf"\b(?:use|using|with|take|employ)\b{_G}{_R}{_G}\b(?:to|for)\s+(?:titrat\w*|neutrali[sz]\w*)\b{_G}{_R}",
         ("titrant", "analyte"),
@@ -212,6 +218,24 @@ def _meter_range(d: TitrationDraft) -> list[str]:
             "whole curve)"]
 
 
+_COUNT = {1: "one", 2: "two", 3: "three", 4: "four"}
+_NTH = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+
+
+def _ordinal_point(d: TitrationDraft, points: list) -> tuple:
+    """(the equivalence point the instruction names, its ordinal word and a space, or '' for the plain
+    'equivalence point': the last). An ordinal past the analyte's last point is asked about."""
+    n = d.parse.equivalence_ordinal
+    if n is None:
+        return points[-1], ""
+    if n > len(points):
+        count = f"{_COUNT.get(len(points), len(points))} equivalence point{'s' if len(points) > 1 else ''}"
+        raise ask(f"{d.analyte.reagent.display_name.capitalize()} has {count} with {d.titrant.reagent.display_name}"
+                  f" ({'the last ' if len(points) > 1 else ''}at about pH {points[-1].ph:.2f}), so there is no {_NTH.get(n, str(n))}: titrate to "
+                  f"{'the last one' if len(points) > 1 else 'it'} instead?")
+    return points[n - 1], f"{_NTH[n]} "
+
+
 def _endpoint(d: TitrationDraft) -> float | None:
     """A target pH, the equivalence point, or the stated titrant volume; else a question."""
     parse, titrant, ctx, target_conditions, host = d.parse, d.titrant, d.ctx, d.target_conditions, d.host
@@ -228,15 +252,16 @@ def _endpoint(d: TitrationDraft) -> float | None:
             return None  # the rule engine refuses it with the reason
     if parse.to_equivalence:
         try:
-            eq = equivalence_point(d.a, d.va, d.t, host.library)
+            points = equivalence_points(d.a, d.va, d.t, host.library)
         except InfeasibleTargetError as exc:
             raise refuse(str(exc)) from None
+        eq, which = _ordinal_point(d, points)
         target_conditions["to_equivalence"] = True
         ctx.update(stop_on="ph", target_ph=round(eq.ph, 2))
-        if d.unknown is not None:
+        if d.unknown is not None and eq is points[-1]:
             ctx["target_ph"] = _past_equivalence(host, d.a, d.va, d.t, titrant, eq.ph, d.warnings)
         d.warnings.append(
-            f"to the equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
+            f"to the {which}equivalence point: stopping at the theoretical equivalence pH {eq.ph:.2f} "
             f"(about {eq.volume_ml:.2f} mL of titrant)"
         )
         return eq.volume_ml
@@ -274,7 +299,13 @@ def _needed(plan: Plan, analyte: ReagentEntity, titrant: ReagentEntity, va: floa
     if tc.target_ph is not None:
         return titrant_for_ph(a, va, t, tc.target_ph, library, activity=activity).volume_ml
     if tc.to_equivalence:
-        return equivalence_point(a, va, t, library).volume_ml
+        # the point the plan stops at: an ordinal one ("to the first equivalence point") is the one whose
+        # pH is nearest the dispenser's target (the plan states no ordinal), else the last
+        points = equivalence_points(a, va, t, library)
+        stop = plan.module_instantiation.dispenser.target_ph
+        if stop is None or len(points) == 1:
+            return points[-1].volume_ml
+        return min(reversed(points), key=lambda p: abs(p.ph - stop)).volume_ml
     target_v = tc.target_volume_ml or plan.module_instantiation.dispenser.target_volume_ml
     if target_v is not None:
         return target_v

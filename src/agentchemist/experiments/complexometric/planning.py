@@ -21,6 +21,8 @@ from agentchemist.plan.schema import Plan, ReagentEntity
 #: how the refusal of an instruction no family recognises names this family's experiments
 COVERS = "complexometric Ca/EDTA titration"
 DISPENSES_DROPS = True
+SAMPLE_AS_GIVEN = True  # the sample is titrated as it is: no weighing, no dilution (plan.roles)
+ENDPOINT_BY_INDICATOR = True  # the endpoint is an indicator's colour: a dye the bench lacks is refused
 CAUSAL_RULES = CAUSAL_RULES  # a titration's: grasp, draw, squeeze
 REQUIRED_INSTRUMENTS = (("pipette", "NO_PIPETTE", "the titrant is dispensed from the pipette"),)
 # A colour endpoint must be passed to be seen: 20 % past the theoretical equivalence is planned.

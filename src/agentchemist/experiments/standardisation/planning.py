@@ -52,8 +52,11 @@ def recognise(parse: InstructionParse) -> Claim | None:
     """SPECIFIC when a primary standard and a strong base are named: KHP is this family's alone, and its
     mass ("0.5105 g of KHP dissolved in 50 mL") must not read as a weighing. A weak base's jump at KHP's
     equivalence is too small to standardise it: that stays an acid-base titration."""
-    if _standard(parse) is None:
+    standard = _standard(parse)
+    if standard is None:
         return None
+    if standard.mass_g is None and standard.concentration_m is not None:
+        return None  # "20 mL of 0.05 M KHP": a solution of stated molarity, titrated like any weak acid
     if not any(r.reagent.kind == "strong_base" for r in parse.reagents):
         return None
     return Claim(SPECIFIC)
@@ -144,6 +147,12 @@ def draft(parse: InstructionParse, scene: SceneInfo | None, warnings: list[str],
         raise refuse(f"a standardisation against {standard.reagent.display_name} needs the mass weighed into the "
                      f"beaker (e.g. 'against 0.5105 g of KHP dissolved in 50 mL of water'): the NaOH concentration "
                      "is computed from that mass, and this protocol does not weigh")
+    weigh = re.search(r"\bweigh(?:s|ing)?\b|\bdissolve\b", parse.text, re.I)
+    if weigh:
+        # "Weigh 0.5 g of KHP, dissolve it ...": this protocol does neither; said, not dropped (issue 37)
+        warnings.append(f"{weigh.group(0)!r}: this protocol does not weigh or dissolve; the plan takes the "
+                        f"{standard.mass_g:g} g of {standard.reagent.display_name} as already weighed and dissolved "
+                        "in the beaker")
     water = next((r for r in parse.reagents if r.reagent.kind == "solvent" and r.volume_ml), None)
     volumes = [q for q in parse.unbound if q.kind == "volume"]
     if standard.volume_ml is None and water is not None:

@@ -13,7 +13,7 @@ from agentchemist.experiments.family import Family
 from agentchemist.experiments.planning import EXPLICIT, IMPLIED, Claim, Draft, PlanningHost, ask
 from agentchemist.plan.alternatives import BenchOffer
 from agentchemist.plan.checks import Finding, beaker_of
-from agentchemist.plan.parse import InstructionParse
+from agentchemist.plan.parse import InstructionParse, ReagentParse
 from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.scene import SceneInfo
 from agentchemist.plan.schema import Plan
@@ -68,6 +68,32 @@ def assign_roles(parse: InstructionParse) -> None:
         water[0].role = "solvent"
 
 
+#: a stated mass and a stated molarity that disagree by more than this (relative) are asked about
+MASS_MOLARITY_TOLERANCE = 0.02
+
+
+def _cross_check(parse: InstructionParse, solid: ReagentParse, water_ml: float | None, warnings: list[str]) -> None:
+    """A mass stated beside a molarity and a volume ("2 M NaCl in 100 mL: weigh 1.17 g") is checked
+    against them: numbers that disagree are asked about, with both (issue 37), never one chosen silently."""
+    conc = solid.concentration_m
+    if conc is None:  # "... to make a 1 M solution": a molarity named by no reagent is the solid's
+        loose = [q for q in parse.unbound if q.kind == "concentration"]
+        conc = loose[0].value if len(loose) == 1 else None
+    volume = solid.volume_ml or water_ml
+    if conc is None or volume is None or solid.mass_g is None:
+        return
+    need = conc * volume * 1e-3 * solid.reagent.molar_mass_g_mol
+    if abs(solid.mass_g - need) <= MASS_MOLARITY_TOLERANCE * need:
+        warnings.append(f"the stated {conc:g} M in {volume:g} mL agrees with the {solid.mass_g:g} g weighed "
+                        f"({need:.3f} g computed)")
+        return
+    made = solid.mass_g / (solid.reagent.molar_mass_g_mol * volume * 1e-3)
+    name = solid.reagent.display_name
+    raise ask(f"The instruction asks for {conc:g} M {name} in {volume:g} mL, which needs {need:.3f} g, but weighs "
+              f"{solid.mass_g:g} g (which makes {made:.3g} M in {volume:g} mL). Which is right: the mass or the "
+              "concentration?")
+
+
 def draft(parse: InstructionParse, scene: SceneInfo | None, warnings: list[str], host: PlanningHost,
           family: Family) -> Draft:
     solid = parse.by_role("solid")
@@ -75,6 +101,8 @@ def draft(parse: InstructionParse, scene: SceneInfo | None, warnings: list[str],
     water = parse.by_role("solvent")
     water_ml = water.volume_ml if water is not None else None
     mass = solid.mass_g
+    if mass is not None:
+        _cross_check(parse, solid, water_ml, warnings)
     if mass is None and solid.concentration_m is not None and solid.volume_ml is not None:
         mass = round(solid.concentration_m * solid.volume_ml * 1e-3 * solid.reagent.molar_mass_g_mol, 3)
         water_ml = water_ml or solid.volume_ml
