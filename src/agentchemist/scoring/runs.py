@@ -26,10 +26,13 @@ def load_run(run_dir: Path, experiment_id: str) -> dict | None:
 
 
 def settled_ph(run: dict | None) -> list[float]:
-    """The settled pH after each drop, in order (the per-drop record the instruction asks for)."""
+    """The pH after each drop, in order: the report's curve (agentchemist.report.curve_rows), the settled
+    readings of a run that settled every drop, else the meter's trace, drop-resolved with the lags taken out."""
     if run is None:
         return []
-    return [float(r["value"]) for r in run["fused_records"] if r["quantity"] == "ph_settled"]
+    from agentchemist.report.curve_rows import curve_rows  # the report's libraries only where a run is scored
+    from agentchemist.report.model import RunData
+    return [r.ph for r in curve_rows(RunData.from_mapping(run)) if r.usable]
 
 
 def experiment_seconds(run: dict | None) -> float | None:

@@ -12,6 +12,11 @@ The plan predicts pH against titrant volume from its analyte and titrant (the eq
   (0.8 pH; the clean library's readings sit within 0.01 pH of the plausible curves, so a probe up to about
   0.8 pH off raises nothing).
 
+The sample is checked from the first reading, whatever the settle mode (:meth:`CourseCheck.on_initial`): the
+settled pH before the first drop against the plan's analyte at 0 mL. Acetic acid reads about 2.9 where
+hydrochloric acid of the same concentration reads 1.1: a bench that holds another sample is a
+``reagent_mismatch`` before any titrant is spent, the numbers in the message.
+
 Every settled reading (the supervisor's ``ph_stable``) at the counted volume must lie inside the envelope
 of the curves those errors allow, widened by ``offset_ph``. ``confirm_points`` readings in a row outside
 it halt the run. A titrant five times stronger than planned makes the jump at a fifth of the expected
@@ -131,6 +136,23 @@ class CourseCheck:
         verdict = CourseVerdict(volume_ml, ph, low, high, outside, alarm)
         self.points.append(verdict)
         return verdict
+
+    def on_initial(self, ph: float) -> str:
+        """The settled pH before the first drop -> the alarm sentence ('' when the plan's analyte explains it).
+        Judged once: an alarm is not raised twice."""
+        if not math.isfinite(ph):
+            raise ValueError(f"course check: initial pH {ph!r} must be finite")
+        low, high = self.envelope(0.0)
+        off = self.config.offset_ph
+        if low - off <= ph <= high + off or self.alarmed:
+            return ""
+        self.alarmed = True
+        lib = self.library
+        what = " and ".join(f"{c:g} M {lib.get(n).display_name}" for n, c in self.analyte.items())
+        where = "below" if ph < low else "above"
+        return (f"the sample does not match the plan: its pH before the first drop is {ph:.2f}, {where} the "
+                f"{low - off:.2f}-{high + off:.2f} that {self.analyte_ml:g} mL of {what} reads ({low:.2f}-{high:.2f} "
+                f"+-{off:g} for the probe): the beaker does not hold what the plan says; no titrant was added")
 
     def _sentence(self, volume_ml: float, ph: float, low: float, high: float, points: int) -> str:
         lib = self.library

@@ -6,6 +6,9 @@
 * ``ph_stable`` (waiting_ph -> titrating) when the reading settled after a drop: the recorder is told the
   settled pH and the dispenser may squeeze the next drop;
 * ``verified`` once the settled pH stays at the target over the hold after the endpoint;
+* the sample is checked before anything is dispensed: the settled pH before the first drop against the plan's
+  analyte (:meth:`.course_check.CourseCheck.on_initial`), whatever the settle mode: another sample is a
+  ``reagent_mismatch`` refusal before the first drop;
 * each settled reading and the endpoint's go to the course check (:mod:`.course_check`): a course the
   plan's reagents cannot explain halts the run (``reagent_mismatch``);
 * no titration on readings of an electrode without a valid calibration (``calibration_required``).
@@ -89,11 +92,28 @@ class PhEndpoint(Procedure):
 
     # ------------------------------------------------------------------ the executor's
     def refusal(self, ex) -> Abort | None:
-        """A pH endpoint needs readings corrected by a valid, fresh electrode calibration."""
-        if self.sup.target_ph is None or ex.calibration is None:
-            return None   # no pH endpoint, or no meter that states a calibration (nothing to judge)
-        why = ex.calibration.refusal()
-        return Abort(CALIBRATION_REQUIRED, why) if why else None
+        """A pH endpoint needs readings corrected by a valid, fresh electrode calibration; and the sample must
+        read as the plan's analyte before the first drop."""
+        if self.sup.target_ph is None:
+            return None   # no pH endpoint: nothing to judge
+        why = ex.calibration.refusal() if ex.calibration is not None else ""
+        if why:
+            return Abort(CALIBRATION_REQUIRED, why)
+        mismatch = self._initial(ex)
+        return Abort("reagent_mismatch", mismatch) if mismatch else None
+
+    def _initial(self, ex) -> str:
+        """The settled pH before the first drop to the course check; its alarm, or ''. Not judged without a
+        settled reading, once a drop fell, or while a reading was refused (its own judge owns it)."""
+        sup = self.sup
+        ph = sup.last_ph
+        if self.course is None or ex.drops_heard or not isinstance(ph, (int, float)) or ex.bad_readings.open \
+                or not sup.settle.is_stable():
+            return ""
+        try:
+            return self.course.on_initial(float(ph))
+        except (ValueError, ArithmeticError):  # a reading or curve it cannot judge: no verdict, never a crash
+            return ""
 
     def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
         if symbol == Symbol.PH_STABLE:

@@ -98,6 +98,7 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
     ctx.not_concluded.extend(analysis.warnings)
     if not any(e.supported for e in analysis.equivalence_points):
         _bracketed(usable, setup, inputs, out, ctx)
+    _stop(usable, out, ctx)
     for e in analysis.equivalence_points:
         if e.supported:
             u = e.budget.combined if e.budget is not None else e.uncertainty_ml
@@ -142,6 +143,42 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
                                             ("analyte volume", setup.analyte_volume_ml)) if value is None]
         if missing:
             ctx.not_concluded.append("no comparison with theory: the run does not state the " + ", ".join(missing))
+
+
+def _stop(usable, out: dict, ctx: ResultsContext) -> None:
+    """Where the run stopped against its pH target, on the curve: the endpoint goals are the first drop past
+    the target on a jump, or a level within 0.05 pH on a plateau; more drops past the target are said."""
+    target = out.get("target_ph")
+    if target is None or len(usable) < 2 or out.get("interrupted"):
+        return
+    rising = target > usable[0].ph
+    past = [i for i, r in enumerate(usable) if (r.ph >= target if rising else r.ph <= target)]
+    if not past:
+        return
+    first = past[0]
+    beyond = len(usable) - 1 - first          # curve points after the first one past the target
+    drops_after = usable[-1].drops - usable[first].drops
+    before, at = usable[first - 1] if first else usable[first], usable[first]
+    out["stop"] = {"first_past_target_ml": at.volume_ml, "drops_after_it": drops_after,
+                   "ph_before": before.ph, "ph_first_past": at.ph}
+    if drops_after == 0:
+        ctx.concluded.append(f"stopped on the first drop past the target pH {target:g}: pH {before.ph:.2f} -> "
+                             f"{at.ph:.2f} at {at.volume_ml:.3f} mL")
+    elif abs(usable[-1].ph - target) <= 0.05:
+        ctx.concluded.append(f"stopped {drops_after} drop(s) past the first one beyond pH {target:g}, at pH "
+                             f"{usable[-1].ph:.2f}, within 0.05 of the target")
+    else:
+        ctx.not_concluded.append(f"the titration went {drops_after} drop(s) ({beyond} curve point(s)) past the first "
+                                 f"drop beyond the target pH {target:g} ({at.ph:.2f} at {at.volume_ml:.3f} mL), ending "
+                                 f"at pH {usable[-1].ph:.2f}: not within the endpoint goals")
+    # a target before the equivalence: no equivalence point is asked for, and the report says why there is none
+    eq_ph = predicted_equivalence_ph(out.get("setup") or {})
+    found = any(e.get("supported") for e in out.get("equivalence_points") or ())
+    if not found and eq_ph is not None and (target < eq_ph if rising else target > eq_ph):
+        ctx.not_concluded[:] = [line for line in ctx.not_concluded if not str(line).startswith(
+            ("no equivalence point", "the pH is still changing steeply"))]
+        ctx.not_concluded.append(f"no equivalence point: the titration stopped at its target pH {target:g}, before the "
+                                 f"equivalence (pH {eq_ph:.2f} predicted for these reagents), as the instruction asked")
 
 
 def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: dict, ctx: ResultsContext) -> None:
