@@ -90,3 +90,22 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_twin_report_says_simulated_on_its_first_line(tmp_path):
+    """A run of the twin (a run clock, not epoch seconds; or the twin's ground_truth.json beside it) is never a
+    measurement: Markdown, HTML and JSON say so first. A robot run (epoch clock) carries no banner."""
+    from agentchemist.experiments.acid_base.sample_run import synthetic_titration_run
+    from agentchemist.report import RunData, write_report
+
+    run = synthetic_titration_run()
+    paths = write_report(run, tmp_path / "twin")
+    assert paths.markdown.read_text().splitlines()[0].startswith("# SIMULATED (digital twin)")
+    assert "<h1>SIMULATED (digital twin)" in paths.html.read_text()
+    summary = json.loads(paths.json.read_text())
+    assert next(iter(summary)) == "banner" and summary["banner"] == "SIMULATED (digital twin)"
+    assert summary["data_origin"] == "twin"
+    shifted = RunData(experiment={**run.experiment, "started": run.started + 1.7e9},
+                      fused_records=[{**r, "stamp": r["stamp"] + 1.7e9} for r in run.fused_records])
+    robot = json.loads(write_report(shifted, tmp_path / "robot").json.read_text())
+    assert robot["data_origin"] == "robot" and robot["banner"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 
 import pytest
@@ -70,7 +71,11 @@ def test_per_drop_table_is_complete(hcl_report):
     assert paths.tables["per_drop"] == paths.markdown.parent / "tables" / "per_drop.csv"
     with paths.tables["per_drop"].open() as fh:
         csv_rows = list(csv.reader(fh))
-    assert len(csv_rows) == len(rows) + 1 and csv_rows[0][0] == "#"
+    # issue 41: the CSV holds the measurements as numbers (a chemist pastes it into a spreadsheet): no text cell
+    assert len(csv_rows) == len(rows) + 1 and csv_rows[0][:6] == ["reading", "t_s", "drops", "volume_ml", "d_volume_ml",
+                                                                  "ph"]
+    for row in csv_rows[1:]:
+        assert all(cell == "" or math.isfinite(float(cell)) for cell in row), row
     assert "<div class='scroll'><table><thead><tr><th>#</th><th>t</th><th>Drops</th>" in html
 
 

@@ -19,6 +19,8 @@ from matplotlib.figure import Figure
 
 from agentchemist.chemistry.analysis import TitrationAnalysis
 
+from .stated import gum_text
+
 __all__ = [
     "first_derivative_figure",
     "jump_zoom_figure",
@@ -58,6 +60,15 @@ def _volume_label(titrant_label: str) -> str:
     return f"{titrant_label} added (mL)" if titrant_label else "Titrant volume added (mL)"
 
 
+def _stated_u(estimate) -> float:
+    """The uncertainty the report states for an equivalence point or a pKa: its budget's combined standard
+    uncertainty (all sources), not the location-only figure; the charts show the same ± as the text."""
+    budget = getattr(estimate, "budget", None)
+    if budget is not None:
+        return budget.combined
+    return getattr(estimate, "uncertainty_ml", None) or getattr(estimate, "uncertainty", math.nan)
+
+
 def _mark_equivalence(ax, analysis: TitrationAnalysis, *, annotate: bool, y_text: float | None = None) -> None:
     labelled = set()
     for eq in analysis.equivalence_points:
@@ -73,7 +84,7 @@ def _mark_equivalence(ax, analysis: TitrationAnalysis, *, annotate: bool, y_text
             # Near the right edge the label goes to the left of the line, so it stays inside the axes.
             x_lo, x_hi = _data_span(analysis)
             right = eq.volume_ml > x_lo + 0.7 * (x_hi - x_lo)
-            ax.annotate(f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} mL", (eq.volume_ml, y),
+            ax.annotate(f"V$_{{eq{eq.index}}}$ = {gum_text(eq.volume_ml, _stated_u(eq), 'mL')}", (eq.volume_ml, y),
                         xytext=(-4 if right else 4, -4), textcoords="offset points",
                         ha="right" if right else "left", va="top", fontsize=8, color=colour)
 
@@ -86,7 +97,7 @@ def _data_span(analysis: TitrationAnalysis) -> tuple[float, float]:
 def _deriv_window(analysis: TitrationAnalysis) -> str:
     shown = analysis.smoothing.get("display_derivative") if analysis.d1_display is not None else None
     if shown:
-        return f"smoothed over {shown['window_ml']:.2g} mL, about 7 drops"
+        return f"smoothed over {shown['window_ml']:.2g} mL, about 7 measured points"
     return f"smoothed over {analysis.smoothing.get('window_ml', float('nan')):.2g} mL"
 
 
@@ -147,12 +158,16 @@ def titration_curve_figure(analysis: TitrationAnalysis, *, titrant_label: str = 
     if fit is not None:
         for est in analysis.pka:
             if est.method == "curve_fit" and math.isfinite(est.value):
-                fitted.append(f"pKa{est.index} = {est.value:.3f} ± {est.uncertainty:.2g}"
-                              + ("" if est.supported else " (not supported)"))
+                # a pKa the report refuses is not printed as a number here either
+                fitted.append(f"pKa{est.index} = {gum_text(est.value, _stated_u(est))}" if est.supported
+                              else f"pKa{est.index}: not stated (see the report)")
+        conc = analysis.concentration or {}
         if standardised_m is not None:
             fitted.append(f"titrant standardised (from V_eq):\n  c = {standardised_m:.5f} mol/L")
+        elif conc.get("supported") and conc.get("analyte_m"):
+            fitted.append(f"c = {gum_text(conc['analyte_m'], conc['uncertainty_m'], 'mol/L')} (from V_eq)")
         elif "analyte_m" in fit.parameters:
-            fitted.append(f"c = {fit.parameters['analyte_m']:.5f} mol/L")
+            fitted.append("c: not stated (see the report)")
     if fitted:
         ax.text(0.98, 0.04, "Curve fit:\n" + "\n".join(fitted), transform=ax.transAxes, ha="right", va="bottom",
                 fontsize=8, bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#27ae60", "alpha": 0.9})
@@ -288,7 +303,7 @@ def jump_zoom_figure(analysis: TitrationAnalysis, *, titrant_label: str = "") ->
         if eq is not None:
             colour, style = (SUPPORTED, "-") if eq.supported else (UNSUPPORTED, "--")
             ax.axvline(eq.volume_ml, color=colour, linestyle=style, linewidth=1.1,
-                       label=f"V$_{{eq{eq.index}}}$ = {eq.volume_ml:.3f} ± {eq.uncertainty_ml:.2g} mL"
+                       label=f"V$_{{eq{eq.index}}}$ = {gum_text(eq.volume_ml, _stated_u(eq), 'mL')}"
                        + ("" if eq.supported else " (not supported)"))
             ax.set_title(f"Jump around equivalence point {eq.index}")
         else:

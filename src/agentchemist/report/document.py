@@ -15,6 +15,7 @@ from pathlib import Path
 from agentchemist.experiments.report import reported_as
 
 from .results import stated_pka
+from .stated import gum_text
 from .summary import SECTION_TITLES
 from .uncertainty import BUDGET_HEADERS, budget_rows, interval_text
 
@@ -49,6 +50,10 @@ class Table:
     scroll: bool = False
     name: str = ""                 # file stem of the CSV a long table is written to
     data_file: Path | None = None  # set by the writer once the CSV exists
+    # the CSV's own columns when the table holds measurements: numbers only (None: an empty cell), so a
+    # chemist can paste them into a spreadsheet; without them the CSV holds the rows as shown
+    csv_headers: list[str] | None = None
+    csv_rows: list[list] | None = None
 
     @property
     def long(self) -> bool:
@@ -74,6 +79,14 @@ class Section:
     number: int | None
     title: str
     blocks: list = field(default_factory=list)
+
+
+def _number(x):
+    """A finite number for a numeric CSV cell (to 9 decimals: no float noise such as 0.027000000000000135),
+    else None (an empty cell, never 'n/a')."""
+    if not _finite(x):
+        return None
+    return x if isinstance(x, int) else round(float(x), 9)
 
 
 def _finite(x) -> bool:
@@ -180,20 +193,20 @@ def _answer(results: dict) -> list[tuple[str, str]]:
         p = theory.get((f"equivalence pH {e['index']}", e["method"]))
         u = (e.get("budget") or {}).get("combined_standard_uncertainty", e["uncertainty_ml"])
         rows.append((f"Equivalence point {e['index']}",
-                     f"{fmt(e['volume_ml'], 3)} ± {fmt_sig(u, 2)} mL"
+                     f"{gum_text(e['volume_ml'], u, 'mL')}"
                      + (f" (theory {fmt(v['reference'], 3)} mL)" if v else "")
                      + f", pH {fmt(e['ph'], 2)}" + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
     conc, titrant = results.get("concentration"), results.get("titrant_concentration")
     if titrant and titrant.get("supported") and titrant.get("titrant_m") is not None:
         # A standardisation: the standard's amount is known and the titrant is the result. The analysis's
         # analyte concentration was computed from the titrant's estimate, so it is not an answer here.
-        rows.append(("Titrant concentration", f"{fmt(titrant['titrant_m'], 5)} ± "
-                     f"{fmt_sig(titrant['uncertainty_m'], 2)} mol/L (standardised)"))
+        rows.append(("Titrant concentration", f"{gum_text(titrant['titrant_m'], titrant['uncertainty_m'], 'mol/L')} "
+                     "(standardised)"))
     elif conc and conc.get("supported"):
-        rows.append(("Analyte concentration", f"{fmt(conc['analyte_m'], 5)} ± {fmt_sig(conc['uncertainty_m'], 2)} mol/L "
+        rows.append(("Analyte concentration", f"{gum_text(conc['analyte_m'], conc['uncertainty_m'], 'mol/L')} "
                      f"({conc['method'].replace('_', ' ')})"))
     for index, p in sorted(stated_pka(results.get("pka")).items()):
-        rows.append((f"pKa{index}", f"{fmt(p['value'], 3)} ± {fmt_sig(p['uncertainty'], 2)} "
+        rows.append((f"pKa{index}", f"{gum_text(p['value'], p['uncertainty'])} "
                      f"({p['method'].replace('_', ' ')}){interval_text(p.get('budget'))}"))
     if results.get("final_ph") is not None and not results.get("interrupted") and results.get("target_ph") is not None:
         rows.append(("Final pH", f"{fmt(results['final_ph'], 3)} (target {fmt(results['target_ph'], 2)})"))
@@ -389,7 +402,7 @@ def _quantities(s: dict) -> list:
     drops = s.get("per_drop") or []
     if drops:
         channel_names = sorted({c for r in drops for c in r["volume_channels"]})
-        headers = ["#", "t", "Drops", "V (mL)", "ΔV (mL)", "pH", "ΔpH"] + [f"{c} (mL, conf)" for c in channel_names] + [
+        headers = ["#", "t", (s.get("increments_called") or "drops").capitalize(), "V (mL)", "ΔV (mL)", "pH", "ΔpH"] + [f"{c} (mL, conf)" for c in channel_names] + [
             "conf V", "conf pH", "T (°C)", "Flags"]
         rows = []
         for r in drops:
@@ -400,8 +413,25 @@ def _quantities(s: dict) -> list:
                          fmt(r["d_ph"], 3) if _finite(r["d_ph"]) else "-", *ch, fmt(r["volume_confidence"], 2),
                          fmt(r["ph_confidence"], 2), fmt(r["temperature_c"], 1) if _finite(r["temperature_c"]) else "-",
                          ", ".join(r["flags"]) or ""])
-        blocks.append(Table(headers, rows, f"Per-drop table ({len(rows)} settled pH readings)", scroll=True,
-                            name="per_drop"))
+        called = s.get("increments_called") or "drops"
+        caption = (f"Per-drop table ({len(rows)} settled pH readings)" if called == "drops"
+                   else f"Per-addition table ({len(rows)} readings, one per {called[:-1]})")
+        csv_headers = ["reading", "t_s", called, "volume_ml", "d_volume_ml", "ph", "d_ph"]
+        for c in channel_names:
+            csv_headers += [f"{c}_ml", f"{c}_confidence"]
+        csv_headers += ["volume_confidence", "ph_confidence", "temperature_c", "flagged"]
+        csv_rows = []
+        for r in drops:
+            ch = []
+            for c in channel_names:
+                got = r["volume_channels"].get(c) or {}
+                ch += [_number(got.get("value")), _number(got.get("confidence"))]
+            csv_rows.append([r["reading"], _number(r.get("t_s")), r["drops"], _number(r["volume_ml"]),
+                             _number(r["d_volume_ml"]), _number(r["ph"]), _number(r["d_ph"]), *ch,
+                             _number(r["volume_confidence"]), _number(r["ph_confidence"]),
+                             _number(r["temperature_c"]), 1 if r["flags"] else 0])
+        blocks.append(Table(headers, rows, caption, scroll=True, name="per_drop", csv_headers=csv_headers,
+                            csv_rows=csv_rows))
     elif "titrant_volume" in (s.get("per_quantity") or {}) or "ph" in (s.get("per_quantity") or {}):
         # titrant or pH was recorded but never a settled pH; a weighing has neither and no table to miss
         blocks.append(Para("Per-drop table: no settled pH reading was recorded.", "warn"))

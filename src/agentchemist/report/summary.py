@@ -267,6 +267,7 @@ def _quantities(run: RunData, ctx: ResultsContext, t0: float | None) -> dict:
         "audio_events": {"n": len(run.audio_events), "by_classification": dict(audio),
                          "mean_confidence": float(np.mean(audio_conf)) if audio_conf else None},
         "per_drop": rows,
+        "increments_called": ctx.results.get("increments_called") or "drops",
     }
 
 

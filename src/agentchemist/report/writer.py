@@ -155,20 +155,25 @@ TABLES_DIR = "tables"
 
 
 def _write_long_tables(document, out: Path) -> None:
-    """Each long table of the document in full as CSV under ``out``/tables/ (the Markdown links it)."""
+    """Each long table of the document in full as CSV under ``out``/tables/ (the Markdown links it), and every
+    table of measurements (the per-drop table) as numbers, however short."""
     import csv
 
     from .document import Table
 
     for section in document:
         for block in section.blocks:
-            if isinstance(block, Table) and block.long:
+            if isinstance(block, Table) and (block.long or block.csv_rows is not None):
                 path = out / TABLES_DIR / f"{block.name}.csv"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with path.open("w", newline="", encoding="utf-8") as fh:
                     writer = csv.writer(fh)
-                    writer.writerow(block.headers)
-                    writer.writerows(block.rows)
+                    if block.csv_rows is not None:  # measurements: numbers only (None -> an empty cell)
+                        writer.writerow(block.csv_headers)
+                        writer.writerows([["" if x is None else x for x in row] for row in block.csv_rows])
+                    else:
+                        writer.writerow(block.headers)
+                        writer.writerows(block.rows)
                 block.data_file = path
 
 
