@@ -148,3 +148,22 @@ def test_a_suggestion_never_swaps_an_acid_for_a_base():
     outcome = plan_instruction("Titrate 20 mL of 0.05 M potassium hydrogen phtalate with 0.1 M NaOH to pH 9.")
     assert outcome.kind == "question" and "potassium hydrogen phthalate" in outcome.message
     assert "potassium hydroxide" not in outcome.message
+
+
+@pytest.mark.parametrize("text, note", [
+    (BASE + ". Do not heat the solution.", "'heat' is ruled out"),
+    ("Weigh 2.0 g of NaCl and dissolve it in 50 mL of filtered water.", "'filtered' describes a liquid"),
+])
+def test_a_step_word_that_asks_for_no_step_is_planned_and_said(text, note):
+    from agentchemist.plan.evaluation import silent_drops
+
+    outcome = plan_instruction(text)
+    assert outcome.kind == "plan", outcome.message
+    assert any(note in w for w in outcome.plan.warnings)
+    assert silent_drops(text, outcome, outcome_library()) == []
+
+
+def outcome_library():
+    from agentchemist.chemistry.reagents import default_library
+
+    return default_library()

@@ -177,6 +177,9 @@ _OPERATIONS = (
     "centrifug", "supernatant", "filter", "filtrat", "heat", "boil", "reflux", "evaporat", "ice bath", "sonicat",
     "ultrasonic", "degas", "tablet", "crush", "grind", "rinse", "dilute ", "diluting", "back-titrat",
     "back titrat", "excess", "oven", "weigh", "dissolv",
+    # indicator dyes outside the reagent library (the library's own are checked as reagents)
+    "phenolphthalein", "methyl orange", "methyl red", "bromothymol", "bromocresol", "thymol", "litmus",
+    "eriochrome", "murexide", "calmagite", "xylenol",
 )
 
 

@@ -23,7 +23,7 @@ from agentchemist.plan.parse_text import (
     output_format,
     settle_each_drop,
 )
-from agentchemist.plan.unplanned import unsupported_steps
+from agentchemist.plan.unplanned import step_notes, unsupported_steps
 from agentchemist.plan.wording import determination_intent, fix_key_words, standardised_name_span
 from agentchemist.plan.units import PhMention, Quantity, QuantityError, find_ph_mentions, find_quantities
 
@@ -429,6 +429,7 @@ def parse_instruction(text: str, lib: ReagentLibrary) -> InstructionParse:
 
     parse.refusals.extend(unsupported_conditions(text, parse.initial_temperature_c))
     parse.refusals.extend(unsupported_steps(text))
+    parse.warnings.extend(step_notes(text))
     _classify_ph(text, ph_mentions, parse)
     if parse.target_ph is None:
         if re.search(r"\b(?:until|to)\s+(?:it\s+is\s+)?neutral\b", low):

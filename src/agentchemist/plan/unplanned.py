@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Indicator", "indicator_mentions", "titration_extra_steps", "unsupported_steps"]
+__all__ = ["Indicator", "indicator_mentions", "step_notes", "titration_extra_steps", "unsupported_steps"]
 
 _BACK_TITRATION = re.compile(
     r"\bback[- ]?titrat\w*"
@@ -63,10 +63,38 @@ def unsupported_steps(text: str) -> list[str]:
                    "sample in the beaker directly; an excess of reagent added first and titrated back is "
                    "two reactions no family plans")
     for pattern, reason in _STEPS:
-        m = next((m for m in pattern.finditer(text) if not _negated(text, m.start())), None)
+        m = next((m for m in pattern.finditer(text) if not _negated(text, m.start()) and not _attribute(text, m)),
+                 None)
         if m:
             out.append(f"{reason} ({m.group(0).strip()!r})")
     return out
+
+
+def step_notes(text: str) -> list[str]:
+    """Warnings for step words that ask for no step: a negated one ('do not heat') and a participle that
+    describes a liquid ('freshly boiled water', 'filtered water'): the plan says what it does about them."""
+    out: list[str] = []
+    for pattern, _ in _STEPS:
+        for m in pattern.finditer(text):
+            words = m.group(0).strip()
+            if _negated(text, m.start()):
+                out.append(f"{words!r} is ruled out by the instruction: no step of this plan does it")
+            elif _attribute(text, m):
+                out.append(f"{words!r} describes a liquid: the plan uses it as the bench holds it (the bench cannot "
+                           f"make it so)")
+            else:
+                continue
+            break
+    return out
+
+
+_LIQUID_AFTER = re.compile(r"(?:\s+and\s+\w+)?\s+(?:\w+\s+)?(?:water|solution|sample|liquid|filtrate|acid|base)\b", re.I)
+
+
+def _attribute(text: str, m: re.Match[str]) -> bool:
+    """'boiled water', 'freshly boiled and cooled water', 'filtered sample': a past participle before the
+    liquid it describes, not an operation to carry out."""
+    return m.group(0).lower().endswith("ed") and bool(_LIQUID_AFTER.match(text, m.end()))
 
 
 def _negated(text: str, start: int) -> bool:
