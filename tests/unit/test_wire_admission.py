@@ -25,7 +25,7 @@ def test_only_the_graph_sensors_are_taken():
 
 
 def test_halts_only_from_the_graph_agents_and_of_known_kinds():
-    for source in ("vision_supervisor", "dispenser_controller", "left_piper_driver", "right_piper_driver", "recorder"):
+    for source in ("vision_supervisor", "dispenser_controller", "left_piper_driver", "right_piper_driver", "operator"):
         assert halt_problem(source, "node_error", CONFIG.halt_sources) is None, source
     assert halt_problem("left_piper_driver", "piper_some_new_event", CONFIG.halt_sources) is None
     assert "intruder" in halt_problem("intruder", "node_error", CONFIG.halt_sources)

@@ -26,10 +26,11 @@ from agentchemist.params import param
 __all__ = ["BoundaryConfig", "REFUSAL_KINDS", "audio_problem", "halt_problem", "json_size_problem",
            "sensor_problem", "stamp_lead_problem"]
 
-#: the graph's own agents (node names); a halt from any other source is refused
+#: the graph's own agents (node names) and the operator (a person's stop, kind operator_stop); a halt from
+#: any other source is refused
 GRAPH_AGENTS = ("vision_supervisor", "dispenser_controller", "audio_supervisor", "action_policy", "recorder",
                 "summarizer", "planner", "lab_sim", "ph_meter", "balance", "piper_driver", "*_piper_driver",
-                "audio_capture", "wav_source", "status_overlay")
+                "audio_capture", "wav_source", "status_overlay", "operator")
 
 #: what the boundary reports; none of them is about the dispensed volume or the run's outcome
 REFUSAL_KINDS = frozenset({AnomalyKind.FUTURE_STAMP, AnomalyKind.UNKNOWN_SENSOR, AnomalyKind.OVERSIZED_MESSAGE,

@@ -78,6 +78,7 @@ class AnomalyKind(StrEnum):
     SPILL_FAILED = "spill_failed"
     SPILL_UNREPLAYED = "spill_unreplayed"
     IMPLAUSIBLE_READING = "implausible_reading"
+    STORE_DAMAGED = "store_damaged"
     # ---- every node, the summarizer
     NODE_ERROR = "node_error"
     REPORT_FAILED = "report_failed"
@@ -88,6 +89,8 @@ class AnomalyKind(StrEnum):
     MALFORMED_MESSAGE = "malformed_message"
     HALT_REFUSED = "halt_refused"
     PLAN_REFUSED = "plan_refused"
+    #: a person stopping the run (source "operator"): the one halt from outside the agents
+    OPERATOR_STOP = "operator_stop"
     # ---- piper driver: "piper_" + the driver's event kind (hardware/piper/driver.py)
     PIPER_FEEDBACK_TIMEOUT = "piper_feedback_timeout"
     PIPER_ARM_STATUS = "piper_arm_status"

@@ -18,6 +18,7 @@ from agentchemist.record.errors import (
     StoreClosedError,
     StoreDurabilityError,
     StoreError,
+    StoreDamagedError,
     StoreUnavailableError,
     UnknownExperimentError,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "StoreClosedError",
     "StoreDurabilityError",
     "StoreError",
+    "StoreDamagedError",
     "StoreUnavailableError",
     "TEMPERATURE_FILTER",
     "UnknownExperimentError",

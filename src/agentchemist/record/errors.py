@@ -33,6 +33,12 @@ class StoreUnavailableError(StoreError):
     """The database cannot be reached or opened (connection refused, unwritable path)."""
 
 
+class StoreDamagedError(StoreError):
+    """The database file fails SQLite's own check on open (``PRAGMA quick_check``): zeroed or torn pages.
+
+    Not an outage to wait out: writing on would acknowledge rows that cannot be read back."""
+
+
 class StoreDurabilityError(StoreError):
     """Rows could be written neither to the database nor to the spill file.
 

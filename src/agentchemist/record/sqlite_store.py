@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentchemist.record import schema
-from agentchemist.record.errors import RecordConfigError, StoreUnavailableError
+from agentchemist.record.errors import RecordConfigError, StoreDamagedError, StoreUnavailableError
 from agentchemist.record.sql_backend import SqlBackend
 
 
@@ -59,6 +59,10 @@ class SQLiteBackend(SqlBackend):
         except (sqlite3.Error, OSError) as exc:
             raise self.unavailable(f"cannot open SQLite database {self.path}", exc) from exc
         try:
+            damage = self.damage(conn)
+            if damage:
+                raise StoreDamagedError(f"{self.path}: the database is damaged (PRAGMA quick_check: {damage}); "
+                                        "it is not written to: move it aside to record a new run")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreUnavailableError(f"{self.path}: SQLite refused WAL mode (journal_mode={mode})")
@@ -75,6 +79,16 @@ class SQLiteBackend(SqlBackend):
             conn.close()
             raise
         self._conn = conn
+
+    @staticmethod
+    def damage(conn: sqlite3.Connection) -> str:
+        """'' for a database that passes SQLite's quick check (a new, empty file does), else what it found:
+        each open checks the whole file once (a run's database: a few MB, some ms)."""
+        try:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+        except sqlite3.DatabaseError as exc:  # not a database at all, or its header is gone
+            return str(exc)
+        return "" if rows == ["ok"] else " ".join("; ".join(rows).split())[:300]  # one line
 
     def disconnect(self) -> None:
         conn, self._conn = self._conn, None

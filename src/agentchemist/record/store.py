@@ -340,6 +340,21 @@ def run_folder(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
     return Path(runs_dir) / experiment_id
 
 
+def confined_store(store: str, runs_dir: str | os.PathLike[str]) -> str:
+    """``store`` (a record_closed note's store URL, from the wire) when it may be read: '' (the run folder's
+    own), a PostgreSQL URL, or a SQLite file inside ``runs_dir`` reached without a symbolic link; else
+    RecordInputError. A forged note must not have the report open, or create, a database elsewhere."""
+    if not store:
+        return store
+    path = sqlite_file(store)
+    if path is None:
+        return store
+    file = Path(os.path.abspath(path))  # a relative path is the recorder's, from the same working folder
+    if file.is_symlink() or not file.resolve().is_relative_to(Path(runs_dir).resolve()):
+        raise v.RecordInputError(f"store {store[:120]!r} is not a database inside the runs folder {runs_dir}")
+    return store
+
+
 def run_database_path(runs_dir: str | os.PathLike[str], experiment_id: str) -> Path:
     """``<runs_dir>/<experiment_id>/records.db``: the default SQLite file of one run (see run_folder)."""
     return run_folder(runs_dir, experiment_id) / "records.db"
@@ -359,6 +374,13 @@ def default_spill_path(url_or_path: str) -> Path:
         return base / f"postgres-{digest}.spill.jsonl"
     path = _sqlite_path(url_or_path)
     return path.with_name(path.name + ".spill.jsonl")
+
+
+def sqlite_file(url_or_path: str) -> Path | None:
+    """The SQLite file a store URL or path names (None for PostgreSQL); RecordConfigError for another scheme."""
+    if url_or_path.startswith(("postgresql://", "postgres://")):
+        return None
+    return _sqlite_path(url_or_path)
 
 
 def _sqlite_path(url_or_path: str) -> Path:

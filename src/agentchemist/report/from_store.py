@@ -9,7 +9,8 @@ import hashlib
 from pathlib import Path
 
 import agentchemist
-from agentchemist.record import open_store
+from agentchemist.record import RecordConfigError, StoreDamagedError, open_store
+from agentchemist.record.store import sqlite_file
 from agentchemist.report.model import RunData
 from agentchemist.report.writer import write_report
 
@@ -66,6 +67,17 @@ class ReportSourceError(ValueError):
     """The run to report on cannot be read: no such folder or database, or a damaged one."""
 
 
+def symlinks_in(run_dir: Path) -> list[str]:
+    """The symbolic links in a run folder and below (none followed): the report writes report.*, tables/ and
+    charts there, and a link planted in their place would have it overwrite a file outside the run."""
+    import os
+
+    links = [str(run_dir)] if run_dir.is_symlink() else []
+    for top, dirs, files in os.walk(run_dir, followlinks=False):
+        links += [os.path.join(top, n) for n in (*dirs, *files) if os.path.islink(os.path.join(top, n))]
+    return links
+
+
 def _sqlite_header_ok(path: Path) -> bool:
     with path.open("rb") as fh:
         return fh.read(16) == b"SQLite format 3\x00"
@@ -89,11 +101,20 @@ def regenerate_report(run_dir: str | Path, store_url: str | None = None, experim
         if not _sqlite_header_ok(db):
             raise ReportSourceError(f"{db}: not a readable SQLite database (damaged or truncated file)")
         store_url = str(db)
-    elif "://" not in store_url and not Path(store_url).is_file():
-        raise ReportSourceError(f"{store_url}: no such database file")
+    else:  # a path or sqlite:/// URL names an existing file: reporting creates no folder and no database
+        try:
+            db = sqlite_file(store_url)
+        except RecordConfigError as exc:
+            raise ReportSourceError(str(exc)) from None
+        if db is not None and (db.is_symlink() or not db.is_file()):
+            raise ReportSourceError(f"{store_url}: no such database file" if not db.is_symlink() else
+                                    f"{store_url}: a symbolic link, not followed")
+    if links := symlinks_in(run_dir):
+        raise ReportSourceError(f"{run_dir}: holds symbolic links ({', '.join(links[:3])}); a run folder the graph "
+                                "wrote has none, and the report follows none")
     try:
         store = open_store(store_url)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, StoreDamagedError) as exc:
         raise ReportSourceError(f"{store_url}: the database cannot be opened ({exc})") from None
     try:
         if experiment_id is None:

@@ -18,7 +18,7 @@ from agentchemist_ros.common.guarded import GuardedNode
 
 from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.contracts.notes import RecordClosed
-from agentchemist.record.errors import RecordInputError
+from agentchemist.record.errors import RecordInputError, StoreDamagedError
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
@@ -96,9 +96,19 @@ class RecorderNode(GuardedNode):
                     now=node_now(self), experiment_id="", source=self.get_name(), kind=AnomalyKind.INVALID_PLAN,
                     severity=Severity.WARN, description=f"not recorded: {exc}"))
                 return
-            self.recording = Recording.open(self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self),
-                                            instruction=msg.instruction, plan_json=msg.plan_json, previous=previous,
-                                            on_failure=self.store_failure, calendar=calendar_now())
+            try:
+                self.recording = Recording.open(
+                    self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self), instruction=msg.instruction,
+                    plan_json=msg.plan_json, previous=previous, on_failure=self.store_failure, calendar=calendar_now())
+            except (StoreDamagedError, OSError) as exc:  # a damaged database, a read-only or full runs folder
+                self.recording = None
+                kind = AnomalyKind.STORE_DAMAGED if isinstance(exc, StoreDamagedError) else AnomalyKind.IO_ERROR
+                text = f"cannot record {msg.experiment_id}: {exc}"
+                self.get_logger().error(text)  # one line: a run that cannot be recorded does not start
+                self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=msg.experiment_id,
+                                                      source=self.get_name(), kind=kind, severity=Severity.HALT,
+                                                      description=text, response="abort"))
+                return
             url, self.records = self.recording.url, 0
         self.get_logger().info(f"recording {msg.experiment_id} into {url}")
         self.publish_status()

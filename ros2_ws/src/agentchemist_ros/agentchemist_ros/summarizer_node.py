@@ -11,6 +11,7 @@ graph down, and the graph (the twin's clock included) keeps running while it wri
 `report_in_process: true` writes in the node instead (one process fewer, for a machine where spawning
 Python is slow).
 """
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -21,6 +22,8 @@ from agentchemist_ros.common.guarded import GuardedNode
 
 from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.contracts import notes
+from agentchemist.record.errors import RecordInputError
+from agentchemist.record.store import confined_store, run_folder
 from agentchemist_interfaces.msg import AgentMessage, Anomaly
 from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
@@ -68,7 +71,15 @@ class SummarizerNode(GuardedNode):
             while len(self.done) > RECENT_EXPERIMENTS:
                 self.done.popitem(last=False)
         closed = decode_note(msg)
-        run_dir = self.runs_dir / msg.experiment_id
+        try:  # the id and the store come from the wire: the report is written in its run folder or nowhere
+            run_dir = run_folder(self.runs_dir, msg.experiment_id)
+            closed = dataclasses.replace(closed, store=confined_store(closed.store, self.runs_dir))
+        except RecordInputError as exc:
+            self.get_logger().warn(f"record_closed refused: {exc}")
+            self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id="", source=self.get_name(),
+                                                  kind=AnomalyKind.MALFORMED_MESSAGE, severity=Severity.WARN,
+                                                  description=f"record_closed refused, no report: {exc}"))
+            return
         if self.in_process:
             self.write(msg.experiment_id, run_dir, closed)
         else:  # the callback returns at once; the thread waits for the child and announces the report
