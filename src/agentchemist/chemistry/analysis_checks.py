@@ -150,6 +150,10 @@ def gran_equivalence(volume_ml: np.ndarray, ph: np.ndarray, *, v_eq_guess: float
         g = log_gamma[before]
         x = v[before]
         if weak:
+            # the acid's own dissociation adds [H+] to the conjugate base the titrant made: with it the
+            # abscissa is V + (V0 + V)[H+] / c_titrant, and the line is exact (without, it is off by ~0.3 %)
+            if titrant_m > 0:
+                x = x + (analyte_volume_ml + x) * 10.0 ** (-sign * p[before] - g) / titrant_m
             y = (x - v_start) * 10.0 ** (-sign * p[before] + g)
         else:
             y = (analyte_volume_ml + x) * 10.0 ** (-sign * p[before] - g)
