@@ -167,3 +167,10 @@ def outcome_library():
     from agentchemist.chemistry.reagents import default_library
 
     return default_library()
+
+
+def test_a_heat_measurement_is_refused_as_calorimetry_not_as_heating():
+    outcome = plan_instruction("Titrate 25 mL of 0.1 M acetic acid with 0.1 M NaOH to pH 8.2 and report the heat of "
+                               "neutralisation.")
+    assert outcome.kind == "refusal" and "no calorimetry" in outcome.message
+    assert "'heat of neutralisation'" in outcome.message and "no heating" not in outcome.message

@@ -34,7 +34,12 @@ _STEPS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bcentrifug\w*|\bsupernatant\b", re.I), "the bench has no centrifuge"),
     (re.compile(r"\bfilt(?:er|ers|ered|ering|rate|ration)\b|\bfilter\s+paper\b", re.I),
      "the bench has no filtration (no funnel, filter or suction)"),
-    (re.compile(r"\b(?:boil\w*|reflux\w*|evaporat\w*|heat(?:ing|ed)?|warm(?:ing|ed)?\s+(?:it|the|up)|"
+    (re.compile(r"\bheat\s+(?:of\s+\w+|capacity|released|evolved|change)\b|\bcalorimet\w*|\benthalp\w*|"
+                r"\btemperature\s+(?:rise|change|increase|jump)\b", re.I),
+     "the bench measures no heat (no calorimetry): it reports pH, volumes, masses and the results computed "
+     "from them"),
+    (re.compile(r"\b(?:boil\w*|reflux\w*|evaporat\w*|heat(?:ing|ed)?(?!\s+(?:of|capacity|released|evolved|change)\b)|"
+                r"warm(?:ing|ed)?\s+(?:it|the|up)|"
                 r"hot\s*plate|oven|bunsen)\b", re.I),
      "the bench has no heating: runs happen at room temperature"),
     (re.compile(r"\b(?:ice[- ]?bath|cool(?:ing|ed)?\s+(?:it|the|down|in)|refrigerat\w*|freez\w*)\b", re.I),
