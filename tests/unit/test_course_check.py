@@ -131,3 +131,45 @@ def test_an_endpoint_the_plan_cannot_reach_so_soon_is_not_a_result(ph_plan):
     halts = [e for e in effects if isinstance(e, Report) and e.severity == "halt"]
     assert [h.kind for h in halts] == ["reagent_mismatch"] and "at the endpoint" in halts[0].description
     assert ex.machine.state == "aborted"
+
+
+# ------------------------------------------------------------------ the sample, before the first drop (issue 37)
+def test_the_initial_ph_of_another_sample_is_a_mismatch_with_the_numbers():
+    check = CourseCheck({"acetic_acid": 0.1}, 25.0, {"naoh": 0.1})
+    assert check.on_initial(2.95) == ""                     # acetic acid reads about 2.9
+    alarm = check.on_initial(1.11)                          # 0.1 M HCl on the bench
+    assert alarm.startswith("the sample does not match the plan: its pH before the first drop is 1.11, below the 2.")
+    assert "25 mL of 0.1 M acetic acid" in alarm and alarm.endswith("no titrant was added")
+    assert check.on_initial(1.11) == ""                     # raised once
+    with pytest.raises(ValueError):
+        CourseCheck({"hcl": 0.1}, 25.0, {"naoh": 0.1}).on_initial(float("nan"))
+
+
+def test_an_uncalibrated_probe_offset_is_no_mismatch():
+    check = CourseCheck({"hcl": 0.1}, 25.0, {"naoh": 0.1})
+    assert check.on_initial(1.1 + 0.5) == "" and check.on_initial(1.1 - 0.5) == ""
+
+
+def test_the_executor_refuses_to_dispense_into_another_sample(ph_plan):
+    """The plan's 5 mL of 0.1 M HCl reads 1.1; the beaker reads 2.9 (acetic acid): the dispense goal never goes
+    out, the run ends in reagent_mismatch before the first drop, whatever the settle mode."""
+    ex = Executor(ph_plan, 0.0, SupervisionConfig(recorder=RecordWatchConfig()))
+    ex.on_recorder_status(ph_plan.experiment_id, True, 0.0, 0.0, None)
+    effects = ex.start(0.0, None, require_scene=False)   # no reading yet: nothing judged at the start
+    from tests.unit.test_fsm_executor import of
+    from agentchemist.fsm.effects import SendGoal
+    t = 0.0
+    noise = (0.003, -0.002, 0.001, -0.004, 0.002, 0.0, -0.001, 0.002)
+    for _ in range(10):
+        for i in range(12):
+            t += 0.2
+            effects += ex.on_ph(t, round(2.9 + noise[i % 8], 3), 0.005)
+        policy = [e for e in of(effects, SendGoal) if e.goal is None]
+        if not ex.running or not policy:
+            break
+        t += 1.0
+        effects = ex.on_policy_result(policy[-1].task, True, policy[-1].payload["symbol"], "", t)
+    assert not [e for e in of(effects, SendGoal) if e.goal is not None]   # no dispense goal
+    halts = [e for e in effects if isinstance(e, Report) and e.severity == "halt"]
+    assert [h.kind for h in halts] == ["reagent_mismatch"] and "before the first drop is 2.9" in halts[0].description
+    assert ex.machine.state == "aborted" and ex.drops_heard == 0

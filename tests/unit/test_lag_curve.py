@@ -87,3 +87,30 @@ def test_the_equivalence_inside_the_last_drop_is_stated_only_for_a_jump():
     assert bracketed_equivalence(v[:cut - 1], ph[:cut - 1]) is None      # stopped before the jump
     assert bracketed_equivalence(v[:cut], ph[:cut], expected_ph=12.5) is None  # not the jump the plan expects
     assert bracketed_equivalence(v[:200], ph[:200]) is None              # a flat end
+
+
+def _run_data(settles: bool):
+    from agentchemist.report.model import RunData
+    drop_t = 5.0 + 0.5 * np.arange(100)
+    drop_v = DROP * np.arange(1, 101)
+    stamps, ph = _meter(drop_t, drop_v, _acetic)
+    raw = [{"stamp": float(t), "channel": "sensor", "sensor": "ph_meter", "quantity": "pH", "value": float(y),
+            "flags": []} for t, y in zip(stamps, ph)]
+    raw[3]["flags"] = ["warming_up"]
+    fused = [{"stamp": float(t), "quantity": "titrant_volume", "value": float(v), "confidence": 0.9,
+              "quality_flags": []} for t, v in zip(drop_t, drop_v)]
+    fused += [{"stamp": 4.0, "quantity": "ph_settled", "value": 2.88, "quality_flags": ["initial"]},
+              {"stamp": 70.0, "quantity": "ph_settled", "value": 4.0, "quality_flags": []}]
+    plan = {"module_instantiation": {"dispenser": {"settle_each_drop": settles}}}
+    return RunData(experiment={"plan": plan, "status": "completed"}, raw_observations=raw, fused_records=fused)
+
+
+def test_the_report_takes_the_trace_unless_every_drop_was_settled():
+    from agentchemist.report.curve_rows import SETTLED, TRACE, curve_rows, curve_source
+    trace = _run_data(settles=False)
+    assert curve_source(trace) == TRACE
+    rows = curve_rows(trace)
+    assert len(rows) > 90 and rows[0].volume_ml == 0.0 and rows[-1].drops == 100
+    assert all(abs(r.ph - _acetic(r.volume_ml)) < 0.02 for r in rows)
+    settled = _run_data(settles=True)
+    assert curve_source(settled) == SETTLED and [r.ph for r in curve_rows(settled)] == [2.88, 4.0]
