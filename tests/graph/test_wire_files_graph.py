@@ -90,3 +90,22 @@ def test_a_damaged_store_is_refused_with_one_named_halt_and_not_written(tmp_path
     assert "\n" not in halt.description
     assert not [a for a in peer.anomalies if a.kind == "node_error"]
     assert db.read_bytes() == damaged and not db.with_name("records.db-wal").exists()
+
+
+def test_a_runs_folder_that_cannot_be_written_is_one_named_halt_not_a_traceback(tmp_path):
+    ensure_init()
+    runs = tmp_path / "runs"
+    runs.write_text("a file where the runs folder should be")  # mkdir fails as a read-only folder does, even as root
+    plan = planned(SCENARIO)
+    recorder = RecorderNode(parameter_overrides=[Parameter("runs_dir", value=str(runs))])
+    peer = Injector()
+    with spinning((recorder, peer), threads=2):
+        assert wait_for(lambda: peer.plan_pub.get_subscription_count() >= 1, 10.0)
+        peer.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json()))
+        assert wait_for(lambda: [a for a in peer.anomalies if a.kind == "io_error"], 10.0)
+    recorder.destroy_node()
+    peer.destroy_node()
+    halt = [a for a in peer.anomalies if a.kind == "io_error"][0]
+    assert halt.severity == "halt" and halt.experiment_id == plan.experiment_id and "\n" not in halt.description
+    assert "cannot record" in halt.description
+    assert not [a for a in peer.anomalies if a.kind == "node_error"]

@@ -19,7 +19,7 @@ from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioChunk, Chem
                                          ExperimentPlan, FsmState)
 from agentchemist_ros.audio_supervisor_node import AudioSupervisorNode  # noqa: E402
 from agentchemist_ros.common import topics  # noqa: E402
-from agentchemist_ros.common.qos import AUDIO, FSM, LATCHED, READINGS, RELIABLE  # noqa: E402
+from agentchemist_ros.common.qos import ANOMALY_LOG, AUDIO, FSM, LATCHED, READINGS, RELIABLE  # noqa: E402
 from agentchemist_ros.common.timeconv import node_now, to_msg  # noqa: E402
 from agentchemist_ros.recorder_node import RecorderNode  # noqa: E402
 from agentchemist_ros.tools.graph import ensure_init  # noqa: E402
@@ -150,3 +150,22 @@ def test_forged_readings_messages_and_halts_are_refused_at_entry(running):
     refusals = [a for a in peer.anomalies if a.kind in ("future_stamp", "unknown_sensor", "malformed_message",
                                                         "halt_refused", "oversized_message")]
     assert refusals and all(a.severity == "warn" for a in refusals)
+
+
+def test_an_anomaly_burst_is_stored_whole(running):
+    """1,000 anomalies in one burst from one agent (as from a node failing on every message): every one is in
+    the record (500 deep, the recorder lost half of such a burst)."""
+    supervisor, recorder, peer, plan, runs = running
+    burst = peer.create_publisher(Anomaly, topics.ANOMALIES, ANOMALY_LOG)
+    assert wait_for(lambda: burst.get_subscription_count() >= 2, 10.0)
+    for i in range(1000):
+        burst.publish(Anomaly(stamp=to_msg(node_now(peer)), experiment_id=plan.experiment_id,
+                              source="audio_supervisor", kind="bad_audio", severity="warn",
+                              description=f"burst {i}"))
+    db = runs / plan.experiment_id / "records.db"
+
+    def stored():
+        recorder.recording.store.flush()
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT COUNT(*) FROM anomalies WHERE description LIKE 'burst %'").fetchone()[0]
+    assert wait_for(lambda: stored() == 1000, 90.0), stored()

@@ -29,7 +29,7 @@ from agentchemist_ros.common import topics
 from agentchemist_ros.common.anomaly import make_anomaly
 from agentchemist_ros.common.codec import decode_payload, encode_note
 from agentchemist_ros.common.params import declare_config
-from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE
+from agentchemist_ros.common.qos import ANOMALY_LOG, FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import calendar_now, node_now, to_msg, to_sec
 
@@ -59,7 +59,7 @@ class RecorderNode(GuardedNode):
         self.create_subscription(QuantityEstimate, topics.QUANTITY, self.on_quantity, RELIABLE)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(ChemicalReading, topics.BALANCE_READING, self.on_reading, READINGS)
-        self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, RELIABLE)
+        self.create_subscription(Anomaly, topics.ANOMALIES, self.on_anomaly, ANOMALY_LOG)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_audio_event, RELIABLE)
         self.create_subscription(AgentMessage, topics.MESSAGES, self.on_message, RELIABLE)
         self.create_subscription(DispenserState, topics.DISPENSER_STATE, self.on_dispenser, FSM)

@@ -13,6 +13,9 @@ def _reliable(depth: int, *, latched: bool = False) -> QoSProfile:
 LATCHED = _reliable(1, latched=True)
 #: records, anomalies, agent messages, quantity estimates: nothing may be dropped.
 RELIABLE = _reliable(500)
+#: the recorder's anomaly subscription: a burst (1000/s from a failing node) is kept whole while each one is
+#: made durable (500 deep lost half of such a burst, issue 38).
+ANOMALY_LOG = _reliable(5000)
 #: camera, audio and instrument streams.
 SENSOR = qos_profile_sensor_data
 #: instrument readings are few and each one matters to the recorder: reliable, but shallow.
