@@ -22,6 +22,7 @@ from agentchemist.plan.registry import HardwareRegistry
 from agentchemist.plan.roles import assign_roles, detect_family
 from agentchemist.plan.parse_text import vessel_location
 from agentchemist.plan.scene import INSTRUMENT_DISPLAY, SceneInfo
+from agentchemist.plan.scene_reagents import resolve_by_place
 from agentchemist.plan.wording import experiment_request
 
 __all__ = ["PlanningData", "RulesBackend", "experiment_id_for"]
@@ -96,7 +97,7 @@ class RulesBackend(PlanningData):
             return stop.payload
 
     # -- steps ------------------------------------------------------------------------------------
-    def _plan(self, text: str, scene: SceneInfo | None) -> dict[str, Any]:
+    def _plan(self, text: str, scene: SceneInfo | None, by_place: bool = True) -> dict[str, Any]:
         if is_not_english(text):
             raise ask(english_only_question(text, self.library))
         parse = parse_instruction(text, self.library)
@@ -110,6 +111,16 @@ class RulesBackend(PlanningData):
                 raise ask(*parse.questions)
             kind = experiment_request(parse.text)
             if kind == "titration":
+                found = resolve_by_place(parse.text, scene, self.library, self.registry) if by_place else None
+                if found is not None:
+                    # "draw up the alkaline solution ... adjust the pH of the liquid in the beaker": the
+                    # reagents the scene says those containers hold, stated as the titration they make
+                    resolved, words = found
+                    sentence = resolved.sentence()
+                    plan = self._plan(f"{parse.text.rstrip(' .')}. {sentence[0].upper()}{sentence[1:]}.", scene,
+                                      by_place=False)
+                    plan["warnings"] = resolved.notes(words) + plan["warnings"]
+                    return plan
                 raise ask(_titration_request_question(parse))
             if kind == "weighing":
                 raise ask("Which solid should be weighed, how much (e.g. '2.50 g of sodium chloride'), and in "
