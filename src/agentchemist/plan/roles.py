@@ -82,7 +82,10 @@ def assign_roles(parse: InstructionParse, family: str) -> None:
     left = [r for r in parse.reagents if r.role is None]
     water = next((r for r in left if r.reagent.kind == "solvent"), None)
     if getattr(planning, "SAMPLE_AS_GIVEN", False):
-        parse.refusals.extend(titration_extra_steps(parse.text, water.volume_ml if water is not None else None))
+        # water beside an assigned sample is added to it; with the roles still asked about, it may be the
+        # sample itself ("50 mL of water sample"): the role question comes first
+        added = water.volume_ml if water is not None and not parse.questions else None
+        parse.refusals.extend(titration_extra_steps(parse.text, added))
     for rp in left:
         if rp is water and rp.volume_ml is None:
             parse.warnings.append(f"{rp.reagent.display_name} is named without an amount: read as the solvent of "
