@@ -230,3 +230,21 @@ def test_the_firmware_enforces_its_own_limits(rig):
     r.fw.step(r.t)
     assert r.fw.err_code == 0b10 and r.fw.arm_status == codec.ARM_TARGET_EXCEEDS_LIMIT
     assert r.fw.joint_targets[1] == pytest.approx(3.14)
+
+
+def test_a_nan_gripper_is_not_yet_commanded_the_arm_follows_and_the_gripper_holds(rig):
+    """ros2_control's topic-based system sends NaN for a gripper whose controller has written nothing yet (a
+    command interface without initial_value): the arm's commands must still be followed."""
+    r = armed(rig)
+    target = (0.2, 0.5, -0.5, 0.2, 0.3, -1.0)
+    result = r.command(target, math.nan)
+    assert result.accepted, result.error
+    assert r.kinds() == [("gripper_uncommanded", False)]
+    assert r.command(target, math.nan).accepted and r.kinds() == []       # said once, not at 200 Hz
+    r.run(1.5)
+    assert r.fw.joints == pytest.approx(target, abs=JOINT_TOL)
+    assert r.fw.gripper == pytest.approx(0.035)                         # held where it was
+    assert r.command(target, 0.02).accepted and ("gripper_uncommanded", True) in r.kinds()
+    r.run(1.5)
+    assert r.fw.gripper == pytest.approx(0.02, abs=1e-5)
+    assert not r.command((0.2, math.nan, -0.5, 0.2, 0.3, -1.0), math.nan).accepted  # a NaN arm joint: refused

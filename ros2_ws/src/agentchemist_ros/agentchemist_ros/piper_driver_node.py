@@ -175,7 +175,7 @@ class PiperDriverNode(GuardedNode):
                 self.get_logger().warn(text)
             else:
                 self.get_logger().error(text)
-            if event.kind in ("holding", "tracking"):
+            if event.kind in ("holding", "tracking", "gripper_uncommanded"):
                 continue
             response = ""
             if not event.resolved:

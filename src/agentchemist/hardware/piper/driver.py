@@ -12,7 +12,9 @@ It follows the piper_driver contract of docs/robot.md:
   feedback re-arms this hold, since the commands may then no longer match where the arm is;
 - start-up: enable the motors and enter CAN command mode (MOVE J), repeated until the arm's status frame
   confirms it; nothing that moves the arm is sent before that;
-- a command with a non-finite value is refused whole (nothing sent), with an error;
+- a command with a non-finite value is refused whole (nothing sent), with an error, except a NaN gripper
+  beside valid arm joints: ros2_control's value for a gripper never commanded (the arm follows, the
+  gripper holds; said once);
 - feedback older than ``feedback_timeout_s`` (a dead bus, an unpowered arm) is reported and motion
   frames stop until fresh feedback returns (the arm's controller holds its last target meanwhile);
 - faults (health.py: error bits, joint limit, joint communication, over-temperature, driver faults, the
@@ -262,6 +264,16 @@ class PiperDriver:
             values = [float(v) for v in values]
         except (TypeError, ValueError):
             return self._reject(f"command values must be numbers: {values!r}")
+        if gripper_m is not None and math.isnan(values[ARM_JOINTS]):
+            # NaN is ros2_control's "never written": a command interface without an initial_value starts as
+            # NaN and the gripper's forward command controller writes nothing before its first message, so
+            # the topic-based system sends NaN for the gripper beside valid arm commands. The arm follows;
+            # the gripper stays where it is (no gripper frame) until a number comes.
+            values, gripper_m = values[:ARM_JOINTS], None
+            self._raise("gripper_uncommanded", "info", "gripper command is NaN (not commanded yet): the gripper "
+                                                       "holds its opening, the arm commands are followed")
+        elif gripper_m is not None:
+            self._clear("gripper_uncommanded", "gripper commanded: following gripper commands")
         bad = [n for n, v in zip(self.names, values) if not math.isfinite(v)]
         if bad:
             return self._reject(f"non-finite command for {', '.join(bad)} refused; nothing sent")
