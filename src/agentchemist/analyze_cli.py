@@ -50,6 +50,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     a.add_argument("--calibration-file", help="calibration store for --electrode (default: ph-calibrate's)")
     a.add_argument("--sample-id", help="sample id (default: import-<file stem>)")
     a.add_argument("--operator", help="who measured the curve")
+    a.add_argument("--titer-date", help="when the titrant's concentration was determined (for the result sheet)")
     a.add_argument("--out", help="report folder (default: <file stem>_report beside the file)")
     a.add_argument("--json", metavar="OUT", help="also write the report's JSON here")
     return a
@@ -93,6 +94,8 @@ def analyze(args, console) -> int:
                             temperature_c=args.temperature, sample_id=args.sample_id, operator=args.operator)
     run, options = imported_run(curve, request)
     _electrode(args, curve, run, options)
+    if args.titer_date:
+        run.experiment["titer_date"] = args.titer_date
     out = Path(args.out) if args.out else curve.path.with_name(f"{curve.path.stem}_report")
     paths = write_report(run, out, analysis_options=options)
     if args.json:

@@ -109,3 +109,39 @@ def test_a_twin_report_says_simulated_on_its_first_line(tmp_path):
                       fused_records=[{**r, "stamp": r["stamp"] + 1.7e9} for r in run.fused_records])
     robot = json.loads(write_report(shifted, tmp_path / "robot").json.read_text())
     assert robot["data_origin"] == "robot" and robot["banner"] is None
+
+
+def test_the_result_sheet_a_lab_files(tmp_path):
+    path = _synthetic(tmp_path)
+    js = tmp_path / "r.json"
+    assert main(["analyze", str(path), *ARGS, "--out", str(tmp_path / "rep"), "--json", str(js), "--operator", "A. Chemist",
+                 "--sample-id", "S-17", "--titer-date", "2026-11-27", "--calibrated"]) == 0
+    sheet = json.loads(js.read_text())["result_sheet"]
+    assert sheet["sample"] == {"id": "S-17", "analyte": "acetic_acid", "size": "25 mL"}
+    assert sheet["titrant"]["titer_m"] == 0.1 and sheet["titrant"]["titer_date"] == "2026-11-27"
+    assert sheet["operator"] == "A. Chemist" and sheet["sign_off"]["reviewed_by"] == ""
+    assert {r["quantity"] for r in sheet["results"]} >= {"V_eq1", "analyte concentration", "pKa1"}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    sheet_md = md.split("## Result sheet")[1].split("\n## 1.")[0]
+    assert "| Reviewed by |" in sheet_md and "2026-11-27" in sheet_md and "S-17" in sheet_md
+
+
+def test_replicates_mean_sd_rsd(tmp_path):
+    from agentchemist.report.replicates import ReplicateError, write_replicates
+
+    folders = []
+    for k, scale in enumerate((1.0, 1.004, 0.997)):
+        v = np.round(np.arange(0.0, 40.0, 0.25), 2)
+        ph = titration_curve({"acetic_acid": 0.1 * scale}, 25.0, {"naoh": 0.1}, v, activity=True)
+        path = tmp_path / f"c{k}.csv"
+        path.write_text("volume_ml,ph\n" + "\n".join(f"{a:.2f},{b:.4f}" for a, b in zip(v, ph)) + "\n")
+        assert main(["analyze", str(path), *ARGS, "--out", str(tmp_path / f"r{k}"), "--calibrated"]) == 0
+        folders.append(tmp_path / f"r{k}")
+    md, js = write_replicates(folders, tmp_path / "rep")
+    got = {q["quantity"]: q for q in json.loads(js.read_text())["quantities"]}
+    veq = got["V_eq1"]
+    assert veq["n"] == 3 and veq["mean"] == pytest.approx(np.mean(veq["values"]))
+    assert veq["sd"] == pytest.approx(np.std(veq["values"], ddof=1)) and veq["rsd"] == pytest.approx(veq["sd"] / veq["mean"])
+    assert "| V_eq1 mL |" in md.read_text() and "r0/report.md" in md.read_text()
+    with pytest.raises(ReplicateError, match="at least two"):
+        write_replicates(folders[:1], tmp_path / "one")

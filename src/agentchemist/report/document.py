@@ -264,6 +264,47 @@ def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Pa
     return sec
 
 
+def _result_sheet_section(sheet: dict) -> Section:
+    """The sheet a lab files (report.result_sheet): sample, method, titrant, electrode, operator, results, and
+    a sign-off block left blank."""
+    sec = Section("result_sheet", None, "Result sheet")
+    if sheet.get("banner"):
+        sec.blocks.append(Para(f"**{sheet['banner']}**: not a measurement of a sample." if sheet["data_origin"] == "twin"
+                               else f"**{sheet['banner']}**", "warn"))
+    sample, method, titrant, electrode = sheet["sample"], sheet["method"], sheet["titrant"], sheet["electrode"]
+    u_rel = titrant.get("titer_relative_u")
+    date = electrode.get("calibration_date")
+    calibrated = fmt_stamp(date) if _finite(date) else _text(date)
+    titer = (f"{fmt_sig(titrant['titer_m'], 4)} mol/L" if _finite(titrant.get("titer_m")) else _text(titrant.get("titer_m")))
+    if _finite(u_rel):
+        titer += f" (relative standard uncertainty {100 * u_rel:.2g} %)"
+    rows = [("Sample id", _text(sample["id"])), ("Sample", f"{_text(sample['analyte'])}, {_text(sample['size'])}"),
+            ("Method", _text(method["name"])), ("Software", f"{method['software']} (configuration "
+                                                              f"{_text(method['configuration'])})"),
+            ("Titrant and titer", f"{_text(titrant['name'])} {titer}; titer date {_text(titrant['titer_date'])}; batch "
+                                  f"{_text(titrant['batch'])}"),
+            ("Electrode", (f"{_text(electrode['id'])}: slope {fmt(electrode['slope_pct'], 1)} %, offset "
+                           f"{fmt(electrode['offset_mv'], 1)} mV, calibrated {calibrated} ({_text(electrode['source'])})")
+             if _finite(electrode.get("slope_pct")) else f"{_text(electrode['id'])} ({_text(electrode['source'])})"),
+            ("Operator", _text(sheet["operator"]))]
+    if electrode.get("fitted_with_the_curve"):
+        f = electrode["fitted_with_the_curve"]
+        rows.append(("Electrode as fitted", f"offset {fmt(f.get('offset_ph'), 2)} pH, slope {fmt(f.get('slope'), 3)} of Nernst"))
+    for item in sheet.get("results") or []:
+        d = item.get("decimals", 3)
+        unit = f" {item['unit']}" if item.get("unit") else ""
+        if item.get("u") is not None:
+            lo, hi = item["interval"]
+            rows.append((item["quantity"], f"{item['value']:.{d}f} ± {item['u']:.{d}f}{unit} (95 %: {lo:.{d}f} to "
+                                           f"{hi:.{d}f})"))
+    rows.append(("Replicates", _text(sheet.get("replicates"))))
+    sec.blocks.append(KeyValues(rows))
+    sec.blocks.append(Table(["", "Name", "Date", "Signature"],
+                            [["Analysed by", sheet["sign_off"].get("analysed_by") or "", "", ""],
+                             ["Reviewed by", "", "", ""]], "Review and signature"))
+    return sec
+
+
 def _metadata(s: dict) -> list:
     kv = [("Experiment id", _text(s.get("experiment_id"))), ("Name", _text(s.get("experiment_name"))),
           ("Family", _text(s.get("family"))), ("Instruction", _text(s.get("instruction"))),
@@ -680,6 +721,8 @@ def build_document(summary: dict, charts: dict[str, Path], narrative: dict | Non
         "reproducibility": lambda s: _reproducibility(s),
     }
     doc = [_summary_section(summary, narrative, charts)]
+    if summary.get("result_sheet"):
+        doc.append(_result_sheet_section(summary["result_sheet"]))
     for number, (key, title) in enumerate(SECTION_TITLES.items(), start=1):
         doc.append(Section(key, number, title, builders[key](sections[key])))
     return doc

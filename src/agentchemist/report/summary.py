@@ -22,6 +22,7 @@ from agentchemist.experiments.report import DEFAULT_SNAPSHOTS, report_of
 
 from .model import RunData
 from .results import ResultsContext, compute_results, finite as _num
+from .result_sheet import result_sheet
 from .stated import stated_results
 
 __all__ = ["SCHEMA_VERSION", "SECTION_TITLES", "build_summary", "resolve_artifact"]
@@ -494,6 +495,7 @@ def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -
         "concluded": ctx.results["concluded"],
         "not_concluded": ctx.results["not_concluded"],
         "results": stated_results(ctx.results, _num(source.get("volume_resolution_ml"))),
+        "result_sheet": None,
         "sections": {
             "metadata": _metadata(run, t0),
             "parameters": _parameters(run, ctx),
@@ -508,4 +510,8 @@ def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -
             "reproducibility": _reproducibility(run, ctx, opts),
         },
     }
+    from agentchemist.chemistry.analysis_uncertainty import UncertaintyInputs
+    u_rel = (opts.get("uncertainty") or {}).get("titrant_rel_sd", UncertaintyInputs().titrant_rel_sd)
+    summary["result_sheet"] = result_sheet(run.experiment, ctx.results, summary["results"], origin, summary["banner"],
+                                           u_rel if ctx.results.get("equivalence_points") is not None else None)
     return summary, ctx
