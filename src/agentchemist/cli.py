@@ -1,18 +1,21 @@
-"""`agentchemist`: the command line.
+"""`agentchemist`: the command line. One parser for every verb (`agentchemist -h`, `agentchemist VERB -h`,
+`agentchemist --version`); one exit-code table for all of them (agentchemist.exit_codes, docs/reference/cli.md).
 
     agentchemist plan "<instruction>" [--scene FILE] [--json]   plan, refusal or question (no ROS needed)
+    agentchemist run ["<instruction>"] [--scenario F] [--runs D] [--rtf X]   through the node graph in the twin
+    agentchemist console [--attach] [--port P]                   the browser console: watch, pause, stop a run
     agentchemist report RUN_DIR                                  regenerate a run's report from its database
-    agentchemist analyze FILE --analyte A --analyte-volume ML --titrant T --titrant-molarity M
-                                                                 report on a measured curve from a CSV/TSV file
+    agentchemist analyze FILE --analyte A ...                    report on a measured curve from a CSV/TSV file
     agentchemist export RUN_DIR [--formats csv parquet]          a run's tables as CSV / Parquet
     agentchemist calibrate --twin [--rate MM_S] [--out FILE]     gravimetric pipette calibration in the twin
-    agentchemist run ["<instruction>"] [--scenario FILE]         run it through the node graph in the twin
-    agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2 (see bag -h)
+    agentchemist ph-calibrate PROBE --point B:V:T ...            pH electrode calibration from 2-3 buffers
+    agentchemist bag {record,info,play} ...                      rosbag2 bags without rosbag2
     agentchemist scenario run FILE... [--seeds N] [--json OUT]   score scenarios through the graph in the twin
-    agentchemist policy {record,train} ...                       VLA demonstrations and training (policy -h)
+    agentchemist policy {record,train} ...                       VLA demonstrations and training
+    agentchemist doctor [--profile robot|twin]                   readiness: CAN, topics, calibrations, clocks
 
-`run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); it hands over to the ROS
-package's demo runner so that this core package never imports ROS.
+`run`, `console`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`); they
+hand over to the ROS package's tools so that this core package never imports ROS.
 """
 from __future__ import annotations
 
@@ -22,8 +25,11 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 from rich.markup import escape
+
+from agentchemist import exit_codes
 
 
 def _plan(args, console: Console) -> int:
@@ -107,7 +113,7 @@ def _calibrate(args, console: Console) -> int:
     if not args.twin:
         console.print("[red]only --twin calibration runs from the command line; on the robot use the "
                       "dispenser_controller's Calibrate service[/red]")
-        return 2
+        return exit_codes.USAGE
     scenario = load_scenario(args.scenario or config_dir() / "scenarios" / "calibration_naoh.yaml")
     samples = calibration_samples(scenario, rate_mm_s=args.rate, samples=args.samples)
     titrant = ", ".join(f"{name} {conc} M" for name, conc in scenario.titrant.items())
@@ -122,38 +128,47 @@ def _calibrate(args, console: Console) -> int:
 
 
 def _run(args, console: Console) -> int:
-    try:
-        import importlib.util
-        if importlib.util.find_spec("agentchemist_ros") is None:
-            raise ImportError
-    except (ImportError, ValueError):
-        console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
-        return 2
-    argv = [sys.executable, "-m", "agentchemist_ros.tools.demo"]
+    from agentchemist.console.runs import user_runs_dir
+    argv = ["--runs", str(args.runs or user_runs_dir()), "--rtf", str(args.rtf), "--timeout", str(args.timeout)]
     if args.instruction:
         argv += ["--instruction", args.instruction]
     if args.scenario:
         argv += ["--scenario", args.scenario]
-    os.execv(sys.executable, argv)
-    return 0  # not reached
+    return _hand_over("agentchemist_ros.tools.demo", argv, console)
 
 
 def _hand_over(module: str, module_args: list[str], console: Console) -> int:
     """Replace this process with the ROS package's tool (this core package never imports ROS)."""
     import importlib.util
     if importlib.util.find_spec("agentchemist_ros") is None:
-        console.print("[red]the ROS 2 environment is not set up: run `make shell` (or `. scripts/env.sh`) first[/red]")
-        return 2
+        Console(stderr=True).print("[red]error:[/red] the ROS 2 environment is not set up: run `make shell` "
+                                   "(or `. scripts/env.sh`) first")
+        return exit_codes.NO_ENVIRONMENT
     os.execv(sys.executable, [sys.executable, "-m", module, *module_args])
     return 0  # not reached
 
 
+SCENARIO_USAGE = ("usage: agentchemist scenario run FILE... [--seeds N] [--jobs J] [--json OUT]\n\n"
+                  "Run scenario files through the node graph in the twin and score each run against the file's "
+                  "`expected` block\n(docs/scenarios.md). agentchemist scenario run -h lists every option.")
+
+
 def _scenario(scenario_args: list[str], console: Console) -> int:
+    if scenario_args[:1] in (["-h"], ["--help"]):
+        print(SCENARIO_USAGE)
+        return exit_codes.OK
     if scenario_args[:1] != ["run"]:
-        console.print("usage: agentchemist scenario run FILE... [--seeds N] [--jobs J] [--json OUT] "
-                      "(agentchemist scenario run -h for more)")
-        return 2
+        Console(stderr=True).print(f"[red]error:[/red] {escape(SCENARIO_USAGE.splitlines()[0])}")
+        return exit_codes.USAGE
     return _hand_over("agentchemist_ros.tools.scenario_runner", scenario_args[1:], console)
+
+
+def _console(console_args: list[str], console: Console) -> int:
+    """The browser console (agentchemist_ros.tools.console): its runs go where `run`'s go."""
+    from agentchemist.console.runs import user_runs_dir
+    has_runs = any(a == "--runs" or a.startswith("--runs=") for a in console_args)
+    extra = [] if has_runs or console_args[:1] in (["-h"], ["--help"]) else ["--runs", str(user_runs_dir())]
+    return _hand_over("agentchemist_ros.tools.console", [*console_args, *extra], console)
 
 
 def _ph_calibrate(args, console: Console) -> int:
@@ -176,7 +191,7 @@ def _ph_calibrate(args, console: Console) -> int:
         cal = electrode.calibrate(args.probe, points, now=_time.time(), acceptance=acceptance)
     except electrode.CalibrationError as exc:
         console.print(f"[red]refused:[/red] {escape(str(exc))}")
-        return 1
+        return exit_codes.NO
     store = electrode.CalibrationStore(args.file)
     store.save(cal)
     console.print(f"probe {cal.probe}: slope {cal.slope_pct:.1f} % of Nernst, offset {cal.offset_mv:+.1f} mV "
@@ -232,25 +247,27 @@ def _doctor(doctor_args: list[str], console: Console) -> int:
     return readiness.exit_code(checks)
 
 
-def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["bag"]:  # everything after `bag` belongs to the bag tool (its own -h included)
-        return _hand_over("agentchemist_ros.tools.bag_cli", raw[1:], Console())
-    if raw[:1] == ["scenario"]:
-        return _scenario(raw[1:], Console())
-    if raw[:1] == ["doctor"]:
-        return _doctor(raw[1:], Console())
-    if raw[:1] == ["policy"]:  # the VLA action policy's own command line (agentchemist/vla_cli.py)
-        from agentchemist.vla_cli import main as policy_main
-        return policy_main(raw[1:])
+#: verbs whose own command line (options and -h included) is another program's: everything after the verb goes there
+PASS_THROUGH = {"bag": "record | info | play, and their options (agentchemist bag -h)",
+                "scenario": "run FILE... [--seeds N] [--jobs J] [--json OUT] (agentchemist scenario run -h)",
+                "policy": "record | train, and their options (agentchemist policy -h)",
+                "doctor": "[--profile robot|twin] [--seconds S] [--strict] (agentchemist doctor -h)",
+                "console": "[--attach] [--host H] [--port P] [--token T] [--scenario F] [--runs D] [--rtf X] "
+                           "(agentchemist console -h)"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agentchemist import __version__
     parser = argparse.ArgumentParser(
         prog="agentchemist", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="AgentChemist ROS: plan chemistry instructions, run them through the node graph in the lab "
-                    "twin, and report, calibrate, record and score.\n\n"
-                    + "\n".join(__doc__.splitlines()[2:]).split("`run`, `bag`")[0].rstrip(),
-        epilog="`run`, `bag` and `scenario` need the ROS 2 environment (`make shell` or `. scripts/env.sh`). "
-               "Each command has its own help: agentchemist COMMAND -h.")
-    sub = parser.add_subparsers(dest="command", required=True)
+                    "twin or on the robot, watch and stop them in a browser, and report, calibrate, record and "
+                    "score.",
+        epilog="`run`, `console`, `bag` and `scenario` need the ROS 2 environment (`make shell` or "
+               "`. scripts/env.sh`). Each command has its own help: agentchemist COMMAND -h.\n\n"
+               + exit_codes.epilog())
+    parser.add_argument("--version", action="version", version=f"agentchemist {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("plan", help="plan an instruction (prints the plan, a refusal or a question)")
     p.add_argument("instruction")
     p.add_argument("--scene", help="scene JSON: {objects: [{id, kind, ...}], preconditions: {...}}")
@@ -275,14 +292,18 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", help="output file (default: the user's calibration store, "
                    "$AGENTCHEMIST_CALIBRATION_DIR or ~/.local/share/agentchemist/calibration/pipette.yaml; "
                    "the shipped config/calibration/pipette.yaml is never rewritten unless named here)")
-    u = sub.add_parser("run", help="run an instruction through the node graph in the twin")
-    u.add_argument("instruction", nargs="?")
-    u.add_argument("--scenario")
-    b = sub.add_parser("bag", help="record, inspect and play rosbag2 bags (agentchemist bag -h)", add_help=False)
-    b.add_argument("bag_args", nargs=argparse.REMAINDER, help="record | info | play, and their options")
-    s = sub.add_parser("scenario", help="run and score scenario files (agentchemist scenario run -h)",
-                       add_help=False)
-    s.add_argument("scenario_args", nargs=argparse.REMAINDER, help="run FILE... [--seeds N] [--json OUT]")
+    u = sub.add_parser("run", help="run an instruction through the node graph in the twin, then the report")
+    u.add_argument("instruction", nargs="?", help="the chemist's sentence (default: the scenario's own)")
+    u.add_argument("--scenario", help="the twin's bench (default config/scenarios/hcl_naoh.yaml)")
+    u.add_argument("--runs", help="folder of the run folders (default $AGENTCHEMIST_RUNS or "
+                                  "~/.local/share/agentchemist/runs; never the checkout unless named here)")
+    u.add_argument("--rtf", type=float, default=0.0,
+                   help="real-time factor to pace the twin at (default 0: as fast as the graph keeps up)")
+    u.add_argument("--timeout", type=float, default=600.0, help="give up after this many wall seconds")
+    b = sub.add_parser("bag", help="record, inspect and play rosbag2 bags", add_help=False)
+    b.add_argument("rest", nargs=argparse.REMAINDER, help=PASS_THROUGH["bag"])
+    s = sub.add_parser("scenario", help="run and score scenario files", add_help=False)
+    s.add_argument("rest", nargs=argparse.REMAINDER, help=PASS_THROUGH["scenario"])
     k = sub.add_parser("ph-calibrate", help="pH electrode calibration from 2 or 3 buffers (4.01 / 7.00 / 10.01)")
     k.add_argument("probe", help="electrode id (the ph_meter node's probe_id)")
     k.add_argument("--point", action="append",
@@ -297,21 +318,53 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--slope-low-pct", type=float, default=95.0)
     k.add_argument("--slope-high-pct", type=float, default=105.0)
     k.add_argument("--offset-max-mv", type=float, default=30.0)
-    d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks "
-                                      "(agentchemist doctor -h)", add_help=False)
-    d.add_argument("doctor_args", nargs=argparse.REMAINDER, help="[--profile robot|twin] [--seconds S] [--strict]")
+    d = sub.add_parser("doctor", help="readiness check: CAN, topics and rates, calibrations, clocks", add_help=False)
+    d.add_argument("rest", nargs=argparse.REMAINDER, help=PASS_THROUGH["doctor"])
+    o = sub.add_parser("console", help="the browser console: plan, start, watch, pause, resume, cancel, e-stop",
+                       add_help=False)
+    o.add_argument("rest", nargs=argparse.REMAINDER, help=PASS_THROUGH["console"])
+    v = sub.add_parser("policy", help="the VLA action policy: record demonstrations, train", add_help=False)
+    v.add_argument("rest", nargs=argparse.REMAINDER, help=PASS_THROUGH["policy"])
     from agentchemist import analyze_cli
     analyze_cli.add_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     console = Console(soft_wrap=True)  # paths and messages are never broken across lines (piped or not)
-    handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run,
-                "ph-calibrate": _ph_calibrate, "analyze": analyze_cli.analyze}
     try:
+        args, unknown = parser.parse_known_args(raw)
+        if args.command in PASS_THROUGH:  # the verb's own program reads the rest, exactly as typed
+            rest = raw[raw.index(args.command) + 1:]
+            passed = {"bag": lambda: _hand_over("agentchemist_ros.tools.bag_cli", rest, console),
+                      "scenario": lambda: _scenario(rest, console), "doctor": lambda: _doctor(rest, console),
+                      "console": lambda: _console(rest, console), "policy": lambda: _policy(rest)}
+            return passed[args.command]()
+        if unknown:
+            parser.parse_args(raw)  # argparse's own message and exit code 2 for what it did not recognise
+        handlers = {"plan": _plan, "report": _report, "export": _export, "calibrate": _calibrate, "run": _run,
+                    "ph-calibrate": _ph_calibrate, "analyze": analyze_cli_handler()}
         return handlers[args.command](args, console)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, yaml.YAMLError) as exc:
         # on stderr, like any command line tool: scripts (and the summarizer's report child) read it there
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
-        return 2
+        return exit_codes.USAGE
+    except KeyboardInterrupt:
+        Console(stderr=True).print("interrupted")
+        return exit_codes.INTERRUPTED
+
+
+def analyze_cli_handler():
+    from agentchemist import analyze_cli
+    return analyze_cli.analyze
+
+
+def _policy(policy_args: list[str]) -> int:
+    """The VLA action policy's own command line (agentchemist/vla_cli.py)."""
+    from agentchemist.vla_cli import main as policy_main
+    return policy_main(policy_args)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ NODES = REPO / "ros2_ws" / "src" / "agentchemist_ros" / "agentchemist_ros"
 
 #: lowest first; a unit may import its own layer and the layers before it
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(s.split()) for s in (
-    "limits names params paths contracts experiments experiments.family",   # foundations, no domain
+    "limits names params paths exit_codes contracts experiments experiments.family",   # foundations
     "chemistry workcell",                                                   # science and the bench, as data
     "perception hardware record bag viz",                                   # senses, devices, the record, bags
     "policy fsm experiments.procedure",                                     # the arms; the executor's host
@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(s.split()) for s in (
     "report experiments.results experiments.report",                        # the report's host
     "experiments.<family>",                                                 # the families, above their hosts
     "scoring sim",                                                          # the twin and its scoring
-    "cli vla_cli analyze_cli",                                              # entry points
+    "cli vla_cli analyze_cli console",                                      # entry points
 ))
 
 

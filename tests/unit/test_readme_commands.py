@@ -1,6 +1,7 @@
-"""Every shell command in README.md runs as written, or is listed here with why it cannot run in a test
-(it needs a robot, a display, minutes of graph time, or the output of a command before it). A new README
-command that is in neither list fails this test, so it gets classified (issue 22, item 8)."""
+"""Every shell command in the user's documents (README.md, the cheat sheet, the tutorials, the how-to on
+watching a run) runs as written, or is listed here with why it cannot run in a test (it needs a robot, a
+display, minutes of graph time, or the output of a command before it). A new command in those documents
+that is in neither list fails this test, so it gets classified (issue 22, item 8; issue 40)."""
 from __future__ import annotations
 
 import os
@@ -14,14 +15,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+#: the documents a newcomer follows; their commands are held to the same rule as the README's
+USER_DOCS = [README, REPO / "docs" / "cheatsheet.md", *sorted((REPO / "docs" / "tutorials").glob("*.md")),
+             REPO / "docs" / "howto" / "watch_a_run.md"]
 
 # (pattern of a command line, why a unit test does not run it)
 NOT_HERE = [
-    (r"^make (demo|test|setup)\b", "minutes of setup or graph time: the lead's full runs cover it"),
+    (r"^make (demo|test|setup|bench|shell)\b", "minutes of setup or graph time, or an interactive shell: the lead's "
+                                              "full runs cover it"),
     (r"^source /opt/ros/", "a system ROS 2 installation (the test machines use PyPI wheels)"),
     (r"^source ros2_ws/install/setup\.bash", "follows `source /opt/ros/...` on a robot"),
     (r"^ros2 launch ", "ros2 launch is not installed on the test machines (launch files are checked structurally)"),
     (r"^agentchemist run\b", "the whole graph for minutes (the graph tests run it)"),
+    (r"^agentchemist console\b", "serves the page until stopped (tests/unit/test_console_*.py; the browser drives it "
+                                 "in tests/e2e/test_console_browser.py)"),
+    (r"^ros2 action send_goal ", "the ros2 CLI is not installed on the test machines (the console and the graph "
+                                "tests send the same goal)"),
+    (r"^agentchemist (export|analyze) ", "needs a stored run or a measured curve file (tests/unit/test_analyze_cli.py, "
+                                        "tests/unit/test_report_newcomer.py)"),
     (r"^agentchemist scenario run\b", "the whole graph for minutes per run (tests/graph/test_scenario_runner.py)"),
     (r"^python bench/mujoco_library\.py\b", "the whole graph with MuJoCo for tens of minutes (a benchmark; "
                                            "tests/unit/test_arm_backends.py covers the backend)"),
@@ -35,13 +46,13 @@ NOT_HERE = [
                                                "train.py and test_policy_vla_dataset.py run them small)"),
 ]
 # Commands run here, as written (in the test's environment: scripts/env.sh is already in effect).
-RUN_HERE = [r"^\. scripts/env\.sh$", r"^agentchemist plan ", r"^agentchemist calibrate --twin$", r"^agentchemist --help$"]
+RUN_HERE = [r"^\. scripts/env\.sh$", r"^agentchemist plan ", r"^agentchemist calibrate --twin$", r"^agentchemist --help$",
+            r"^agentchemist --version$"]
 
 
 def readme_commands() -> list[str]:
-    text = README.read_text()
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+    for block in (b for doc in USER_DOCS for b in re.findall(r"```bash\n(.*?)```", doc.read_text(), re.S)):
         for line in block.splitlines():
             line = line.split("  #")[0].strip()  # a trailing comment is explanation, not the command
             if line and not line.startswith("#"):
@@ -52,9 +63,10 @@ def readme_commands() -> list[str]:
 def test_every_readme_command_is_classified():
     commands = readme_commands()
     assert any(c.startswith("agentchemist plan") for c in commands)
+    assert any(c.startswith("agentchemist run \"") for c in commands), "the README shows your own instruction"
     unknown = [c for c in commands if not any(re.search(p, c) for p, _ in NOT_HERE)
                and not any(re.search(p, c) for p in RUN_HERE)]
-    assert not unknown, f"README commands neither run here nor listed with a reason: {unknown}"
+    assert not unknown, f"documented commands neither run here nor listed with a reason: {unknown}"
     assert not [c for c in commands if " | --" in c], "a command with a literal '| --' cannot run as written"
 
 
@@ -75,3 +87,14 @@ def test_readme_command_runs_as_written(command, tmp_path):
     if argv[1] == "calibrate":
         assert (tmp_path / "calibration" / "pipette.yaml").is_file()
         assert str(tmp_path / "calibration" / "pipette.yaml") in proc.stdout
+
+
+def test_readme_is_a_users_document():
+    """Issue 40: about 150-250 lines, no commit hashes or dated measurements (those are in the CHANGELOG and
+    the lab notes), and every local link resolves."""
+    text = README.read_text()
+    assert len(text.splitlines()) < 250
+    assert not re.search(r"\b[0-9a-f]{7}\b", text), "a commit hash in the README"
+    for doc in [README, *USER_DOCS, REPO / "docs" / "index.md", REPO / "docs" / "reference" / "cli.md"]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
+            assert (doc.parent / target).exists(), f"{doc.relative_to(REPO)} links to missing {target}"

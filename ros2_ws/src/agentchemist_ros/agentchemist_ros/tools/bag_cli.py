@@ -7,11 +7,13 @@
                                               [--start-offset S] [--until S] [--loop] [--clock HZ]
 
 Presets: sensors, agents, all (see agentchemist.bag.presets). Exit status 0 on success, 2 on a bag or
-option error (the message names the file and the problem).
+option error (the message names the file and the problem), 3 on damage. `record` stops on SIGINT (Ctrl-C,
+or `kill -INT` without a terminal) and SIGTERM, closes the bag, writes metadata.yaml and exits 0.
 """
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -81,10 +83,23 @@ def _record_table(recorder, started: float) -> Table:
     return table
 
 
+def stop_on_signals(event: threading.Event) -> None:
+    """SIGINT and SIGTERM set `event`, and the recording loop ends and closes the bag (metadata.yaml written).
+
+    Our own handlers, not rclpy's nor Python's default: rclpy's only shuts its context down (a loop that
+    sleeps never sees it), a shell starts a background job with SIGINT ignored (no KeyboardInterrupt ever
+    comes), and SIGTERM (kill, docker stop, systemd, launch) would end the process without closing the bag."""
+    def handler(signum, frame):
+        event.set()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
 def cmd_record(args, console: Console) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
 
     from agentchemist_ros.tools.bag.recorder import BagRecorder
     from agentchemist_ros.common.runner import make_executor
@@ -94,7 +109,9 @@ def cmd_record(args, console: Console) -> int:
     output = Path(args.output or datetime.now().strftime("rosbag2_%Y_%m_%d-%H_%M_%S"))
     options = WriterOptions(storage=args.storage, max_bytes=args.max_bag_size, compression=args.compression,
                             strictly_increasing=args.use_sim_time, ros_distro=os.environ.get("ROS_DISTRO", "jazzy"))
-    rclpy.init()
+    stop_requested = threading.Event()
+    stop_on_signals(stop_requested)
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     recorder = BagRecorder(output, selection, options,
                            parameter_overrides=[Parameter("use_sim_time", value=bool(args.use_sim_time))])
     executor = make_executor()
@@ -105,7 +122,7 @@ def cmd_record(args, console: Console) -> int:
     console.print(f"recording {escape(selection.describe())} into {output} ({args.storage})")
     started = time.monotonic()
     def running():
-        return args.duration is None or time.monotonic() - started < args.duration
+        return not stop_requested.is_set() and (args.duration is None or time.monotonic() - started < args.duration)
 
     try:
         if args.no_progress:
@@ -126,6 +143,8 @@ def cmd_record(args, console: Console) -> int:
         recorder.destroy_node()
         rclpy.try_shutdown()
     stats = recorder.stats()
+    if stop_requested.is_set():
+        console.print("stopped by a signal; the bag is closed")
     console.print(f"wrote {path}: {stats.messages} messages in {stats.file_index} file(s)")
     return damaged(console, problems, f"{stats.messages} messages written")
 

@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 from std_msgs.msg import String
 
+from agentchemist import exit_codes
 from agentchemist.chemistry.equilibrium import equivalence_volumes_ml
 from agentchemist.paths import config_dir, default_runs_dir
 from agentchemist.report.document import group_phrase
@@ -41,10 +42,13 @@ class Watcher(Node):
     def __init__(self):
         super().__init__("demo_watcher")
         self.state, self.ph, self.volume, self.drops, self.sim_t = "-", float("nan"), 0.0, 0, 0.0
+        self.mass = float("nan")  # the balance's reading (weighing runs): the table shows it once one came
         self.transitions = 0
         self.create_subscription(FsmState, topics.FSM_STATE, self.on_fsm, FSM)
         self.create_subscription(ChemicalReading, topics.PH_READING, self.on_reading, READINGS)
         self.create_subscription(FusedRecord, topics.RECORDS, self.on_record, RELIABLE)
+        self.create_subscription(ChemicalReading, topics.BALANCE_READING,
+                                 lambda m: setattr(self, "mass", m.value) if m.quantity == "mass" else None, READINGS)
         self.create_subscription(AudioEvent, topics.AUDIO_EVENTS, self.on_event, RELIABLE)
         self.truth = None
         self.create_subscription(String, topics.GROUND_TRUTH, lambda m: setattr(self, "truth", m.data), LATCHED)
@@ -80,12 +84,18 @@ class Watcher(Node):
         handle.get_result_async().add_done_callback(lambda f: setattr(self, "result", f.result().result))
 
 
-def progress_table(w: Watcher, wall: float) -> Table:
-    t = Table(title="AgentChemist: HCl / NaOH titration in the lab twin", show_header=True)
-    for col in ("FSM state", "pH", "NaOH added (mL)", "drops heard", "sim time (s)", "wall (s)", "speed"):
+def progress_table(w: Watcher, wall: float, title: str = "the lab twin") -> Table:
+    """The live view; what it shows fits the run: a mass column once the balance reads, pH only once measured."""
+    t = Table(title=f"AgentChemist: {title}", show_header=True)
+    weighing = math.isfinite(w.mass)
+    cols = ["FSM state", *(["mass (g)"] if weighing else []), "pH", "titrant added (mL)", "drops heard",
+            "sim time (s)", "wall (s)", "speed"]
+    for col in cols:
         t.add_column(col, justify="right")
     speed = f"{w.sim_t / wall:.1f}x" if wall > 0 and w.sim_t > 0 else "-"
-    t.add_row(w.state, f"{w.ph:.2f}", f"{w.volume:.3f}", str(w.drops), f"{w.sim_t:.0f}", f"{wall:.0f}", speed)
+    ph = f"{w.ph:.2f}" if math.isfinite(w.ph) else "-"
+    t.add_row(w.state, *([f"{w.mass:.3f}"] if weighing else []), ph, f"{w.volume:.3f}", str(w.drops),
+              f"{w.sim_t:.0f}", f"{wall:.0f}", speed)
     return t
 
 
@@ -121,7 +131,8 @@ PLAIN_EVERY_S = 10.0
 
 def progress_line(w: Watcher, wall: float) -> str:
     """The progress table's row as one plain line (for a pipe or a log file)."""
-    return (f"[{wall:5.0f} s wall] state {w.state}, pH {w.ph:.2f}, NaOH {w.volume:.3f} mL, "
+    mass = f"mass {w.mass:.3f} g, " if math.isfinite(w.mass) else ""
+    return (f"[{wall:5.0f} s wall] state {w.state}, {mass}pH {w.ph:.2f}, titrant {w.volume:.3f} mL, "
             f"{w.drops} drops heard, twin {w.sim_t:.0f} s")
 
 
@@ -165,7 +176,7 @@ def output_paths(report_path: str) -> list[tuple[str, str]]:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default=str(config_dir() / "scenarios" / "hcl_naoh.yaml"))
-    parser.add_argument("--runs", default=str(default_runs_dir()))
+    parser.add_argument("--runs", default=str(default_runs_dir()), help="folder of the run folders")
     parser.add_argument("--instruction", help="instruction to run instead of the scenario's")
     parser.add_argument("--rtf", type=float, default=0.0,
                         help="real-time factor to pace the twin at (default 0: as fast as the graph keeps up)")
@@ -177,7 +188,12 @@ def main(argv=None):
     console = Console(soft_wrap=True)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # piped output appears as it is printed, not at the end
-    scenario = load_scenario(args.scenario)
+    try:
+        scenario = load_scenario(args.scenario)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return exit_codes.USAGE
+    console.print(f"starting the node graph on the twin ({scenario.name}; runs in {args.runs}) ...")
     ensure_init()
     apart = DEFAULT_APART if args.two_processes else ()
     sim = {"free_run": args.rtf <= 0.0, **({"max_lead_s": LEAD_S} if apart else {})}
@@ -189,16 +205,27 @@ def main(argv=None):
     spinner.start()
     instruction = args.instruction or scenario.instruction
     console.print(f"[bold]Instruction:[/bold] {escape(instruction)}")
+    console.print("waiting for the planner ...")
     processes = ExitStack()
     processes.enter_context(agents_apart(args.scenario, args.runs, apart, watcher))
     start = time.monotonic()
-    watcher.start(instruction)
+    try:
+        watcher.start(instruction)
+    except RuntimeError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        stop.set()
+        processes.close()
+        graph.shutdown()
+        rclpy.try_shutdown()
+        return exit_codes.NO_ENVIRONMENT
+    title = f"{scenario.name} in the lab twin"
     if console.is_terminal:
-        with Live(progress_table(watcher, 0.0), console=console, refresh_per_second=4, transient=False) as live:
+        with Live(progress_table(watcher, 0.0, title), console=console, refresh_per_second=4,
+                  transient=False) as live:
             while watcher.result is None and time.monotonic() - start < args.timeout:
-                live.update(progress_table(watcher, time.monotonic() - start))
+                live.update(progress_table(watcher, time.monotonic() - start, title))
                 time.sleep(0.25)
-            live.update(progress_table(watcher, time.monotonic() - start))
+            live.update(progress_table(watcher, time.monotonic() - start, title))
         console.print()
     else:  # piped or logged: a plain line every PLAIN_EVERY_S, flushed, instead of a live table
         last = -PLAIN_EVERY_S
@@ -221,7 +248,7 @@ def main(argv=None):
     rclpy.try_shutdown()
     if result is None:
         console.print(f"[red]no result within {args.timeout:.0f} s[/red]")
-        return 2
+        return exit_codes.NO_ENVIRONMENT
     colour = "green" if result.success else "red"
     console.print(f"[{colour}]{result.outcome}[/{colour}]: {escape(result.message)}")
     if result.experiment_id:
@@ -239,7 +266,7 @@ def main(argv=None):
         console.print("[bold]Outputs:[/bold]")
         for label, path in output_paths(result.report_path):
             console.print(f"  {label:<24} {path}")
-    return 0 if result.success else 1
+    return exit_codes.OK if result.success else exit_codes.NO
 
 
 if __name__ == "__main__":

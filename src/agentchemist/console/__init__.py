@@ -1,0 +1,2 @@
+"""The browser console's core, free of ROS and of the web framework: who may send commands (auth), what
+they sent (the command log), what a run looks like to a watching chemist (state), and the past runs."""
