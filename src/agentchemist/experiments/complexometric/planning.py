@@ -81,7 +81,8 @@ def _endpoint(d: TitrationDraft) -> float:
         indicator_display=indicator.reagent.display_name if indicator else "indicator",
     )
     if parse.target_ph is not None:
-        warnings.append(f"pH {parse.target_ph:g} ignored: a complexometric endpoint is read from the colour")
+        warnings.append(f"pH {parse.target_ph:g} is not a stop here: a complexometric endpoint is read from the "
+                        "indicator's colour, and the bench does not adjust the sample's pH (it is titrated as given)")
     return need
 
 
