@@ -252,7 +252,7 @@ class Recording:
         # The spill (rows the database could not take yet) lives in the run's folder whatever the store,
         # so a run whose database stayed down is found, and reported, where its other files are.
         spill = None if not config.store_url else folder / SPILL_NAME
-        store = open_store(url, spill_path=spill, on_failure=on_failure)
+        store = open_store(url, spill_path=spill, on_failure=on_failure, put_timeout_s=PUT_LIMIT_S)
         try:
             plan = json.loads(plan_json)
         except json.JSONDecodeError:
@@ -510,6 +510,10 @@ class Recording:
 #: So are the boundary's refusals: the refused message never reached a judge.
 NOT_ABOUT_VOLUME = REFUSAL_KINDS | frozenset({AnomalyKind.BAD_READING, AnomalyKind.RECORDER_LOST,
                                               AnomalyKind.RECORD_GAP, AnomalyKind.SPILL_UNREPLAYED})
+
+#: How long a record may wait for room in the store's queue (wall s) before the store counts as stuck: the
+#: recorder's callbacks run on the executor every node of the one-process graph shares (30 s blocked it).
+PUT_LIMIT_S = 0.5
 
 #: The spill file of a run recorded into PostgreSQL, in the run's folder (SQLite: records.db.spill.jsonl).
 SPILL_NAME = "records.spill.jsonl"

@@ -18,7 +18,7 @@ from agentchemist_ros.common.guarded import GuardedNode
 
 from agentchemist.contracts import AnomalyKind, Severity, Symbol
 from agentchemist.contracts.notes import RecordClosed
-from agentchemist.record.errors import RecordInputError, StoreDamagedError
+from agentchemist.record.errors import RecordInputError, StoreDamagedError, StoreError
 from agentchemist.record.recording import (AgentNote, AnomalyNote, AudioEventNote, DispenserNote, Estimate,
                                            FsmUpdate, Reading, RecorderConfig, Recording)
 from agentchemist_interfaces.msg import (AgentMessage, Anomaly, AudioEvent, ChemicalReading, DispenserState,
@@ -32,6 +32,10 @@ from agentchemist_ros.common.params import declare_config
 from agentchemist_ros.common.qos import ANOMALY_LOG, FSM, LATCHED, READINGS, RELIABLE
 from agentchemist_ros.common.runner import spin_node
 from agentchemist_ros.common.timeconv import calendar_now, node_now, to_msg, to_sec
+
+
+#: the longest the status timer waits for the store's flush (wall s); longer is a store that takes no rows
+FLUSH_LIMIT_S = 5.0
 
 
 def typed(cls, msg, **given):
@@ -51,6 +55,7 @@ class RecorderNode(GuardedNode):
         self.close_with_node(self.release_store)
         self.experiment_id = ""  # set before its store opens: a store failure while opening names it
         self.fsm_experiment, self.pending = "", None  # the supervisor's experiment; a plan waiting for it
+        self.lost = ""  # the experiment whose store took no more rows (storage_lost)
         self.record_pub = self.create_publisher(FusedRecord, topics.RECORDS, RELIABLE)
         self.msg_pub = self.create_publisher(AgentMessage, topics.MESSAGES, RELIABLE)
         self.anomaly_pub = self.create_publisher(Anomaly, topics.ANOMALIES, RELIABLE)
@@ -100,10 +105,11 @@ class RecorderNode(GuardedNode):
                 self.recording = Recording.open(
                     self.config, msg.experiment_id, now=to_sec(msg.stamp) or node_now(self), instruction=msg.instruction,
                     plan_json=msg.plan_json, previous=previous, on_failure=self.store_failure, calendar=calendar_now())
-            except (StoreDamagedError, OSError) as exc:  # a damaged database, a read-only or full runs folder
+            except (StoreError, OSError) as exc:  # a damaged database, a read-only or full runs folder
                 self.recording = None
-                kind = AnomalyKind.STORE_DAMAGED if isinstance(exc, StoreDamagedError) else AnomalyKind.IO_ERROR
-                text = f"cannot record {msg.experiment_id}: {exc}"
+                text = " ".join(f"cannot record {msg.experiment_id}: {exc}".split())[:400]
+                kind = (AnomalyKind.STORE_DAMAGED if isinstance(exc, StoreDamagedError) else AnomalyKind.DISK_FULL
+                        if "full" in text.lower() or "no space" in text.lower() else AnomalyKind.IO_ERROR)
                 self.get_logger().error(text)  # one line: a run that cannot be recorded does not start
                 self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=msg.experiment_id,
                                                       source=self.get_name(), kind=kind, severity=Severity.HALT,
@@ -121,9 +127,12 @@ class RecorderNode(GuardedNode):
             self.pending = None
             self.open_plan(pending)
         with self.lock:
-            if self.recording is None:
+            if self.recording is None or self.lost == self.experiment_id:
                 return
-            closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)), calendar=calendar_now())
+            try:
+                closed = self.recording.on_fsm(typed(FsmUpdate, msg, stamp=to_sec(msg.stamp)), calendar=calendar_now())
+            except StoreError as exc:
+                return self.storage_lost(exc)
             if closed is not None:  # the stop record is flushed, and with it every record before it
                 self.acknowledge()
         if closed is not None:
@@ -163,9 +172,12 @@ class RecorderNode(GuardedNode):
         """Apply an input to the experiment being recorded (none: dropped); the records it made wait for
         the next status, which makes them durable with one flush and publishes them in the order stored."""
         with self.lock:
-            if self.recording is None:
+            if self.recording is None or self.lost == self.experiment_id:
                 return
-            self.unacked.extend(apply(self.recording) or ())
+            try:
+                self.unacked.extend(apply(self.recording) or ())
+            except StoreError as exc:
+                return self.storage_lost(exc)
             for n in self.recording.take_notices():  # what it found wrong with the data itself
                 self.anomaly_pub.publish(make_anomaly(
                     now=n.stamp, experiment_id=self.experiment_id, source=self.get_name(), kind=n.kind,
@@ -194,14 +206,32 @@ class RecorderNode(GuardedNode):
         """Everything received before now is durable (flushed) - say so, and for which experiment."""
         with self.lock:
             now, recording = node_now(self), self.recording
+            if recording is not None and self.lost == self.experiment_id:
+                return  # nothing more is durable: no acknowledgement (the run is ending on the halt)
             if recording is not None and not recording.store.closed:
-                recording.store.flush()
+                try:  # bounded: a stuck disk must not hold the executor every node shares
+                    recording.store.flush(timeout=FLUSH_LIMIT_S)
+                except StoreError as exc:
+                    return self.storage_lost(exc)
             self.acknowledge()
             degraded = recording is not None and recording.store.degraded
             self.status_pub.publish(RecorderStatus(
                 stamp=to_msg(node_now(self)), experiment_id=self.experiment_id, recording=recording is not None,
                 stored_through=to_msg(now), records=self.records, degraded=degraded,
                 message="spilling: the database cannot take rows" if degraded else ""))
+
+    def storage_lost(self, exc):
+        """The store takes no more rows (a full or read-only disk under both the database and its spill, a
+        stuck database): the run cannot be recorded, so it ends, once, on a named halt with one line, and
+        nothing more is acknowledged as durable."""
+        self.lost = self.experiment_id
+        text = " ".join(f"cannot record {self.experiment_id} any more: {exc}".split())[:400]
+        full = any(w in text.lower() for w in ("full", "no space"))
+        self.get_logger().error(text)
+        self.anomaly_pub.publish(make_anomaly(
+            now=node_now(self), experiment_id=self.experiment_id, source=self.get_name(),
+            kind=AnomalyKind.DISK_FULL if full else AnomalyKind.WRITE_FAILED, severity=Severity.HALT,
+            description=text, response="abort"))
 
     def store_failure(self, kind, description):
         self.anomaly_pub.publish(make_anomaly(now=node_now(self), experiment_id=self.experiment_id,
