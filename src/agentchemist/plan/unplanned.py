@@ -40,7 +40,7 @@ _STEPS: list[tuple[re.Pattern[str], str]] = [
      "from them"),
     (re.compile(r"\b(?:boil\w*|reflux\w*|evaporat\w*|heat(?:ing|ed)?(?!\s+(?:of|capacity|released|evolved|change)\b)|"
                 r"warm(?:ing|ed)?\s+(?:it|the|up)|"
-                r"hot\s*plate|oven|bunsen)\b", re.I),
+                r"oven|bunsen)\b", re.I),  # not "hot plate": a hot plate stirrer is a stirrer unless told to heat
      "the bench has no heating: runs happen at room temperature"),
     (re.compile(r"\b(?:ice[- ]?bath|cool(?:ing|ed)?\s+(?:it|the|down|in)|refrigerat\w*|freez\w*)\b", re.I),
      "the bench has no cooling: runs happen at room temperature"),
