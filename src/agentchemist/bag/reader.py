@@ -184,6 +184,10 @@ class BagReader:
             before = len(f.problems)
             readable += sum(1 for _ in f.messages())
             problems += f.problems[before:]
+        if self.metadata is not None and (stated := _stated_count(self.metadata)) != readable:
+            # a count that is not the files' (99999999999, or messages lost) is said, never taken on trust
+            problems.append(BagProblem(self.path / METADATA, f"message_count says {stated} messages; the "
+                                                             f"storage files hold {readable} readable"))
         unique = list(dict.fromkeys(problems))
         return readable, unique
 
@@ -217,6 +221,14 @@ class BagReader:
         except Exception as exc:  # noqa: BLE001 - the bytes do not match the definition
             raise BagCorruptError(self.path, f"a {message.msgtype} message on {message.topic} at "
                                   f"{message.timestamp} ns does not decode: {exc}") from None
+
+
+def _stated_count(meta: dict) -> int | None:
+    """metadata.yaml's message_count as an integer (None when it is not one)."""
+    try:
+        return int(meta.get("message_count", 0))
+    except (TypeError, ValueError):
+        return None
 
 
 def _replace_count(topic: TopicInfo, count: int) -> TopicInfo:
