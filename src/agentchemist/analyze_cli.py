@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-__all__ = ["add_parser", "analyze"]
+__all__ = ["add_parser", "analyze", "replicates"]
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -114,4 +114,27 @@ def analyze(args, console) -> int:
     console.print(f"report: {paths.markdown}\n        {paths.html}\n        {paths.json}")
     if args.json:
         console.print(f"json:   {args.json}")
+    return 0
+
+
+def replicates(args, console) -> int:
+    """`agentchemist report RUN RUN ... --replicates`: each stored run's report regenerated (a folder written by
+    `analyze` already holds its report.json), then mean, SD and RSD per stated quantity (report.replicates)."""
+    from agentchemist.report.from_store import STORE_NAME, regenerate_report
+    from agentchemist.report.replicates import write_replicates
+
+    folders = []
+    for name in args.run_dir:
+        folder = Path(name).parent if Path(name).is_file() and Path(name).name == STORE_NAME else Path(name)
+        if (folder / STORE_NAME).is_file():
+            regenerate_report(folder, None, None)
+        folders.append(folder)
+    out = Path(args.out) if args.out else folders[0].parent / "replicates"
+    md, js = write_replicates(folders, out)
+    summary = json.loads(js.read_text(encoding="utf-8"))
+    for q in summary["quantities"]:
+        rsd = f"{100 * q['rsd']:.2g} %" if q.get("rsd") is not None else "n/a"
+        console.print(f"{q['quantity']}: mean {q['mean']:.5g} {q.get('unit') or ''}, SD {q['sd']:.2g}, RSD {rsd} "
+                      f"(n = {q['n']})")
+    console.print(f"replicates: {md}\n            {js}")
     return 0

@@ -62,7 +62,12 @@ def _plan(args, console: Console) -> int:
 def _report(args, console: Console) -> int:
     from agentchemist.report.from_store import regenerate_report
 
-    run_dir = Path(args.run_dir)
+    if args.replicates:  # agentchemist/analyze_cli.py: each run's report, then the replicate statistics
+        from agentchemist.analyze_cli import replicates
+        return replicates(args, console)
+    if len(args.run_dir) > 1:
+        raise ValueError(f"{len(args.run_dir)} runs given: one run folder, or add --replicates to summarise several")
+    run_dir = Path(args.run_dir[0])
     if run_dir.is_file():  # `agentchemist report runs/<id>/records.db`: the folder is meant
         run_dir = run_dir.parent
     from agentchemist.record.recording import SPILL_NAME, unreplayed_spill
@@ -273,7 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scene", help="scene JSON: {objects: [{id, kind, ...}], preconditions: {...}}")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     r = sub.add_parser("report", help="regenerate the report of a stored run")
-    r.add_argument("run_dir")
+    r.add_argument("run_dir", nargs="+", help="a run folder (several with --replicates)")
+    r.add_argument("--replicates", action="store_true",
+                   help="the runs are replicates: mean, SD and RSD of every stated result (replicates.md/json)")
+    r.add_argument("--out", help="with --replicates: where replicates.md/json go (default: beside the first run)")
     r.add_argument("--store", help="store URL (default RUN_DIR/records.db)")
     r.add_argument("--experiment", help="experiment id (default: the last one in the store)")
     e = sub.add_parser("export", help="export a stored run's tables to CSV and/or Parquet")
