@@ -25,7 +25,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from agentchemist.contracts import AnomalyKind, Severity
-from agentchemist.policy.vla.serve import VLAServeConfig
+from agentchemist.policy.vla.serve_config import VLAServeConfig
 from agentchemist.policy.seen_targets import SeenObject, SeenTargetConfig, SeenTargets
 from agentchemist.policy.primitives import (NotSeenError, PrimitiveError, beaker_station, load_poses, needs_beaker_station,
                                             plan_primitive, station_name, stations, step_reached)
@@ -40,9 +40,9 @@ from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits
 from agentchemist_ros.common.qos import RELIABLE
 from agentchemist_ros.common.runner import spin_node
+from agentchemist_ros.common.step_wait import StepWait
 from agentchemist_ros.common.timeconv import node_now, to_sec
 from agentchemist_ros.common.waiting import first_of, resolved_after
-from agentchemist_ros.vla_backend import VLABackend
 
 
 class SceneUnavailable(Exception):
@@ -79,7 +79,10 @@ class ActionPolicyNode(GuardedNode):
         self.waits = peer_waits(self)
         self.seen = SeenTargets(self.poses, declare_config(self, SeenTargetConfig))
         vla_config = declare_config(self, VLAServeConfig)
-        self.vla = VLABackend(self, vla_config) if self.backend == "vla" else None
+        self.vla = None
+        if self.backend == "vla":  # torch and the model load only for this backend (seconds; see serve_config)
+            from agentchemist_ros.vla_backend import VLABackend
+            self.vla = VLABackend(self, vla_config)
         self.server = ActionServer(self, ExecuteSubtask, topics.EXECUTE_SUBTASK, self.execute,
                                    callback_group=ReentrantCallbackGroup())
 
@@ -243,7 +246,7 @@ class ActionPolicyNode(GuardedNode):
     def _wait_for(self, step):
         """A Future: True when the measured state reaches the step (after a short settle), False on timeout."""
         future = Future()
-        self._waiting = (step, node_now(self), future)
+        self._waiting = StepWait(step, node_now(self), future)
         return future
 
     def check_step(self):
@@ -251,14 +254,14 @@ class ActionPolicyNode(GuardedNode):
         waiting = self._waiting
         if waiting is None:
             return
-        step, start, future = waiting
-        now = node_now(self)
+        step, future = waiting.step, waiting.future
+        elapsed = waiting.elapsed(node_now(self))
         if step.kind == "wait":
-            done = now - start >= step.duration_s
+            done = elapsed >= step.duration_s
         else:
-            done = now - start >= 0.2 and step_reached(step, self.arm(step.side), self.gripper(step.side),
-                                                        self.poses.tolerance_rad)
-        if done or now - start > step.timeout_s:
+            done = elapsed >= 0.2 and step_reached(step, self.arm(step.side), self.gripper(step.side),
+                                                   self.poses.tolerance_rad)
+        if done or elapsed > step.timeout_s:
             self._waiting = None
             if not future.done():
                 future.set_result(bool(done))

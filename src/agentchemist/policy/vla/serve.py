@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
-from agentchemist.params import param
+from agentchemist.policy.vla.serve_config import VLAServeConfig
 from agentchemist.paths import config_dir
 from agentchemist.policy.primitives import ALIASES, _grasp_object
 from agentchemist.policy.vla.configuration_vla import VLAConfigError
@@ -40,33 +40,6 @@ class PolicyRefused(ValueError):
 
 class PolicyAbort(RuntimeError):
     """The subtask stops: garbage model output, stale observations, no completion in time."""
-
-
-@dataclass(frozen=True)
-class VLAServeConfig:
-    checkpoint: str = param("", description="VLA checkpoint directory (config.json + model.safetensors); "
-                                            "'' = none (the vla backend refuses every goal)")
-    ode_steps: int = param(0, low=0, high=100, description="Euler steps of the flow-matching sampler "
-                                                           "(0 = the checkpoint's ode_steps)")
-    query_every: int = param(1, low=1, high=100, description="Control ticks between policy queries")
-    ensemble_decay: float = param(0.1, low=0.0, high=10.0,
-                                  description="Temporal ensembling weight exp(-m * i), i = chunk age (ACT's m)")
-    max_duration_s: float = param(30.0, unit="s", low=0.5, high=600.0,
-                                  description="Abort a subtask the policy has not completed in this long")
-    settle_s: float = param(0.5, unit="s", low=0.0, high=10.0,
-                            description="Done when the command moved less than settle_rad for this long")
-    settle_rad: float = param(0.02, unit="rad", low=0.0, high=0.5,
-                              description="Settled: every command of the last settle_s within this of the latest")
-    settle_m: float = param(0.001, unit="m", low=0.0, high=0.07,
-                            description="The same as settle_rad for the gripper openings")
-    reached_rad: float = param(0.05, unit="rad", low=0.0, high=0.5,
-                               description="Measured joints this close to the settled command: done")
-    observation_max_age_s: float = param(2.0, unit="s", low=0.0, high=60.0,
-                                         description="Older observations are missing (the subtask aborts)")
-    deterministic: bool = param(True, description="Start the sampler from zero noise (the flow's mode) instead "
-                                "of random noise: the same observation gives the same chunk")
-    output_margin: float = param(0.5, low=0.0, high=3.0, description="A model output beyond a joint limit by "
-                                 "more than this (rad, or m for a gripper) is garbage: the subtask aborts")
 
 
 def urdf_velocity_limits(path=None) -> np.ndarray:
