@@ -91,6 +91,8 @@ class AnomalyKind(StrEnum):
     PLAN_REFUSED = "plan_refused"
     #: a person stopping the run (source "operator"): the one halt from outside the agents
     OPERATOR_STOP = "operator_stop"
+    #: a person's pause (warn) and resume (info, resolved) through the supervisor's pause service (fsm/operator.py)
+    OPERATOR_PAUSE = "operator_pause"
     # ---- piper driver: "piper_" + the driver's event kind (hardware/piper/driver.py)
     PIPER_FEEDBACK_TIMEOUT = "piper_feedback_timeout"
     PIPER_ARM_STATUS = "piper_arm_status"

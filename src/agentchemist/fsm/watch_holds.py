@@ -82,7 +82,8 @@ def on_peers(ex, events, now: float) -> list:
 
 def watch_hold(ex, now: float, commands) -> list:
     """Carry out a watch's pause or unpause; the state's timeout stops while any watch holds."""
-    held = any(r == "recorder" or r.startswith("peer ") for r in ex.sup.pauses)
+    # the operator's pause (fsm/operator.py) stops the state's clock too: a chemist's pause is no timeout
+    held = any(r in ("recorder", "operator") or r.startswith("peer ") for r in ex.sup.pauses)
     if held and ex.watch_hold_since is None:
         ex.watch_hold_since = now
     elif not held and ex.watch_hold_since is not None:

@@ -1,9 +1,8 @@
 """vision_supervisor: runs the experiment executor (agentchemist.fsm.executor) on the graph.
-
 Every decision is the executor's (scene check, dispatch, ph_stable / colour_stable / endpoint / verified, what a
 goal's result means, the dispenser's pauses and holds, anomalies, aborts). This node maps messages (the pH meter's
 latched calibration state too) to its events and carries out its effects in order; it owns the subscriptions, QoS, the
-timer, the lock and the goal handles, and serves DescribeScene. Agents are asked without blocking (answers.py).
+timer, the lock and the goal handles; it serves DescribeScene and a person's pause (common/operator_service.py).
 """
 import math
 import threading
@@ -15,7 +14,6 @@ from agentchemist_ros.common.guarded import GuardedNode
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-
 from agentchemist.fsm.commands import Report
 from agentchemist.fsm.dispensing import DispenseOutcome
 from agentchemist.fsm.effects import CallTare, Cancel, Log, PublishHue, PublishState, SendGoal, Snapshot, Tell
@@ -38,6 +36,7 @@ from agentchemist_ros.common import images, messages, topics
 from agentchemist_ros.common.answers import ask, call
 from agentchemist_ros.common.logs import log
 from agentchemist_ros.common.goals import dispense_goal, subtask_goal
+from agentchemist_ros.common.operator_service import serve_pause
 from agentchemist_ros.common.params import declare, declare_config
 from agentchemist_ros.common.peer_waits import peer_waits, recorder_waits
 from agentchemist_ros.common.qos import FSM, LATCHED, READINGS, RELIABLE, SENSOR
@@ -86,6 +85,7 @@ class VisionSupervisorNode(GuardedNode):
         self.dispenser = ActionClient(self, Dispense, topics.DISPENSE, callback_group=self.group)
         self.tare_client = self.create_client(Trigger, topics.BALANCE_TARE, callback_group=self.group)
         self.create_service(DescribeScene, topics.DESCRIBE_SCENE, self.describe, callback_group=self.group)
+        serve_pause(self)  # a person's pause and resume (the console's buttons; agentchemist.fsm.operator)
         self.create_timer(0.5, self.check_timeouts)
 
     # ------------------------------------------------------------------ events -> executor

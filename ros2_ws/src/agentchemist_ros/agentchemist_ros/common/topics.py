@@ -59,3 +59,4 @@ DISPENSE = "/agentchemist/dispense"
 DESCRIBE_SCENE = "/agentchemist/describe_scene"
 CALIBRATE = "/agentchemist/calibrate"
 QUERY_RECORDS = "/agentchemist/query_records"
+PAUSE = "/agentchemist/pause"  # std_srvs/SetBool on the vision supervisor: a person pauses / resumes
