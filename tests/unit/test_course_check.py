@@ -173,3 +173,39 @@ def test_the_executor_refuses_to_dispense_into_another_sample(ph_plan):
     halts = [e for e in effects if isinstance(e, Report) and e.severity == "halt"]
     assert [h.kind for h in halts] == ["reagent_mismatch"] and "before the first drop is 2.9" in halts[0].description
     assert ex.machine.state == "aborted" and ex.drops_heard == 0
+
+
+def test_a_run_that_does_not_settle_each_drop_has_its_course_checked_on_the_trace():
+    """No settle phrase (the chemist's plain words): a drop every 0.5 s and the supervisor's settle test never
+    passes (it restarts at every drop); the readings (3 s behind the drops) are still judged on the steady
+    stretches, at the volume they show. The plan says 5 mL of HCl, the beaker holds 25 mL: the pH stays near 1.2
+    past the 5 mL where the plan's jump is, a reagent_mismatch long before the real jump at 25 mL; the 5 mL the
+    plan names raises nothing."""
+    from agentchemist.plan.planner import plan_instruction
+    from tests.unit.test_fsm_executor import run_to_dispensing
+    plain = plan_instruction("Titrate 5 mL of 0.1 M hydrochloric acid with 0.1 M sodium hydroxide to pH 10").plan
+    assert plain.module_instantiation.dispenser.settle_each_drop is False
+    drop_ml = plain.module_instantiation.dispenser.drop_volume_ml
+
+    def drive(bench_ml):
+        ex = Executor(plain, 0.0, SupervisionConfig(recorder=RecordWatchConfig()))
+        ex.on_recorder_status(plain.experiment_id, True, 0.0, 0.0, None)
+        send, _, t = run_to_dispensing(ex)
+        volumes = np.arange(0, 200) * drop_ml
+        phs = titration_curve({"hcl": 0.1}, bench_ml, {"naoh": 0.1}, volumes, activity=True)
+        effects, t0 = [], t
+        for k in range(1, 200):
+            t = t0 + 0.5 * k
+            effects += ex.on_agent_symbol("drop", t, "audio_supervisor", send.task.id)
+            shown = max(0, int((t - 3.0 - t0) / 0.5))            # the reading shows the drops 3 s back
+            for i in range(5):
+                effects += ex.on_ph(t + 0.1 * i, round(float(phs[shown]) + 0.002 * (-1) ** i, 3), 0.005)
+            if not ex.running or ex.machine.state == "done":
+                break
+        return ex, [e for e in effects if isinstance(e, Report) and e.severity in ("warn", "halt")]
+
+    ex, alarms = drive(25.0)
+    assert [a.kind for a in alarms] == ["reagent_mismatch"] and ex.machine.state == "aborted", alarms
+    assert ex.drops_heard * drop_ml < 9.0                     # the real jump is at 25 mL
+    ex, alarms = drive(5.0)
+    assert alarms == [] and ex.course.points                  # judged, and nothing raised

@@ -86,7 +86,14 @@ def test_the_equivalence_inside_the_last_drop_is_stated_only_for_a_jump():
     assert found.u_bracket_ml == pytest.approx(DROP / (2 * math.sqrt(3)))
     assert bracketed_equivalence(v[:cut - 1], ph[:cut - 1]) is None      # stopped before the jump
     assert bracketed_equivalence(v[:cut], ph[:cut], expected_ph=12.5) is None  # not the jump the plan expects
+    assert bracketed_equivalence(v[:cut], ph[:cut]) is not None          # without a prediction: by its size
     assert bracketed_equivalence(v[:200], ph[:200]) is None              # a flat end
+    # 5 mL of 0.1 M HCl: the steps before the jump are already large (1.3 pH), the last spans pH 7
+    v5 = 0.013 + DROP * np.arange(0, 120)
+    ph5 = titration_curve({"hcl": 0.1}, 5.0, {"naoh": 0.1}, v5)
+    cut5 = int(np.argmax(ph5 > 9.0)) + 1
+    found5 = bracketed_equivalence(v5[:cut5], ph5[:cut5], expected_ph=7.0)
+    assert found5 is not None and found5.low_ml < 5.0 <= found5.high_ml
 
 
 def _run_data(settles: bool):

@@ -5,9 +5,10 @@ jump one drop moves the pH by several units: the data then end with that drop, a
 see no peak (nothing after it). The inflection lies inside that last addition all the same: the equivalence
 volume is its middle, with a rectangular uncertainty of half its width (u = dV / (2 sqrt 3), GUM 4.3.7).
 
-It is stated only when the last step is a jump beyond doubt: at least ``min_jump_ph`` pH and
-``min_ratio`` times the largest of the steps before it over ``context`` additions, and (when the expected
-equivalence pH is known) spanning it within ``ph_margin``.
+It is stated only when the last step is a jump beyond doubt, at least ``min_jump_ph`` pH, and the inflection
+lies inside it: when the equivalence pH the reagents predict is known, the step spans it (the jump of a
+strong acid is centred on it; a small sample's steps grow steeply before the jump, so their size alone says
+little); without it, the step is ``min_ratio`` times the largest of the ``context`` steps before it.
 """
 from __future__ import annotations
 
@@ -29,8 +30,7 @@ class BracketedEquivalence:
 
 
 def bracketed_equivalence(volumes_ml, ph, *, expected_ph: float | None = None, min_jump_ph: float = 2.0,
-                          min_ratio: float = 5.0, context: int = 10, ph_margin: float = 1.0,
-                          ) -> BracketedEquivalence | None:
+                          min_ratio: float = 5.0, context: int = 10) -> BracketedEquivalence | None:
     """The equivalence bracketed by the data's last addition, or None (see the module docstring)."""
     v = np.asarray(volumes_ml, dtype=float)
     y = np.asarray(ph, dtype=float)
@@ -40,12 +40,13 @@ def bracketed_equivalence(volumes_ml, ph, *, expected_ph: float | None = None, m
     if dv[-1] <= 0:
         return None
     jump = abs(dy[-1])
-    before = np.abs(dy[-1 - context:-1])
-    if jump < min_jump_ph or jump < min_ratio * float(before.max()):
+    if jump < min_jump_ph:
         return None
     if expected_ph is not None and math.isfinite(expected_ph):
         low, high = sorted((y[-2], y[-1]))
-        if not (low - ph_margin <= expected_ph <= high + ph_margin):
+        if not low < expected_ph < high:
             return None
+    elif jump < min_ratio * float(np.abs(dy[-1 - context:-1]).max()):
+        return None
     return BracketedEquivalence(float((v[-2] + v[-1]) / 2.0), float(v[-2]), float(v[-1]), float(jump),
                                 float(dv[-1] / (2.0 * math.sqrt(3.0))))

@@ -11,10 +11,15 @@
   ``reagent_mismatch`` refusal before the first drop;
 * each settled reading and the endpoint's go to the course check (:mod:`.course_check`): a course the
   plan's reagents cannot explain halts the run (``reagent_mismatch``);
+  a run that does not settle each drop (no ``ph_stable`` after each) still has its course checked: a
+  stable reading while it dispenses is judged at the volume the reading shows (the drops heard up to the
+  reading's lag before it), once every ``TRACE_CHECK_DROPS`` drops;
 * no titration on readings of an electrode without a valid calibration (``calibration_required``).
 """
 from __future__ import annotations
 
+import bisect
+from collections import deque
 from typing import Any
 
 from agentchemist.contracts import Symbol
@@ -31,6 +36,13 @@ __all__ = ["PROCEDURE", "PhEndpoint"]
 
 #: the states in which the endpoint is judged (the protocol's names)
 JUDGED = ("titrating", "waiting_ph")
+#: the reading trails the beaker by the stirred mixing and the electrode (1 s + 2 s, agentchemist.control.approach's
+#: priors): a reading shows the drops that fell this long before it
+READING_LAG_S = 3.0
+#: a run that does not settle each drop: one course point per this many drops at the most (about 0.5 mL)
+TRACE_CHECK_DROPS = 10
+#: ... on a steady reading: its last 2 s within 0.05 pH (a flat part of the curve, or a hold)
+TRACE_STEADY_S, TRACE_STEADY_PH = 2.0, 0.05
 
 
 class PhEndpoint(Procedure):
@@ -46,6 +58,10 @@ class PhEndpoint(Procedure):
         # docs/architecture.md, "Who decides what").
         self.course = CourseCheck.from_plan(sup.plan)
         self.drop_ml = float(sup.plan.module_instantiation.dispenser.drop_volume_ml)
+        self.settles = bool(sup.plan.module_instantiation.dispenser.settle_each_drop)
+        self.drop_stamps: list[float] = []   #: when each drop was heard (a run that does not settle each drop)
+        self._traced_at = 0                  #: drops shown at the last trace course point
+        self._recent: deque[tuple[float, float]] = deque()  #: (stamp, pH) of the last TRACE_STEADY_S
 
     # ------------------------------------------------------------------ readings
     def on_transition(self, symbol: str, transition, now: float) -> None:
@@ -84,6 +100,8 @@ class PhEndpoint(Procedure):
             out += sup.pause(ENDPOINT_HOLD, {"ph": ph}) if verdict is Verdict.HOLD else sup.unpause(ENDPOINT_HOLD)
         if state == "waiting_ph" and sup.settle.is_stable():
             out.append(Apply(Symbol.PH_STABLE, {"ph": ph}))
+        if not self.settles and state in JUDGED:
+            out += self._trace_course(stamp, ph)
         if state == "done" and sup.verify_since is not None and sup.target_ph is not None:
             reached = self.endpoint is None or self.endpoint.reached(ph)
             if stamp - sup.verify_since >= sup.endpoint_hold_s and sup.settle.is_stable() and reached:
@@ -116,6 +134,8 @@ class PhEndpoint(Procedure):
             return ""
 
     def on_applied(self, ex, symbol: str, detail: dict[str, Any], subtask_id: str, now: float) -> list:
+        if symbol == Symbol.DROP and not self.settles:
+            self.drop_stamps.append(now)
         if symbol == Symbol.PH_STABLE:
             out = [tell("recorder", PhStable(ph=detail.get("ph")), subtask_id, now)]
             mismatch = self._course(ex, detail.get("ph"))
@@ -128,6 +148,29 @@ class PhEndpoint(Procedure):
             if mismatch:  # reached, but not where the plan's reagents would reach it: not a result
                 return ex.abort(mismatch, "reagent_mismatch", now)
         return super().on_applied(ex, symbol, detail, subtask_id, now)
+
+    def _trace_course(self, stamp: float, ph: float) -> list:
+        """A stable reading while the run dispenses without settling each drop, to the course check at the
+        volume it shows; an Abort when the course is one the plan's reagents cannot give."""
+        sup = self.sup
+        # the supervisor's settle test restarts at every drop (on_transition), so while drops keep falling it
+        # never passes: steady here is the readings of the last TRACE_STEADY_S within TRACE_STEADY_PH
+        self._recent.append((stamp, ph))
+        while self._recent and self._recent[0][0] < stamp - TRACE_STEADY_S:
+            self._recent.popleft()
+        values = [p for _, p in self._recent]
+        steady = len(values) >= 5 and max(values) - min(values) <= TRACE_STEADY_PH
+        if self.course is None or not steady or sup.pauses - {ENDPOINT_HOLD}:
+            return []
+        shown = bisect.bisect_right(self.drop_stamps, stamp - READING_LAG_S)
+        if shown < self._traced_at + TRACE_CHECK_DROPS:
+            return []
+        self._traced_at = shown
+        try:
+            alarm = self.course.on_settled(shown * self.drop_ml, float(ph)).alarm
+        except (ValueError, ArithmeticError):
+            return []
+        return [Abort("reagent_mismatch", alarm)] if alarm else []
 
     def _course(self, ex, ph, final: bool = False) -> str:
         """A settled reading to the course check; its alarm sentence, or ''. Not judged while another
