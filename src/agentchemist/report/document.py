@@ -211,11 +211,23 @@ def _answer(results: dict) -> list[tuple[str, str]]:
     if results.get("final_ph") is not None and not results.get("interrupted") and results.get("target_ph") is not None:
         rows.append(("Final pH", f"{fmt(results['final_ph'], 3)} (target {fmt(results['target_ph'], 2)})"))
     if "final_mass_g" in results:
-        rows.append(("Weighed mass", f"{fmt(results.get('final_mass_g'), 3, 'g')} (target "
-                     f"{fmt(results.get('target_mass_g'), 3, 'g')})"))
+        digits = _balance_decimals()  # a reading is stated to the balance's readability, never finer
+        rows.append(("Weighed mass", f"{fmt(results.get('final_mass_g'), digits, 'g')} (target "
+                     f"{fmt(results.get('target_mass_g'), digits, 'g')}; balance readability "
+                     f"{10.0 ** -digits:g} g)"))
     if "calcium_m" in results:
         rows.append(("Ca2+ concentration", f"{fmt(results['calcium_m'], 5)} mol/L"))
     return rows
+
+
+def _balance_decimals() -> int:
+    """Decimal places of the balance's readability (the hardware registry's balance resolution; 3 if unknown)."""
+    try:
+        from agentchemist.plan.registry import HardwareRegistry
+        resolution = HardwareRegistry.load().balance_resolution_g
+    except (OSError, ValueError, KeyError, TypeError):
+        return 3
+    return max(0, -math.floor(math.log10(resolution) + 1e-9)) if resolution > 0 else 3
 
 
 def _summary_section(summary: dict, narrative: dict | None, charts: dict[str, Path] | None = None) -> Section:
