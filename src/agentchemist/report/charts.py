@@ -102,7 +102,18 @@ def _deriv_window(analysis: TitrationAnalysis) -> str:
 
 
 def _display_curve(analysis: TitrationAnalysis) -> np.ndarray:
-    return analysis.ph_adaptive if analysis.ph_adaptive is not None else analysis.ph_smooth
+    """The smoothed line as drawn: between two measured points it stays within their pH range widened by three
+    times the noise. A smoothing window wider than a sparse stretch before a jump otherwise dips or overshoots
+    by tenths of a pH where no reading is (display only: the analysis uses its own curve)."""
+    line = analysis.ph_adaptive if analysis.ph_adaptive is not None else analysis.ph_smooth
+    v, p, grid = analysis.volume_ml, analysis.ph, analysis.grid_ml
+    if v.size < 2 or grid.size != line.size:
+        return line
+    noise = float(analysis.smoothing.get("noise_sd_ph") or 0.0)
+    k = np.clip(np.searchsorted(v, grid), 1, v.size - 1)
+    lo = np.minimum(p[k - 1], p[k]) - 3.0 * noise
+    hi = np.maximum(p[k - 1], p[k]) + 3.0 * noise
+    return np.clip(line, lo, hi)
 
 
 def _shade_flags(ax, analysis: TitrationAnalysis) -> None:
