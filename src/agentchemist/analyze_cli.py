@@ -3,7 +3,7 @@
     agentchemist analyze curve.csv --analyte "acetic acid" --analyte-volume 25 --titrant naoh \\
         --titrant-molarity 0.1 [--analyte-molarity M] [--increment burette|pump|dropper] [--out DIR] [--json OUT]
 
-The file (CSV/TSV, see :mod:`agentchemist.report.curve_file`) becomes a run labelled as imported data
+The file (CSV/TSV or a Vernier Logger Pro export, see :mod:`agentchemist.report.curve_file`) becomes a run labelled as imported data
 (:mod:`agentchemist.report.imported`) and goes through the same analysis and report writer as a robot
 run. Mistakes of the user (a missing file, an unknown reagent, a column that is not there) end with one
 line on stderr and exit code 2, never a traceback.
@@ -38,6 +38,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     a.add_argument("--volume-column", help="the volume column's header text or 1-based position")
     a.add_argument("--ph-column", help="the pH column's header text or 1-based position")
     a.add_argument("--volume-unit", choices=["ml", "ul", "l"], help="the volume unit when the header names none")
+    a.add_argument("--run", type=int, metavar="N", help="a Logger Pro export's run to analyse (default: the first)")
     a.add_argument("--temperature", type=float, metavar="C", help="temperature (degC) when the file has none")
     cal = a.add_mutually_exclusive_group()
     cal.add_argument("--electrode", metavar="PROBE",
@@ -87,7 +88,7 @@ def analyze(args, console) -> int:
     from agentchemist.report.imported import ImportRequest, imported_run
 
     curve = read_curve(args.file, volume_column=args.volume_column, ph_column=args.ph_column,
-                       volume_unit=args.volume_unit)
+                       volume_unit=args.volume_unit, run=args.run)
     request = ImportRequest(analyte=args.analyte, analyte_volume_ml=args.analyte_volume, titrant=args.titrant,
                             titrant_m=args.titrant_molarity, analyte_m=args.analyte_molarity,
                             increment=args.increment, titrant_rel_u=args.titrant_rel_u,

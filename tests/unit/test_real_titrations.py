@@ -128,3 +128,18 @@ def test_the_sharp_endpoint_in_salt_is_not_refused(reports):
     practice): the endpoint is stated, not refused as 'the run ended inside the jump'."""
     eqs = reports["acetic_nacl0.8M_run1"]["sections"]["results"]["equivalence_points"]
     assert eqs and eqs[0]["supported"], eqs[0]["reason"] if eqs else "no equivalence point"
+
+
+def test_a_logger_pro_export_is_read_as_its_runs():
+    """The published Logger Pro export (three runs side by side, a reading a second, volumes typed at each
+    addition) reads as the per-step curves held out beside it."""
+    import numpy as np
+
+    from agentchemist.report.curve_file import read_curve
+
+    raw = HOLDOUT / "acetic_nacl0.8M_loggerpro_raw.csv"
+    for k in (1, 2, 3):
+        curve = read_curve(raw, run=k)
+        steps = np.loadtxt(HOLDOUT / f"acetic_nacl0.8M_run{k}.csv", delimiter=",", skiprows=1, usecols=(0, 1))
+        assert np.allclose(curve.volume_ml, steps[:, 0]) and np.allclose(curve.ph, steps[:, 1], atol=5e-5)
+        assert curve.volume_unit == "cm³" and f"run {k} of 3" in curve.notes[0]

@@ -7,6 +7,12 @@ mL, and the reader says so), the delimiter from the first lines (comma, tab or s
 file may use the decimal comma, as European instruments write). A temperature column (``temp``,
 ``temperature``, in degC) is read when there is one. Lines starting with ``#`` are comments.
 
+A data logger's export is read too: Vernier Logger Pro writes several runs side by side (``Run 1: pH``,
+``Run 1: Volume of NaOH Added (cm³)`` ...), a reading a second, with the volume typed only at each addition.
+The run is chosen with ``run`` (default 1); the volume is carried forward from each typed addition, and a
+step's pH is the median of its last :data:`LOGGER_STEP_READINGS` readings (the equilibrated end of the step:
+the electrode still moves right after an addition), its temperature the median of the step.
+
 Every problem is a :class:`CurveFileError` (a ValueError) with one line naming the file, line and cell:
 the command line prints it without a traceback.
 
@@ -28,7 +34,10 @@ import numpy as np
 __all__ = ["CurveFileError", "CurveTable", "read_curve"]
 
 #: unit words of a volume header, as the factor to mL
-VOLUME_UNITS = {"ml": 1.0, "cm3": 1.0, "µl": 1e-3, "μl": 1e-3, "ul": 1e-3, "l": 1e3}
+VOLUME_UNITS = {"ml": 1.0, "cm3": 1.0, "cm³": 1.0, "µl": 1e-3, "μl": 1e-3, "ul": 1e-3, "l": 1e3}
+#: readings at the end of a logged step whose median is the step's pH
+LOGGER_STEP_READINGS = 5
+_RUN_PREFIX = re.compile(r"^Run (\d+):\s*(.*)$")
 _UNIT_IN_BRACKETS = re.compile(r"[\(\[]\s*([^\)\]]+?)\s*[\)\]]")
 _VOLUME_WORDS = ("volume", "vol", "v", "titrant", "added", "naoh", "hcl", "base", "acid")
 
@@ -137,9 +146,43 @@ def _number(cell: str, decimal_comma: bool) -> float:
     return float(text)
 
 
+def _logger_columns(headers: list[str], run: int | None, path: Path) -> tuple[list[int], list[str], str] | None:
+    """(column indices, names without the prefix, a note) of one run of a logger export; None for a plain file."""
+    runs = {}
+    for i, h in enumerate(headers):
+        m = _RUN_PREFIX.match(h)
+        if m:
+            runs.setdefault(int(m.group(1)), []).append((i, m.group(2).strip()))
+    if not runs:
+        if run is not None:
+            raise CurveFileError(f"{path}: --run {run}: the file is not a logger export with several runs")
+        return None
+    chosen = run if run is not None else min(runs)
+    if chosen not in runs:
+        raise CurveFileError(f"{path}: --run {chosen}: the file holds run(s) {', '.join(map(str, sorted(runs)))}")
+    note = (f"Logger Pro export: run {chosen} of {len(runs)} (--run to choose); the volume carried forward from each "
+            f"typed addition, a step's pH the median of its last {LOGGER_STEP_READINGS} readings")
+    return [i for i, _ in runs[chosen]], [name for _, name in runs[chosen]], note
+
+
+def _logger_steps(volumes: list[float | None], phs: list[float], temps: list[float]) -> tuple[list, list, list, int]:
+    """Readings -> one (volume, pH, temperature) per typed addition (see the module docstring)."""
+    steps: list[tuple[float, list[float], list[float]]] = []
+    for v, ph, t in zip(volumes, phs, temps):
+        if v is not None:
+            steps.append((v, [], []))
+        if steps:
+            steps[-1][1].append(ph)
+            steps[-1][2].append(t)
+    steps = [s for s in steps if s[1]]
+    out_t = [float(np.nanmedian(t)) if np.isfinite(t).any() else math.nan for _, _, t in steps]
+    return ([s[0] for s in steps], [float(np.median(s[1][-LOGGER_STEP_READINGS:])) for s in steps], out_t,
+            sum(len(s[1]) for s in steps))
+
+
 def read_curve(path: str | Path, *, volume_column: str | None = None, ph_column: str | None = None,
-               volume_unit: str | None = None) -> CurveTable:
-    """Read ``path`` (CSV/TSV with a header row); see the module docstring."""
+               volume_unit: str | None = None, run: int | None = None) -> CurveTable:
+    """Read ``path`` (CSV/TSV with a header row, or a Logger Pro export); see the module docstring."""
     path = Path(path)
     if not path.is_file():
         raise CurveFileError(f"{path}: no such file")
@@ -161,11 +204,16 @@ def read_curve(path: str | Path, *, volume_column: str | None = None, ph_column:
     if all(_looks_numeric(h) for h in headers):
         raise CurveFileError(f"{path}: line {header_line} is data, not a header: the first row must name the columns "
                              "(e.g. 'volume_ml,ph')")
+    logger = _logger_columns(headers, run, path)
+    if logger is not None:  # one run's columns, as a plain file's
+        keep, names, logger_note = logger
+        headers = names
+        rows = [rows[0]] + [(n, [row[i] if i < len(row) else "" for i in keep]) for n, row in rows[1:]]
     iv = _pick(headers, volume_column, _is_volume, "volume", "--volume-column", path)
     ip = _pick(headers, ph_column, _is_ph, "pH", "--ph-column", path)
     if iv == ip:
         raise CurveFileError(f"{path}: the volume and pH columns are the same column ({headers[iv]!r})")
-    notes: list[str] = []
+    notes: list[str] = [logger_note] if logger is not None else []
     unit = (volume_unit or "").strip().lower() or _unit_of(headers[iv])
     if unit is None:
         unit = "ml"
@@ -184,8 +232,13 @@ def read_curve(path: str | Path, *, volume_column: str | None = None, ph_column:
         if max(iv, ip) >= len(cells):
             raise CurveFileError(f"{path}: line {n} has {len(cells)} cell(s), the volume and pH columns need "
                                  f"{max(iv, ip) + 1}")
+        if logger is not None and not cells[ip]:
+            continue  # this run ended before the others: its cells are empty
         values = []
         for index, name in ((iv, headers[iv]), (ip, headers[ip])):
+            if logger is not None and index == iv and not cells[iv]:
+                values.append(None)  # no addition typed at this reading: the volume carries forward
+                continue
             try:
                 x = _number(cells[index], decimal_comma)
             except ValueError:
@@ -193,7 +246,7 @@ def read_curve(path: str | Path, *, volume_column: str | None = None, ph_column:
             if not math.isfinite(x):
                 raise CurveFileError(f"{path}: line {n}, column {name!r}: {cells[index]!r} is not a finite number")
             values.append(x)
-        volumes.append(values[0] * factor)
+        volumes.append(values[0] * factor if values[0] is not None else None)
         phs.append(values[1])
         v_cells.append(cells[iv])
         p_cells.append(cells[ip])
@@ -202,6 +255,14 @@ def read_curve(path: str | Path, *, volume_column: str | None = None, ph_column:
                 temps.append(_number(cells[it], decimal_comma) if it < len(cells) and cells[it] else math.nan)
             except ValueError:
                 temps.append(math.nan)
+    if logger is not None:
+        if it is None:
+            temps = [math.nan] * len(phs)
+        if volumes and volumes[0] is None:
+            volumes[0] = 0.0  # readings before the first typed addition: nothing added yet
+        volumes, phs, temps, n_readings = _logger_steps(volumes, phs, temps)
+        notes[0] += f" ({len(volumes)} steps from {n_readings} readings)"
+        v_cells = [c for c in v_cells if c]
     if not volumes:
         raise CurveFileError(f"{path}: the header is there but no data row follows")
     v = np.array(volumes, float)
