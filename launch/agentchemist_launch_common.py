@@ -13,6 +13,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch.utilities import perform_substitutions
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = "agentchemist_ros"
 
@@ -47,6 +48,13 @@ def common_arguments() -> list:
     ]
 
 
+def text(argument: str) -> ParameterValue:
+    """A launch argument given to a node as a string parameter whatever it looks like: launch_ros reads a
+    substituted parameter value as YAML, so a digit-only RealSense serial (213622078112) arrived as an
+    integer, and so would a probe id '1'."""
+    return ParameterValue(LaunchConfiguration(argument), value_type=str)
+
+
 def config_environment() -> SetEnvironmentVariable:
     """The core library finds config/ through AGENTCHEMIST_CONFIG_DIR (an installed package has no repo)."""
     return SetEnvironmentVariable("AGENTCHEMIST_CONFIG_DIR", LaunchConfiguration("config_dir"))
@@ -57,7 +65,7 @@ def agentchemist_node(name: str, use_sim_time: bool, overrides: dict | None = No
     """One AgentChemist node in its own process: the params file, then use_sim_time and overrides."""
     params = {"use_sim_time": use_sim_time}
     if name in RUNS_DIR_NODES:
-        params["runs_dir"] = LaunchConfiguration("runs_dir")
+        params["runs_dir"] = text("runs_dir")
     params.update(overrides or {})
     # node_name: one of several instances (left_/right_audio_capture); the YAML block of `name` then does not
     # apply, so the launch file sets what differs.

@@ -63,10 +63,10 @@ def instrument_nodes() -> GroupAction:
         condition=IfCondition(LaunchConfiguration("with_instruments")),
         actions=[
             common.agentchemist_node("ph_meter", use_sim_time=False, overrides={
-                "port": LaunchConfiguration("ph_port"), "dialect": LaunchConfiguration("ph_dialect"),
-                "probe_id": LaunchConfiguration("ph_probe_id")}),
+                "port": common.text("ph_port"), "dialect": common.text("ph_dialect"),
+                "probe_id": common.text("ph_probe_id")}),
             common.agentchemist_node("balance", use_sim_time=False, overrides={
-                "port": LaunchConfiguration("balance_port"), "dialect": LaunchConfiguration("balance_dialect")}),
+                "port": common.text("balance_port"), "dialect": common.text("balance_dialect")}),
         ])
 
 
@@ -81,14 +81,14 @@ def camera_nodes() -> list:
         jpeg = ({f"color.image_raw.compressed.jpeg_quality": WRIST_JPEG_QUALITY} if cam != "front" else {})
         orbbec.append(Node(
             package="orbbec_camera", executable="orbbec_camera_node", namespace="camera", name=cam, output="screen",
-            parameters=[{"camera_name": cam, "serial_number": LaunchConfiguration(f"{cam}_camera_serial"),
+            parameters=[{"camera_name": cam, "serial_number": common.text(f"{cam}_camera_serial"),
                          "color_width": 640, "color_height": 480, "color_fps": 30, "enable_depth": True,
                          "depth_width": 640, "depth_height": 480, "depth_fps": 30, "depth_registration": True,
                          "enable_point_cloud": False, "color_info_url": intrinsics, **jpeg}]))
         realsense.append(Node(
             package="realsense2_camera", executable="realsense2_camera_node", namespace="camera", name=cam,
             output="screen",
-            parameters=[{"camera_name": cam, "serial_no": LaunchConfiguration(f"{cam}_camera_serial"),
+            parameters=[{"camera_name": cam, "serial_no": common.text(f"{cam}_camera_serial"),
                          "rgb_camera.color_profile": "640,480,30", "depth_module.depth_profile": "640,480,30",
                          "enable_depth": True, "align_depth.enable": True, "pointcloud.enable": False, **jpeg}]))
     return [GroupAction(condition=_is("orbbec"), actions=orbbec),
@@ -102,7 +102,7 @@ def microphone_nodes() -> GroupAction:
         condition=IfCondition(LaunchConfiguration("with_audio_capture")),
         actions=[common.agentchemist_node("audio_capture", use_sim_time=False, node_name=f"{side}_audio_capture",
                                           overrides={"side": side,
-                                                     "device": LaunchConfiguration(f"{side}_microphone")})
+                                                     "device": common.text(f"{side}_microphone")})
                  for side in SIDES])
 
 
@@ -116,5 +116,5 @@ def microphone_arguments() -> list:
 def base_node() -> Node:
     return Node(package="tracer_base", executable="tracer_base_node", name="tracer_base", output="screen",
                 condition=IfCondition(LaunchConfiguration("with_base")),
-                parameters=[{"port_name": LaunchConfiguration("can_base"), "odom_frame": "odom",
+                parameters=[{"port_name": common.text("can_base"), "odom_frame": "odom",
                              "base_frame": "base_link", "odom_topic_name": "odom"}])

@@ -103,7 +103,7 @@ def generate_launch_description():
     # Gazebo owns /clock and /joint_states; the twin follows the clock and supplies only the chemistry.
     chemistry = common.agentchemist_node(
         "lab_sim", use_sim_time=True,
-        overrides={"scenario": LaunchConfiguration("scenario"), "publish_clock": False,
+        overrides={"scenario": common.text("scenario"), "publish_clock": False,
                    "publish_joint_states": False})
 
     return LaunchDescription([

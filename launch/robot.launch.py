@@ -100,7 +100,7 @@ def generate_launch_description():
                                                 LaunchConfiguration("hardware"), "' == 'topic_based'"])),
         actions=[
             Node(package=common.PACKAGE, executable="piper_driver", name=f"{side}_piper_driver", output="screen",
-                 parameters=[{"side": side, "can_interface": LaunchConfiguration(f"can_{side}"),
+                 parameters=[{"side": side, "can_interface": common.text(f"can_{side}"),
                               "can_bustype": "socketcan", "rate_hz": 200.0, "use_sim_time": False}],
                  ros_arguments=["--log-level", LaunchConfiguration("log_level")],
                  remappings=[("joint_states", f"/{side}_piper/joint_states"),

@@ -58,9 +58,9 @@ def generate_launch_description():
     # ParameterValue(value_type=float): the parameter is declared as a double; a bare "20" would arrive as
     # an integer and be refused.
     twin = common.agentchemist_node("lab_sim", use_sim_time=False, overrides={
-        "scenario": LaunchConfiguration("scenario"),
+        "scenario": common.text("scenario"),
         "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
-        "instruments": LaunchConfiguration("instruments"), "instrument_dir": LaunchConfiguration("instrument_dir"),
+        "instruments": common.text("instruments"), "instrument_dir": common.text("instrument_dir"),
     })
     # The robot model for TF and rviz. No ros2_control runs beside the twin (lab_sim moves the arms and
     # publishes /joint_states), so the model's hardware plugin is never loaded: mock says so. Sim time: the
