@@ -564,6 +564,13 @@ def run_launch_file(filename: str, **arguments: str) -> dict:
     return {"module": module, "args": args, "used": used, "nodes": nodes, "objects": objects}
 
 
+def argument_of(value) -> str:
+    """The launch argument a node parameter takes its value from (a typed ParameterValue or bare)."""
+    if type(value).__name__ == "ParameterValue":
+        value = value.fields["value"]
+    return value.fields["variable_name"]
+
+
 def launch_run_problems(summary: dict, scripts: set[str]) -> list[str]:
     problems = []
     args = summary["args"]
@@ -637,7 +644,7 @@ def test_robot_launch_starts_the_control_stack(launch_api):
     variables = [p.fields["variable_name"] for p in expression if not isinstance(p, str)]
     assert variables == ["with_piper_driver", "hardware"] and "topic_based" in "".join(
         p for p in expression if isinstance(p, str))
-    assert sorted(d["parameters"][0]["can_interface"].fields["variable_name"] for d in drivers) == [
+    assert sorted(argument_of(d["parameters"][0]["can_interface"]) for d in drivers) == [
         "can_left", "can_right"]
     assert "piper_driver" in console_scripts()
     for driver in drivers:
@@ -674,8 +681,8 @@ def test_robot_launch_starts_instruments_cameras_microphones_and_base(launch_api
     (ph, ph_guard), = by_exe["ph_meter"]
     (bal, bal_guard), = by_exe["balance"]
     assert ph_guard == ["with_instruments"] == bal_guard and args["with_instruments"].fields["default_value"] == "true"
-    assert ph["parameters"][1]["port"].fields["variable_name"] == "ph_port"
-    assert ph["parameters"][1]["dialect"].fields["variable_name"] == "ph_dialect"
+    assert argument_of(ph["parameters"][1]["port"]) == "ph_port"
+    assert argument_of(ph["parameters"][1]["dialect"]) == "ph_dialect"
     assert set(args["ph_dialect"].fields["choices"]) == {"tps_continuous", "hanna_ras"}
     assert set(args["balance_dialect"].fields["choices"]) == {"mt_sics", "sartorius_sbi"}
     for exe, driver in (("orbbec_camera_node", "orbbec"), ("realsense2_camera_node", "realsense")):
