@@ -13,6 +13,9 @@ QueryRecords and reports store failures as anomalies.
 import dataclasses
 import math
 import threading
+import time
+
+from rclpy.clock import Clock, ClockType
 
 from agentchemist_ros.common.guarded import GuardedNode
 
@@ -75,6 +78,11 @@ class RecorderNode(GuardedNode):
         self.unacked = []  # records stored but not yet flushed and published
         self.status_pub = self.create_publisher(RecorderStatus, topics.RECORDER_STATUS, LATCHED)
         self.create_timer(self.config.status_period_s, self.publish_status)
+        # ... and on the wall clock when the node's clock stands still: the twin holds its clock while the
+        # supervisor waits for the recorder's return (peer_waits), so a status on that clock alone never came
+        # (a recorder stopped 20 s was seen back 50-60 s after SIGCONT, at the twin's wait limit).
+        self.last_status = time.monotonic()
+        self.create_timer(self.config.status_period_s / 2, self.status_if_quiet, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     # ------------------------------------------------------------------ lifecycle
     def on_plan(self, msg):
@@ -202,9 +210,14 @@ class RecorderNode(GuardedNode):
         self.unacked.clear()
 
     # ------------------------------------------------------------------ outputs
+    def status_if_quiet(self):
+        if time.monotonic() - self.last_status >= self.config.status_period_s:
+            self.publish_status()
+
     def publish_status(self):
         """Everything received before now is durable (flushed) - say so, and for which experiment."""
         with self.lock:
+            self.last_status = time.monotonic()
             now, recording = node_now(self), self.recording
             if recording is not None and self.lost == self.experiment_id:
                 return  # nothing more is durable: no acknowledgement (the run is ending on the halt)
