@@ -50,10 +50,12 @@ COPY pyproject.toml README.md ./
 COPY src/ src/
 RUN .venv/bin/pip install --no-cache-dir --no-deps .
 
-# The ROS packages; launch/, config/ and urdf/ are installed into share/agentchemist_ros by setup.py.
+# The ROS packages; launch/, config/, urdf/ and worlds/ are installed into share/agentchemist_ros by
+# setup.py (gazebo.launch.py opens worlds/lab.sdf).
 COPY config/ config/
 COPY launch/ launch/
 COPY urdf/ urdf/
+COPY worlds/ worlds/
 COPY ros2_ws/src/ ros2_ws/src/
 WORKDIR /opt/agentchemist/ros2_ws
 RUN . /opt/ros/jazzy/setup.bash \

@@ -51,7 +51,8 @@ def arguments() -> list:
         DeclareLaunchArgument(
             "with_base", default_value="false", choices=["true", "false"],
             description="Start the AgileX Tracer base driver (tracer_base_node: /cmd_vel geometry_msgs/Twist in, "
-                        "/odom out); off by default: it moves the robot"),
+                        "/odom out); off by default: it moves the robot, and tracer_base has no Jazzy release "
+                        "(build it from source in the workspace first)"),
         DeclareLaunchArgument("can_base", default_value="can_base",
                               description="SocketCAN interface of the base (500 kbit/s, the Tracer's rate)"),
     ]
