@@ -11,6 +11,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from agentchemist_interfaces.msg import ExperimentPlan  # noqa: E402
 from agentchemist_ros.action_policy_node import ActionPolicyNode  # noqa: E402
@@ -40,11 +41,15 @@ def test_the_policy_follows_the_graph_and_refuses_a_second_plan_publisher(tmp_pa
 
         intruder = Node("intruder")
         intruder.create_publisher(ExperimentPlan, topics.PLAN, LATCHED)
+        intruder.create_publisher(JointTrajectory, topics.arm_trajectory_topic("left"), 10)
         executor.add_node(intruder)
         forged = sp.observe(observer, 2.0, time.sleep)
         executor.remove_node(intruder)
         intruder.destroy_node()
-    assert sp.breaches(forged) == [f"intruder publishes plans on {topics.PLAN}: only planner may"]
+    assert sp.breaches(forged) == [
+        f"intruder publishes plans on {topics.PLAN}: only planner may",
+        f"intruder publishes left arm trajectories on {topics.arm_trajectory_topic('left')}: only action_policy, "
+        "dispenser_controller may"]
 
     policy = ET.parse(tmp_path / "security" / "policy.xml").getroot()
     assert policy.tag == "policy" and policy.get("version") == "0.2.0"

@@ -12,7 +12,8 @@ below and writes:
   plugins enforce once signed by the permissions CA.
 
 The rules (RULES): only the planner publishes plans, only the vision supervisor sends dispense and
-subtask goals, only the graph's agents publish anomalies (contracts/admission.GRAPH_AGENTS). A graph that
+subtask goals, only the graph's agents publish anomalies (contracts/admission.GRAPH_AGENTS), only the
+action policy and the dispenser send the arms trajectories. A graph that
 breaks one (an extra participant publishing plans, say) is refused with one line per breach, exit 1, and
 nothing is written: permissions are made from a clean graph.
 
@@ -50,6 +51,8 @@ RULES = (
     ("dispense goals", "send", topics.DISPENSE, ("vision_supervisor",)),
     ("subtask goals", "send", topics.EXECUTE_SUBTASK, ("vision_supervisor",)),
     ("anomalies (halts)", "publish", topics.ANOMALIES, GRAPH_AGENTS),
+    *((f"{side} arm trajectories", "publish", topics.arm_trajectory_topic(side),
+       ("action_policy", "dispenser_controller")) for side in topics.SIDES),
 )
 
 
