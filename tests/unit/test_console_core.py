@@ -67,15 +67,18 @@ def test_the_run_view_follows_its_own_experiment():
     json.dumps(view.snapshot())  # JSON-ready, NaN-free
 
 
-def test_the_view_says_when_the_arms_last_moved():
+def test_the_view_says_when_the_arms_moved_and_whether_they_held_after_the_stop():
     view = RunView()
-    view.on_joints([0.0, 0.1], 1.0)
-    view.on_joints([0.0, 0.2], 2.0)       # moved
-    view.on_joints([0.0, 0.20005], 3.0)   # encoder noise, not motion
+    for k in range(11):  # a gripper squeezing at 0.2 mm/s, joint states at 10 Hz: 2e-5 m a message
+        view.on_joints([0.5, 0.03 - 2e-5 * k], 1.0 + 0.1 * k)
+    assert view.snapshot()["last_arm_motion"] == 2.0  # slow, but a second of it is motion
     view.on_fsm("", "aborted", True)
-    view.on_joints([0.0, 0.20005], 4.0)
+    for k in range(1, 21):  # after the stop: still, within encoder noise
+        view.on_joints([0.5 + 1e-6 * (k % 2), 0.0298], 2.0 + 0.1 * k)
     snap = view.snapshot()
-    assert (snap["last_arm_motion"], snap["stopped_at"], snap["clock"]) == (2.0, 3.0, 4.0)
+    assert snap["moved_since_stop"] < 5e-5 and snap["last_arm_motion"] <= 3.0 and snap["clock"] == 4.0
+    view.on_joints([0.52, 0.0298], 4.1)  # an arm that did not hold is seen
+    assert view.snapshot()["moved_since_stop"] == pytest.approx(0.02, abs=1e-5)
 
 
 def test_past_runs_newest_first_with_their_outcome(tmp_path):

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import deque
 
 __all__ = ["RunView"]
 
 MAX_ANOMALIES = 200
-#: a joint change between two joint states above this (rad or m) is motion; below it, encoder noise
-MOTION_RAD = 1e-4
+#: a joint change over MOTION_WINDOW_S above this (rad, or m for a gripper) is motion; below it, noise. A
+#: squeeze of the pipette bulb (0.1 mm/s and up) moves the gripper 1e-4 m in a second.
+MOTION_RAD = 5e-5
+MOTION_WINDOW_S = 1.0
 
 
 class RunView:
@@ -36,7 +39,9 @@ class RunView:
             self.result: dict | None = None
             self.plan: dict | None = None
             self.stopped_at: float | None = None   # the run's clock when it ended (terminal state)
-            self._joints: list[float] | None = None
+            self._recent: deque = deque()             # (stamp, joint positions) over the last MOTION_WINDOW_S
+            self._at_stop: tuple | None = None        # the joint positions when the run ended
+            self.moved_since_stop = 0.0               # the largest joint change since then (rad or m)
             self.last_arm_motion = math.nan        # the run's clock at the last joint change over MOTION_RAD
             self.clock = math.nan                  # the run's clock as the joint states stamp it
 
@@ -76,14 +81,21 @@ class RunView:
                 self.mass_g = value
 
     def on_joints(self, positions, stamp: float) -> None:
-        """The arms' joint states: when they last moved (the e-stop's check that the arms hold)."""
-        positions = [float(p) for p in positions]
+        """The arms' joint states (grippers included): whether they moved over the last second of the run's
+        clock, and how far they moved since the run ended (the emergency stop's check that they hold)."""
+        positions = tuple(float(p) for p in positions)
         with self._lock:
-            if self._joints is not None and len(positions) == len(self._joints) and any(
-                    abs(a - b) > MOTION_RAD for a, b in zip(positions, self._joints)):
-                self.last_arm_motion = stamp
-            self._joints = positions
             self.clock = stamp
+            self._recent.append((stamp, positions))
+            while len(self._recent) > 2 and self._recent[1][0] <= stamp - MOTION_WINDOW_S:
+                self._recent.popleft()  # keep one sample at least a window old
+            old = self._recent[0][1]
+            if len(old) == len(positions) and _moved(old, positions) > MOTION_RAD:
+                self.last_arm_motion = stamp
+            if self.terminal and self._at_stop is None:
+                self._at_stop = positions
+            if self._at_stop is not None and len(self._at_stop) == len(positions):
+                self.moved_since_stop = _moved(self._at_stop, positions)
 
     def on_drop(self) -> None:
         with self._lock:
@@ -119,7 +131,11 @@ class RunView:
                     "mass_g": None if math.isnan(self.mass_g) else self.mass_g, "drops": self.drops,
                     "anomalies": self.anomalies[:50], "paused": self.paused, "result": self.result,
                     "plan": self.plan, "clock": _num(self.clock), "stopped_at": _num(self.stopped_at),
-                    "last_arm_motion": _num(self.last_arm_motion)}
+                    "last_arm_motion": _num(self.last_arm_motion), "moved_since_stop": self.moved_since_stop}
+
+
+def _moved(a, b) -> float:
+    return max((abs(x - y) for x, y in zip(a, b)), default=0.0)
 
 
 def _num(x: float | None) -> float | None:

@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     if not args.attach:
         out.print(f"starting the node graph on the twin ({scenario.name}) ...")
         graph = Graph(args.scenario, runs_dir, real_time_factor=args.rtf,
-                      overrides={"lab_sim": {"free_run": args.rtf <= 0.0}})
+                      overrides={"lab_sim": {"free_run": args.rtf <= 0.0, "cameras": list(CAMERAS)}})
         node = ConsoleNode()
         graph.time_source.attach_clock(node.get_clock())  # the twin's time, as every node of the graph
         graph.executor.add_node(node)
