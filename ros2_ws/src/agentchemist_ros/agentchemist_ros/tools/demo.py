@@ -6,6 +6,7 @@ Prints live progress (FSM state, pH, volume, drops), then the report path and th
 import argparse
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -129,6 +130,22 @@ def headline(report_path: str) -> list[str]:
 PLAIN_EVERY_S = 10.0
 
 
+def ros_logs_aside(path: Path):
+    """Send this process's stderr (the nodes' log lines, written by rcutils to file descriptor 2) to `path`
+    while the live table shows; returns the function that puts stderr back."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with path.open("a") as f:
+        os.dup2(f.fileno(), 2)
+
+    def restore():
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+    return restore
+
+
 def progress_line(w: Watcher, wall: float) -> str:
     """The progress table's row as one plain line (for a pipe or a log file)."""
     mass = f"mass {w.mass:.3f} g, " if math.isfinite(w.mass) else ""
@@ -220,13 +237,15 @@ def main(argv=None):
         return exit_codes.NO_ENVIRONMENT
     title = f"{scenario.name} in the lab twin"
     if console.is_terminal:
+        ros_log = ros_logs_aside(Path(args.runs) / "ros.log")  # the nodes' log lines would tear the live table
         with Live(progress_table(watcher, 0.0, title), console=console, refresh_per_second=4,
                   transient=False) as live:
             while watcher.result is None and time.monotonic() - start < args.timeout:
                 live.update(progress_table(watcher, time.monotonic() - start, title))
                 time.sleep(0.25)
             live.update(progress_table(watcher, time.monotonic() - start, title))
-        console.print()
+        ros_log()
+        console.print(f"ROS log lines of this run: {Path(args.runs) / 'ros.log'}")
     else:  # piped or logged: a plain line every PLAIN_EVERY_S, flushed, instead of a live table
         last = -PLAIN_EVERY_S
         while watcher.result is None and time.monotonic() - start < args.timeout:
