@@ -442,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
         if row.get("report_path"):
             console.print(f"    report: {row['report_path']}")
 
+    total = len(args.files) * args.seeds  # said first: a graph's start-up and a run take minutes in silence
+    console.print(f"running {total} run(s) ({len(args.files)} scenario file(s) x {args.seeds} seed(s)), {args.jobs} at a "
+                  f"time, each through the whole graph in its own process; a line as each ends; folders in {runs}")
     try:
         rows = run_scenarios([Path(f) for f in args.files], seeds=args.seeds, jobs=args.jobs, runs_dir=runs,
                              timeout=args.timeout, progress=progress, arm_backend=args.arm_backend,
