@@ -46,12 +46,17 @@ def main(argv: list[str]) -> int:
             from agentchemist.sim.vla_demos import SUBTASKS
             subtasks = tuple(s for s in args.subtasks.split(",") if s) or SUBTASKS
             texts = dict(_pair(i) for i in args.instruction)
+            console.print(f"recording {args.episodes} episode(s) of {', '.join(subtasks)} in the twin "
+                          f"into {escape(args.out)} (the twin renders every frame: minutes) ...")
             path = record_twin_demos(args.out, args.episodes, seed=args.seed, subtasks=subtasks, instructions=texts)
             console.print(f"demonstrations written to {escape(str(path))}")
             return 0
         from agentchemist.policy.vla.configuration_vla import VLAConfig
         from agentchemist.policy.vla.train import TrainOptions, train
         config = args.config
+        console.print(f"training the VLA policy ({escape(args.config)}, {args.steps} steps) on "
+                      f"{escape(args.dataset)} into {escape(args.out)}: loading torch and the encoders first, "
+                      f"a checkpoint every {args.save_every} steps ...")
         if config.endswith(".json"):
             config = VLAConfig.from_dict(json.loads(Path(config).read_text()))
         summary = train(args.dataset, args.out, config, TrainOptions(
