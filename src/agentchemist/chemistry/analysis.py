@@ -554,7 +554,7 @@ def _display_derivatives(result: TitrationAnalysis, v: np.ndarray, curve: Smooth
     _, result.d1_display, result.d2_display = savgol_derivatives(curve.ph_grid, window, curve.step_ml)
     result.smoothing["display_derivative"] = {
         "window_points": window, "window_ml": window * curve.step_ml,
-        "reason": f"{DISPLAY_DERIVATIVE_POINTS} median drop spacings ({median_step:.4g} mL each) on the "
+        "reason": f"{DISPLAY_DERIVATIVE_POINTS} median point spacings ({median_step:.4g} mL each) on the "
                   f"{curve.step_ml:.4g} mL grid",
     }
 

@@ -91,6 +91,9 @@ class UncertaintyInputs:
     # A volume read off an instrument at each addition (a burette), mL: an equivalence volume is the
     # difference of two readings (sqrt(2) of this); 0 for volumes counted in drops or steps.
     volume_reading_sd_ml: float = 0.0
+    # what one volume increment is called in the budget ("drop" for the dispenser; an imported curve's
+    # "addition" or "pump step"): the figures are the same, the words must not call a burette's additions drops
+    volume_increment: str = "drop"
 
     @classmethod
     def for_settled_readings(cls, **overrides: float) -> "UncertaintyInputs":
@@ -99,6 +102,10 @@ class UncertaintyInputs:
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():
+            if name == "volume_increment":
+                if not (isinstance(value, str) and value):
+                    raise ValueError(f"UncertaintyInputs.volume_increment must be a word, got {value!r}")
+                continue
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"UncertaintyInputs.{name} must be a finite number >= 0, got {value!r}")
         if self.settle_lag_carry >= 1:
@@ -235,7 +242,8 @@ def fit_pka_budget(fit, name: str, *, ph_calibration_sd: float, temperature_c: f
                                  f"{inputs.dpka_dt_per_k:g}/K"),
             UncertaintyComponent("titrant concentration", abs(s["titrant_m"][name]) * inputs.titrant_rel_sd,
                                  f"{inputs.titrant_rel_sd:.2%} relative"),
-            UncertaintyComponent("drop volume calibration", abs(s["volume_scale"][name]) * inputs.drop_volume_rel_sd,
+            UncertaintyComponent(f"{inputs.volume_increment} volume calibration",
+                                 abs(s["volume_scale"][name]) * inputs.drop_volume_rel_sd,
                                  f"{inputs.drop_volume_rel_sd:.2%} of every volume"),
         ]
     if (fit.sensitivity is not None and fit.fitted_ph is not None and fit.residuals is not None
@@ -276,12 +284,13 @@ def equivalence_budget(index: int, volume_ml: float, location_ml: float, drop_ml
                        inputs: UncertaintyInputs) -> UncertaintyBudget:
     """An equivalence volume (mL, as counted by the dispenser) against the titrant actually delivered."""
     drops = max(volume_ml / drop_ml, 0.0) if drop_ml > 0 else 0.0
+    word = inputs.volume_increment
     comps = [
         UncertaintyComponent("location on the curve", location_ml, "derivatives or the model fitted across the jump"),
-        UncertaintyComponent("drop volume calibration", volume_ml * inputs.drop_volume_rel_sd,
+        UncertaintyComponent(f"{word} volume calibration", volume_ml * inputs.drop_volume_rel_sd,
                              f"{inputs.drop_volume_rel_sd:.2%} of the counted volume"),
-        UncertaintyComponent("drop scatter", math.sqrt(drops) * drop_ml * inputs.drop_scatter_rel_sd,
-                             f"sqrt({drops:.0f} drops) x {inputs.drop_scatter_rel_sd:.1%} of a {drop_ml:.4g} mL drop"),
+        UncertaintyComponent(f"{word} scatter", math.sqrt(drops) * drop_ml * inputs.drop_scatter_rel_sd,
+                             f"sqrt({drops:.0f} {word}s) x {inputs.drop_scatter_rel_sd:.1%} of a {drop_ml:.4g} mL {word}"),
         UncertaintyComponent("volume reading", math.sqrt(2.0) * inputs.volume_reading_sd_ml,
                              f"two readings (start and end) of {inputs.volume_reading_sd_ml:.2g} mL each"),
     ]

@@ -499,6 +499,9 @@ def _events(s: dict) -> list:
         blocks.append(Para(f"Drops: {drops['n']} between {fmt_t(drops.get('first_t_s'))} and {fmt_t(drops.get('last_t_s'))}"
                            + every
                            + " (each drop with its pH is in the per-drop table)."))
+    if s.get("additions"):  # an imported curve: rows of a file, no clock
+        blocks.append(Para(f"Additions: {s['additions']['n']} (an imported curve has no event log: each addition with "
+                           "its pH is in the per-addition table)."))
     if s.get("routine_transitions"):
         blocks.append(Para(f"{s['routine_transitions']} routine drop / settle transitions are not repeated here "
                            "(section 4 lists every transition, section 6 every drop)."))

@@ -67,7 +67,7 @@ def increment_uncertainty(kind: str, resolution_ml: float, titrant_rel_u: float 
     if reading:
         reading = max(reading, resolution_ml / math.sqrt(12.0))
     out = {"drop_volume_rel_sd": calibration, "drop_scatter_rel_sd": scatter, "volume_reading_sd_ml": reading,
-           "settle_lag_bound_ph": 0.0}
+           "settle_lag_bound_ph": 0.0, "volume_increment": {"burette": "addition", "pump": "pump step"}.get(kind, "drop")}
     if titrant_rel_u is not None:
         out["titrant_rel_sd"] = titrant_rel_u
     return out

@@ -278,6 +278,8 @@ def _reconcile_counts(run: RunData, ctx: ResultsContext) -> list[str]:
     n_drops = len(volumes)
     if not n_drops and not run.audio_events:
         return []
+    if ctx.results.get("increments_called") == "additions":  # an imported curve: the file's rows, no drops
+        return [f"{n_drops} additions: one titrant volume per row of the file after the first"]
     out = [f"{n_drops} drops: one fused titrant-volume record per drop"]
     kinds = Counter(str(e.get("kind") or "unclassified") for e in run.audio_events)
     if run.audio_events:
@@ -514,4 +516,6 @@ def build_summary(run: RunData, out_dir: Path, options: Mapping | None = None) -
     u_rel = (opts.get("uncertainty") or {}).get("titrant_rel_sd", UncertaintyInputs().titrant_rel_sd)
     summary["result_sheet"] = result_sheet(run.experiment, ctx.results, summary["results"], origin, summary["banner"],
                                            u_rel if ctx.results.get("equivalence_points") is not None else None)
+    if ctx.results.get("increments_called") == "additions":
+        summary["sections"]["event_log"]["additions"] = summary["sections"]["event_log"].pop("drops")
     return summary, ctx
