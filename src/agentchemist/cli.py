@@ -321,8 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--buffers", type=float, nargs="+", default=[4.01, 7.00, 10.01], help="buffers with --port")
     k.add_argument("--unit", choices=["mV", "pH"], default="mV",
                    help="VALUE is the electrode's mV, or the pH an uncalibrated meter shows (ideal electrode)")
-    k.add_argument("--file", help="calibration store (default $AGENTCHEMIST_CALIBRATION_FILE or "
-                                  "~/.local/state/agentchemist/electrodes.json)")
+    k.add_argument("--file", help="calibration store (default $AGENTCHEMIST_CALIBRATION_FILE, else electrodes.json "
+                                  "in your calibration store beside the pipette's: $AGENTCHEMIST_CALIBRATION_DIR or "
+                                  "~/.local/share/agentchemist/calibration)")
     k.add_argument("--slope-low-pct", type=float, default=95.0)
     k.add_argument("--slope-high-pct", type=float, default=105.0)
     k.add_argument("--offset-max-mv", type=float, default=30.0)

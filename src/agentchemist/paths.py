@@ -32,6 +32,16 @@ def default_runs_dir() -> Path:
     return _REPO / "runs" if (_REPO / "config").is_dir() else Path.cwd() / "runs"
 
 
+def user_calibration_dir() -> Path:
+    """The user's one calibration store, pipette and pH electrodes alike (never the checkout):
+    $AGENTCHEMIST_CALIBRATION_DIR, else $XDG_DATA_HOME (~/.local/share)/agentchemist/calibration."""
+    env = os.environ.get("AGENTCHEMIST_CALIBRATION_DIR")
+    if env:
+        return Path(env)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "agentchemist" / "calibration"
+
+
 def urdf_file() -> Path:
     """The plain robot model (urdf/agentchemist_aloha.urdf, xacro's output): beside config/ in a checkout and
     in the installed package's share/ alike."""

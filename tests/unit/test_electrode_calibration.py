@@ -102,3 +102,23 @@ def test_calibration_removes_the_twin_probes_offset_and_drift_within_0_01_ph():
     probe.advance(t, 1.0)
     assert abs(cal.correct(probe.indicated(t), t_c) - 5.30) < 0.01
     assert abs(probe.indicated(t) - 5.30) > 0.1         # uncorrected, the offset is plainly there
+
+
+def test_one_calibration_store_beside_the_pipette_s(tmp_path, monkeypatch):
+    """Issue 40: the electrodes' store is the pipette's folder; one made at the former place is read until
+    the next calibration writes the one store."""
+    from agentchemist.control.calibration import user_calibration_path
+    monkeypatch.delenv("AGENTCHEMIST_CALIBRATION_FILE", raising=False)
+    monkeypatch.setenv("AGENTCHEMIST_CALIBRATION_DIR", str(tmp_path / "cal"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert CalibrationStore().path == tmp_path / "cal" / "electrodes.json"
+    assert user_calibration_path().parent == CalibrationStore().path.parent
+    old = calibrate("old", [BufferPoint(n, electrode_mv(buffer_ph(n, 25.0), 25.0, 99.0, 3.0), 25.0)
+                            for n in (4.01, 7.0)], now=T0)
+    CalibrationStore(tmp_path / "state" / "agentchemist" / "electrodes.json").save(old)
+    assert CalibrationStore().get("old") == old   # read from the former place
+    new = calibrate("new", [BufferPoint(n, electrode_mv(buffer_ph(n, 25.0), 25.0, 98.0, 1.0), 25.0)
+                            for n in (4.01, 7.0)], now=T0)
+    CalibrationStore().save(new)
+    assert (tmp_path / "cal" / "electrodes.json").is_file()
+    assert CalibrationStore(tmp_path / "cal" / "electrodes.json").load() == {"old": old, "new": new}

@@ -9,7 +9,6 @@ dispensing onto a balance; both fits are least squares through the origin.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 import yaml
 
 from agentchemist.limits import load_yaml_file
-from agentchemist.paths import config_dir
+from agentchemist.paths import config_dir, user_calibration_dir
 
 
 class CalibrationError(ValueError):
@@ -95,12 +94,8 @@ def shipped_calibration_path() -> Path:
 
 
 def user_calibration_path() -> Path:
-    """$AGENTCHEMIST_CALIBRATION_DIR/pipette.yaml, else $XDG_DATA_HOME (~/.local/share)/agentchemist/calibration."""
-    base = os.environ.get(CALIBRATION_DIR_ENV)
-    if not base:
-        data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        base = str(Path(data_home) / "agentchemist" / "calibration")
-    return Path(base) / "pipette.yaml"
+    """pipette.yaml in the user's calibration store (agentchemist.paths.user_calibration_dir)."""
+    return user_calibration_dir() / "pipette.yaml"
 
 
 def default_calibration_path() -> Path:

@@ -15,8 +15,10 @@ Acceptance. Mettler Toledo's electrode guidance rates a slope of 95-105 % with a
 titrations) is stale. A calibration outside the window is refused (not stored); a stale one is refused
 at use: readings are then flagged, not corrected.
 
-Store. One JSON file per user (not in the repository): $AGENTCHEMIST_CALIBRATION_FILE, else
-$XDG_STATE_HOME/agentchemist/electrodes.json (~/.local/state/...). Entries are per probe id with the
+Store. One JSON file per user (not in the repository): $AGENTCHEMIST_CALIBRATION_FILE, else electrodes.json
+in the user's one calibration store beside the pipette's (agentchemist.paths.user_calibration_dir:
+$AGENTCHEMIST_CALIBRATION_DIR or ~/.local/share/agentchemist/calibration); a store only at the former
+place (~/.local/state/agentchemist/electrodes.json) is still read until the one store holds electrodes. Entries are per probe id with the
 calibration's date (epoch seconds, given by the caller: the core reads no clock).
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from agentchemist.params import param
+from agentchemist.paths import user_calibration_dir
 
 R, F = 8.314462618, 96485.33212
 KELVIN = 273.15
@@ -154,6 +157,11 @@ def default_store_path() -> Path:
     env = os.environ.get("AGENTCHEMIST_CALIBRATION_FILE")
     if env:
         return Path(env)
+    return user_calibration_dir() / "electrodes.json"
+
+
+def former_store_path() -> Path:
+    """Where the electrodes' store was before it joined the pipette's (issue 40): read, never written."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "agentchemist" / "electrodes.json"
 
@@ -163,14 +171,21 @@ class CalibrationStore:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_store_path()
+        # the default store falls back to the former one while it has no file: a probe calibrated before
+        # keeps its calibration; the next save writes both old and new entries into the one store
+        self.fallback = former_store_path() if path is None and "AGENTCHEMIST_CALIBRATION_FILE" not in os.environ \
+            else None
 
     def load(self) -> dict[str, ElectrodeCalibration]:
+        source = self.path
+        if not source.exists() and self.fallback is not None and self.fallback.is_file():
+            source = self.fallback
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(source.read_text())
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise CalibrationError(f"calibration store {self.path} unreadable: {exc}") from None
+            raise CalibrationError(f"calibration store {source} unreadable: {exc}") from None
         out = {}
         for probe, entry in data.get("electrodes", {}).items():
             try:

@@ -52,7 +52,7 @@ class PhMeterConfig(SerialConfig):
     require_calibration: bool = param(True, description="Flag readings (self_check_ok false) when the probe "
                                                         "has no valid, fresh calibration")
     calibration_file: str = param("", description="Calibration store; '' = $AGENTCHEMIST_CALIBRATION_FILE "
-                                                  "or ~/.local/state/agentchemist/electrodes.json")
+                                                  "or electrodes.json in the user's calibration store")
     acceptance: Acceptance = nested(Acceptance)
     stability_window_s: float = param(5.0, unit="s", low=0.5, high=120.0,
                                       description="Window of the drift stability judgement")
