@@ -8,6 +8,8 @@ names of DESIGN.md's map: namespace /camera and node name front | left_wrist | r
   serial_number, color_/depth_ width, height, fps, depth_registration (depth aligned to colour).
 - realsense: realsense2_camera_node: camera_name, serial_no, rgb_camera.color_profile /
   depth_module.depth_profile "640,480,30", align_depth.enable.
+Both stamp images <name>_color_optical_frame, the URDF's frame; publish_tf false leaves the camera frames
+to robot_state_publisher (the URDF's calibrated mount), so TF has one parent for each.
 Both publish through image_transport, so with image_transport_plugins installed every image topic also has
 a .../compressed JPEG stream: a consumer on another host (the GPU workstation) subscribes to the wrist
 cameras' compressed streams (`ros2 run image_transport republish` turns them back into raw there) instead of
@@ -85,13 +87,14 @@ def camera_nodes() -> list:
             parameters=[{"camera_name": cam, "serial_number": common.text(f"{cam}_camera_serial"),
                          "color_width": 640, "color_height": 480, "color_fps": 30, "enable_depth": True,
                          "depth_width": 640, "depth_height": 480, "depth_fps": 30, "depth_registration": True,
-                         "enable_point_cloud": False, "color_info_url": intrinsics, **jpeg}]))
+                         "enable_point_cloud": False, "color_info_url": intrinsics, "publish_tf": False, **jpeg}]))
         realsense.append(Node(
             package="realsense2_camera", executable="realsense2_camera_node", namespace="camera", name=cam,
             output="screen",
             parameters=[{"camera_name": cam, "serial_no": common.text(f"{cam}_camera_serial"),
                          "rgb_camera.color_profile": "640,480,30", "depth_module.depth_profile": "640,480,30",
-                         "enable_depth": True, "align_depth.enable": True, "pointcloud.enable": False, **jpeg}]))
+                         "enable_depth": True, "align_depth.enable": True, "pointcloud.enable": False, "publish_tf": False,
+                         **jpeg}]))
     return [GroupAction(condition=_is("orbbec"), actions=orbbec),
             GroupAction(condition=_is("realsense"), actions=realsense)]
 

@@ -77,7 +77,7 @@ def test_mujoco_backend_follows_a_trajectory_and_publishes_rgbd(ros):
     for c in cameras:
         rgb, depth, info = frames[(c, "rgb")], frames[(c, "depth")], frames[(c, "info")]
         assert (rgb.width, rgb.height, depth.width, depth.height) == (*CAMERA_SIZE, *CAMERA_SIZE)  # the robot's
-        assert depth.encoding == "16UC1" and depth.header.frame_id == rgb.header.frame_id == f"{c}_camera"
+        assert depth.encoding == "16UC1" and depth.header.frame_id == rgb.header.frame_id == f"{c}_color_optical_frame"
         assert info.k[0] > 100 and info.k[2] == pytest.approx(CAMERA_SIZE[0] / 2.0)
         values = np.frombuffer(bytes(depth.data), dtype=np.uint16)
         assert (values > 0).mean() > 0.3 and values[values > 0].min() > 10  # metres of scene, in mm

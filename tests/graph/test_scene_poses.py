@@ -1,5 +1,5 @@
 """DescribeScene's 3-D contract on the graph: the vision supervisor takes the front camera's CameraInfo and
-aligned depth, and each object's pose is its tag's in the optical frame ``front_camera`` (within 1 cm of
+aligned depth, and each object's pose is its tag's in the optical frame ``front_color_optical_frame`` (within 1 cm of
 the MuJoCo model's truth); without CameraInfo every pose is all zeros, the quaternion included (unknown)."""
 import json
 import math
@@ -34,7 +34,7 @@ class Camera(Node):
         self.client = self.create_client(DescribeScene, topics.DESCRIBE_SCENE)
 
     def header(self):
-        return Header(stamp=self.get_clock().now().to_msg(), frame_id="front_camera")
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id="front_color_optical_frame")
 
     def describe(self):
         future = self.client.call_async(DescribeScene.Request(camera="front"))
@@ -64,7 +64,7 @@ def test_without_camera_info_poses_are_unknown_zeros(graph):
         pytest.skip("camera_info already received (run alone or first)")
     _colour(node, camera, scene)
     response = camera.describe()
-    assert response.success and response.header.frame_id == "front_camera"
+    assert response.success and response.header.frame_id == "front_color_optical_frame"
     assert response.objects
     for o in response.objects:
         p, q = o.pose.position, o.pose.orientation
@@ -81,7 +81,7 @@ def test_with_camera_info_and_depth_poses_are_the_tags_in_the_optical_frame(grap
     camera.depth.publish(images.depth_to_msg(scene["depth"], camera.header()))
     assert wait_for(lambda: node.front_geometry.info is not None and node.front_geometry.depth is not None)
     response = camera.describe()
-    assert response.success and response.header.frame_id == "front_camera"
+    assert response.success and response.header.frame_id == "front_color_optical_frame"
     extra = json.loads(response.checks_json)
     assert extra["no_3d"] == "" and extra["checks"]["beaker_on_stirrer"]
     assert extra["on"]["beaker_main"] == "stirrer" and extra["on"]["beaker_small"] == "bench"

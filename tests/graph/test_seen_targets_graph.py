@@ -1,7 +1,7 @@
 """The scripted backend's camera targets on the graph: lab_sim (hcl_naoh, the kinematic twin) and
 action_policy composed in one process on the sim clock, with a scene peer serving DescribeScene as the
 vision supervisor's contract has it (SceneObject.pose: the tag's pose in the front camera's optical frame,
-header.frame_id front_camera; the twin's own vision supervisor reports no 3-D poses, so this peer plays
+header.frame_id front_color_optical_frame; the twin's own vision supervisor reports no 3-D poses, so this peer plays
 a calibrated camera's). A seen pipette: the arm goes by IK to its bulb; a NaN pose: the goal is aborted
 with a reason on the anomaly topic and the arm is not commanded; no pose: the named pose, as before."""
 import json
@@ -57,7 +57,7 @@ class ScenePeer(Node):
 
     def describe(self, request, response):
         now = self.get_clock().now().nanoseconds * 1e-9
-        response.header.stamp, response.header.frame_id = to_msg(now), "front_camera"
+        response.header.stamp, response.header.frame_id = to_msg(now), "front_color_optical_frame"
         obj = SceneObject(id="pipette", kind="pipette", u=170.0, v=150.0, confidence=1.0)
         if self.pose is not None:
             p, q = self.pose

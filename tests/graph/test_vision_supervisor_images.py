@@ -74,7 +74,7 @@ def _start(bench):
 def _send(bench, msg, t):
     stamp = getattr(bench, "base", 0.0) + t
     bench.last = max(getattr(bench, "last", 0.0), stamp)
-    msg.header = Header(stamp=to_msg(stamp), frame_id="front_camera")
+    msg.header = Header(stamp=to_msg(stamp), frame_id="front_color_optical_frame")
     bench.image_pub.publish(msg)
 
 

@@ -14,7 +14,7 @@ from agentchemist.policy.primitives import PrimitiveError, load_poses, plan_prim
 from agentchemist.policy.seen_targets import (SeenObject, SeenTargetConfig, SeenTargets,  # noqa: E402
                                               seen_kind)
 
-CAMERA = "front_camera"
+CAMERA = "front_color_optical_frame"
 #: A tag facing the robot (-x), upright: OpenCV's marker axes x (right as read) = -y, y (up) = +z, z = -x.
 FACING_ROBOT = np.column_stack([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
 
@@ -182,10 +182,10 @@ def test_a_stale_flipped_wrong_frame_or_unreachable_pose_is_refused(seen, poses)
 
 def test_a_wrist_camera_is_placed_at_the_measured_joints(seen, poses):
     with pytest.raises(PrimitiveError, match="whose position is not known"):
-        seen.frames.placement("right_wrist_camera")
+        seen.frames.placement("right_wrist_color_optical_frame")
     q = dict(zip([f"right_joint{i}" for i in range(1, 7)], poses.pose("right", "pipette")))
-    r_home, p_home = seen.frames.placement("right_wrist_camera", {k: 0.0 for k in q})
-    r, p = seen.frames.placement("right_wrist_camera", q)
+    r_home, p_home = seen.frames.placement("right_wrist_color_optical_frame", {k: 0.0 for k in q})
+    r, p = seen.frames.placement("right_wrist_color_optical_frame", q)
     assert np.linalg.norm(p - p_home) > 0.05
     r_front, p_front = seen.frames.placement(CAMERA, q)     # the front camera does not move with the arm
     np.testing.assert_allclose(p_front, seen.frames.placement(CAMERA)[1])

@@ -20,11 +20,13 @@ import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xacro
 import yaml
 
-from agentchemist.workcell.robot import ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES
+from agentchemist.workcell.robot import (ARM_JOINT_LIMITS_RAD, GRIPPER_RANGE_M, JOINT_NAMES, camera_body_frame,
+                                         camera_optical_frame)
 from tests.conftest import REPO
 from tests.unit.node_params import config_call_specs, ros_default
 
@@ -175,11 +177,66 @@ def test_camera_and_microphone_frames_match_the_names_the_twin_stamps():
     links = {link.get("name") for link in root.findall("link")}
     topics = _load(NODES_DIR / "common" / "topics.py", "agentchemist_topics")
     lab_sim = (NODES_DIR / "lab_sim_node.py").read_text()
-    assert 'frame_id=f"{name}_camera"' in lab_sim and 'frame_id=f"{side}_gripper_mic"' in lab_sim
+    assert 'frame_id=camera_optical_frame(name)' in lab_sim and 'frame_id=f"{side}_gripper_mic"' in lab_sim
     for camera in topics.CAMERAS:
-        assert {f"{camera}_camera", f"{camera}_camera_link"} <= links
+        assert {camera_optical_frame(camera), camera_body_frame(camera)} <= links
     for side in topics.SIDES:
         assert f"{side}_gripper_mic" in links
+
+
+# The vendor drivers' frame names for camera_name <name> (realsense-ros 4.x, OrbbecSDK_ROS2): body <name>_link,
+# colour optical frame <name>_color_optical_frame (what the image headers name). With publish_tf false
+# they publish no TF of their own, so the URDF is the only parent of these frames.
+DRIVER_IMAGE_FRAME = "{}_color_optical_frame"
+
+
+def tf_tree_problems(root: ET.Element, image_frames: list[str]) -> list[str]:
+    """REP-105/REP-103 checks of the TF tree robot_state_publisher builds from the URDF, joined with the
+    frames the camera drivers stamp: one tree (one root), every image frame in it, each optical frame
+    z forward (its body's x), x right (body -y), y down (body -z)."""
+    problems = []
+    joints = root.findall("joint")
+    parent = {j.find("child").get("link"): j for j in joints}
+    links = {link.get("name") for link in root.findall("link")}
+    roots = sorted(links - set(parent))
+    if len(roots) != 1:
+        problems.append(f"TF is not one tree: roots {roots}")
+    for frame in image_frames:
+        if frame not in links:
+            problems.append(f"image frame {frame} is not in the TF tree")
+            continue
+        joint = parent[frame]
+        body = joint.find("parent").get("link")
+        rpy = [float(v) for v in joint.find("origin").get("rpy").split()]
+        rotation = _rpy_matrix(*rpy)  # columns: the optical frame's axes in the body frame
+        expected = np.array([[0, 0, 1], [-1, 0, 0], [0, -1, 0]], dtype=float)  # x -> -y, y -> -z, z -> x
+        if not np.allclose(rotation, expected, atol=1e-6):
+            problems.append(f"{frame}: not REP-103's optical convention relative to {body}")
+    return problems
+
+
+def _rpy_matrix(r: float, p: float, y: float) -> np.ndarray:
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def test_tf_tree_of_the_urdf_and_the_camera_drivers_frames_is_one_tree_with_optical_frames():
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    frames = [DRIVER_IMAGE_FRAME.format(c) for c in ("front", "left_wrist", "right_wrist")]
+    assert tf_tree_problems(root, frames) == []
+    drivers = (LAUNCH_DIR / "agentchemist_robot_drivers.py").read_text()
+    assert drivers.count('"publish_tf": False') == 2      # orbbec and realsense leave the camera frames to the URDF
+
+
+def test_tf_tree_checker_catches_a_foreign_frame_and_a_wrong_optical_rotation():
+    root = ET.parse(URDF_DIR / "agentchemist_aloha.urdf").getroot()
+    assert tf_tree_problems(root, ["front_camera"]) == ["image frame front_camera is not in the TF tree"]
+    joint = next(j for j in root.findall("joint") if j.find("child").get("link") == "front_color_optical_frame")
+    joint.find("origin").set("rpy", "0 0 0")
+    assert tf_tree_problems(root, ["front_color_optical_frame"]) == [
+        "front_color_optical_frame: not REP-103's optical convention relative to front_link"]
 
 
 @pytest.mark.parametrize("hardware", ["topic_based", "mock", "gazebo"])
@@ -201,11 +258,11 @@ def test_every_hardware_variant_expands_to_a_valid_model(hardware):
         for wheel in (drive.findtext("left_joint"), drive.findtext("right_joint")):
             assert joints[wheel].get("type") == "continuous"
         sensors = {g.get("reference"): g.find("sensor") for g in root.findall("gazebo") if g.find("sensor") is not None}
-        assert set(sensors) == {f"{c}_camera_link" for c in ("front", "left_wrist", "right_wrist")}
+        assert set(sensors) == {f"{c}_link" for c in ("front", "left_wrist", "right_wrist")}
         for link, sensor in sensors.items():
-            name = link[:-len("_camera_link")]
+            name = link[:-len("_link")]
             assert sensor.get("type") == "rgbd_camera" and sensor.findtext("topic") == f"camera/{name}"
-            assert sensor.findtext("gz_frame_id") == f"{name}_camera"
+            assert sensor.findtext("gz_frame_id") == f"{name}_color_optical_frame"
             assert (sensor.findtext("camera/image/width"), sensor.findtext("camera/image/height")) == ("640", "480")
         state_only = {j.get("name") for s in root.findall("ros2_control") for j in s.findall("joint")
                       if j.find("command_interface") is None}

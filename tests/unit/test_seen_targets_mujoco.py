@@ -60,8 +60,8 @@ def test_ik_to_the_seen_pipette_puts_the_simulated_hand_on_its_bulb_and_grasps_i
     seen = SeenTargets(poses)
     # what the camera sees: the pipette at rest, leaning well past the drawing's 12 deg
     obj = seen_by_the_front_camera(arms, "pipette", "pipette")
-    assert np.linalg.norm(seen.point_on("front_camera", obj, 5.0, 5.0) - bulb) < 0.002
-    plan = seen.plan("grasp", "right", {"object": "pipette"}, "front_camera", 5.0, [obj], 5.0,
+    assert np.linalg.norm(seen.point_on("front_color_optical_frame", obj, 5.0, 5.0) - bulb) < 0.002
+    plan = seen.plan("grasp", "right", {"object": "pipette"}, "front_color_optical_frame", 5.0, [obj], 5.0,
                      {"right": arms.arm_positions("right")})
     assert plan is not None and plan.note.startswith("IK to pipette seen at")
     drive(arms, plan.steps[:3])                        # open, approach from above, down to the bulb
@@ -82,7 +82,7 @@ def test_ik_to_the_seen_pipette_puts_the_simulated_hand_on_its_bulb_and_grasps_i
 def test_ik_over_the_seen_beaker_puts_the_hand_above_its_mouth(arms):
     seen = SeenTargets(load_poses(), SeenTargetConfig(camera_kinds=("pipette", "beaker")))  # opt-in
     beaker = seen_by_the_front_camera(arms, "beaker_main", "beaker")
-    plan = seen.plan("move_to", "right", {"target": "beaker_main"}, "front_camera", 5.0, [beaker], 5.0,
+    plan = seen.plan("move_to", "right", {"target": "beaker_main"}, "front_color_optical_frame", 5.0, [beaker], 5.0,
                      {"right": arms.arm_positions("right")})
     drive(arms, plan.steps)
     centre = arms.body_position("beaker_main")

@@ -40,9 +40,9 @@ def test_the_hand_goes_to_the_bulb_the_front_camera_sees(tmp_path):
         assert {"pipette", "beaker_main"} <= {o.id for o in seen}
         bulb = arms.data.geom_xpos[arms.model.geom("pipette_part").id].copy()
         targets = SeenTargets(load_poses())
-        point = targets.point_on("front_camera", next(o for o in seen if o.id == "pipette"), 0.0, 0.0)
+        point = targets.point_on("front_color_optical_frame", next(o for o in seen if o.id == "pipette"), 0.0, 0.0)
         assert np.linalg.norm(point - bulb) < 0.01        # measured 2.6 mm from the render
-        plan = targets.plan("grasp", "right", {"object": "pipette"}, "front_camera", 0.0, seen, 0.0,
+        plan = targets.plan("grasp", "right", {"object": "pipette"}, "front_color_optical_frame", 0.0, seen, 0.0,
                             {"right": arms.arm_positions("right")})
         for step in plan.steps[:3]:                        # open, approach from above, down to the bulb
             if step.kind == "arm":

@@ -2,7 +2,7 @@
 frame -> a tool-centre target on the item -> joints by inverse kinematics, timed within the velocity limits.
 
 The vision supervisor's DescribeScene gives each seen item's tag pose in a camera's optical frame (the
-response header's frame, a URDF link such as ``front_camera``; an all-zero pose, a zero quaternion, means
+response header's frame, a URDF link such as ``front_color_optical_frame``; an all-zero pose, a zero quaternion, means
 not known: the kinematic twin's drawn camera has no calibration). :class:`RobotFrames` places that frame
 in the robot's base (the URDF root, the frame :class:`~agentchemist.policy.ik.ArmIK` solves in) with
 pinocchio: the front camera is fixed; a wrist camera moves with its arm, so it is placed at the measured

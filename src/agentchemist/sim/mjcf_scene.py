@@ -28,7 +28,7 @@ import cv2
 from agentchemist.sim import mujoco_gl  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
 import mujoco  # noqa: E402
 
-from agentchemist.workcell.robot import SIDES
+from agentchemist.workcell.robot import SIDES, camera_optical_frame
 from agentchemist.sim.mujoco_solid import crystal_material, solid_geoms
 from agentchemist.sim.scene_model import FLOOR_Z, SceneBody, SceneGeom, quat_wxyz, write_tag_textures
 
@@ -139,8 +139,9 @@ def _robot_additions(root: ET.Element) -> None:
             if name.endswith(key):
                 for g in body.findall("geom"):
                     g.set("rgba", rgba)
-        if name.endswith("_camera") and name.rsplit("_camera", 1)[0] in CAMERAS:
-            ET.SubElement(body, "camera", name=name.rsplit("_camera", 1)[0], quat="0 1 0 0",
+        camera = name.rsplit("_color_optical_frame", 1)[0]
+        if name == camera_optical_frame(camera) and camera in CAMERAS:
+            ET.SubElement(body, "camera", name=camera, quat="0 1 0 0",
                           fovy=str(CAMERA_FOVY_DEG))
     missing = set(CAMERAS) - {c.get("name") for c in root.iter("camera")}
     if missing:

@@ -64,6 +64,18 @@ JOINT_NAMES: tuple[str, ...] = tuple(
 )
 
 
+def camera_body_frame(camera: str) -> str:
+    """The camera's body frame (x forward, z up): the vendor drivers' ``<camera_name>_link``."""
+    return f"{camera}_link"
+
+
+def camera_optical_frame(camera: str) -> str:
+    """The frame image headers name (z forward, x right, y down; REP-103's optical convention): what the
+    RealSense and Orbbec drivers stamp for a camera named ``camera`` (``<camera_name>_color_optical_frame``),
+    so that on the robot the images, the URDF and TF name the same frame; the twin stamps it too."""
+    return f"{camera}_color_optical_frame"
+
+
 def check_side(side: str) -> str:
     """``side`` if it names an arm; ValueError otherwise."""
     if side not in SIDES:

@@ -40,6 +40,7 @@ from agentchemist.sim.workcell_view import twin_markers
 from agentchemist.sim.lab import LabTwin
 from agentchemist.sim.lab_sim_config import LabSimConfig
 from agentchemist.sim.lockstep import STREAMING_TICKS, Lockstep
+from agentchemist.workcell.robot import camera_optical_frame
 from agentchemist.sim.pipette_draw import PipetteDraw
 from agentchemist.sim.scenario import load_scenario
 from agentchemist.sim.streams import StreamSchedule
@@ -244,7 +245,7 @@ class LabSimNode(GuardedNode):
                 if self.lazy and pub.get_subscription_count() == 0:
                     continue
                 frame, depth, k = self.arms.render(name, self.t)
-                header = Header(stamp=to_msg(self.t), frame_id=f"{name}_camera")
+                header = Header(stamp=to_msg(self.t), frame_id=camera_optical_frame(name))
                 pub.publish(images.to_msg(frame, "rgb8", header))
                 if depth is not None:  # physics: depth aligned to the colour image, and the intrinsics
                     self.depth_pubs[name][0].publish(images.depth_to_msg(depth, header))

@@ -3,12 +3,13 @@ checks with their reasons, what the lab inventory says each seen container holds
 from the configured vision backend.
 
 With the front camera's CameraInfo (and its depth aligned to colour), each object's ``pose`` is its tag's
-pose in the camera's optical frame ``front_camera`` (the URDF's link; perception/tag_pose.py says how and
+pose in the camera's optical frame ``front_color_optical_frame`` (the URDF's link; perception/tag_pose.py says how and
 which of depth and PnP wins); without (the kinematic twin), all zeros, the quaternion too: unknown."""
 from geometry_msgs.msg import Point, Pose, Quaternion
 from sensor_msgs.msg import CameraInfo, Image
 
 from agentchemist.workcell.inventory import InventoryError, load_inventory
+from agentchemist.workcell.robot import camera_optical_frame
 
 from agentchemist.perception.scene import describe_scene
 from agentchemist.perception.tag_pose import CameraModel, CameraModelError, depth_metres
@@ -21,7 +22,7 @@ from agentchemist_ros.common.qos import SENSOR
 from agentchemist_ros.common.timeconv import to_msg, to_sec
 
 #: The URDF's optical frame of the front camera (x right, y down, z forward): the poses' frame.
-FRONT_OPTICAL_FRAME = "front_camera"
+FRONT_OPTICAL_FRAME = camera_optical_frame("front")
 #: A depth image older than this (s, ROS clock) at a DescribeScene call is not used (the colour frame is
 #: the latest one; both come at the camera's rate from the same camera).
 MAX_DEPTH_AGE_S = 1.0
