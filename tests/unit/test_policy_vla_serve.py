@@ -98,8 +98,56 @@ def test_commands_are_clamped_ensembled_and_settle(checkpoint, monkeypatch):
 
 
 def test_runs_out_of_time(checkpoint, monkeypatch):
-    r = runner(checkpoint, max_duration_s=1.0)
+    # One chunk from zero noise: the untrained model's random draws reach 0.08 m for a gripper (its action
+    # std here is 0.01 about 0.06), beyond the gripper margin, which would abort before the clock runs out.
+    r = runner(checkpoint, max_duration_s=1.0, samples=1)
     ep = r.episode("grasp pipette", 0.0)
     ep.step(obs(0.0), 0.0)
     with pytest.raises(PolicyAbort, match="did not complete"):
         ep.step(obs(1.5), 1.5)
+
+
+def test_gripper_output_margin_is_in_the_grippers_unit(checkpoint, monkeypatch):
+    """Issue 42: the margin was 0.5 for every joint, 7x a gripper's 0.07 m range: a gripper output of 0.3 m
+    passed. The grippers have their own margin in metres (0.01)."""
+    r = runner(checkpoint)
+    wide = torch.tensor(HOME, dtype=torch.float32).repeat(1, 10, 1)
+    wide[0, 2, 13] = 0.3
+    monkeypatch.setattr(r.model, "sample_actions", lambda b, steps=None, noise=None: wide)
+    with pytest.raises(PolicyAbort, match="right_gripper = 0.300"):
+        r.episode("grasp pipette", 0.0).step(obs(), 0.0)
+
+
+def _two_chunk_flow(model):
+    """The exact rectified-flow velocity of a target that is, in normalised units, the chunk of all -1 or the
+    chunk of all +1 with equal odds (a gripper that squeezes or releases): u = (x - E[a | x_t]) / t with
+    E[a | x_t] = tanh((1 - t) sum(x_t) / t^2) for the direction of ones."""
+    def velocity(prefix, mask, state, embodiment, x, t):
+        tt = t[:, None, None].clamp_min(1e-3)
+        mean = torch.tanh((1 - tt) * x.sum(dim=(1, 2), keepdim=True) / tt ** 2)
+        return (x - mean) / tt
+    return velocity
+
+
+def test_a_bimodal_target_is_sampled_in_a_mode_not_between(checkpoint, monkeypatch):
+    """Zero noise (the old deterministic rule) gives the median of a two-mode target: the midpoint, a half
+    closed gripper. The medoid of fixed-noise samples lies in a mode and is the same every query."""
+    one = runner(checkpoint, samples=1)
+    monkeypatch.setattr(one.model, "velocity", _two_chunk_flow(one.model))
+    batch = one.processor.observation(obs().front, obs().wrists, np.zeros(8000, np.float32), HOME, "grasp pipette")
+    std, mean = one.model.action_std.numpy(), one.model.action_mean.numpy()
+    mid = (one.sample(batch) - mean) / std
+    assert np.abs(mid).max() < 1e-3                        # the median: between the modes
+    many = runner(checkpoint, samples=8)
+    monkeypatch.setattr(many.model, "velocity", _two_chunk_flow(many.model))
+    first = (many.sample(batch) - mean) / std
+    assert np.abs(np.abs(first) - 1.0).max() < 0.15       # in one of the modes
+    assert np.all(np.sign(first) == np.sign(first[0, 0]))
+    np.testing.assert_allclose(many.sample(batch), first * std + mean)  # deterministic
+
+
+def test_medoid_keeps_the_majority_mode():
+    from agentchemist.policy.vla.serve import medoid
+    up, down = np.ones((10, 14)), -np.ones((10, 14))
+    chunks = np.stack([up, up + 0.01, down, up - 0.02, down + 0.01])
+    assert np.all(np.abs(medoid(chunks, np.ones(14)) - up) <= 0.021)

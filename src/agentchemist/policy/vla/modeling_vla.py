@@ -218,7 +218,8 @@ class VLAPolicy(nn.Module):
     @torch.no_grad()
     def sample_actions(self, batch: dict, steps: int | None = None, noise: Tensor | None = None) -> Tensor:
         """An action chunk (B, chunk, 14) in joint units: Euler integration of the learned flow, `steps`
-        steps (the config's ode_steps by default) from noise at t = 1 to t = 0."""
+        steps (the config's ode_steps by default) from noise at t = 1 to t = 0. For a batch of one, `noise`
+        may hold K draws: K chunks for the one observation, encoded once."""
         b = self.check_batch(batch)
         steps = int(steps or self.config.ode_steps)
         if steps < 1:
@@ -227,11 +228,17 @@ class VLAPolicy(nn.Module):
         device = batch["observation.state"].device
         x = torch.randn(b, c.chunk_size, c.n_joints, device=device) if noise is None else noise.clone()
         prefix, mask = self.encode_prefix(batch)
-        state = batch["observation.state"].float()
+        state, embodiment = batch["observation.state"].float(), batch["embodiment"]
+        if x.shape[0] != b:
+            if b != 1:
+                raise VLAInputError(f"noise has {x.shape[0]} draws for a batch of {b} (several only for one)")
+            k = x.shape[0]
+            prefix, mask = prefix.expand(k, -1, -1), mask.expand(k, -1)
+            state, embodiment = state.expand(k, -1), embodiment.expand(k)
         dt = -1.0 / steps
         for i in range(steps):
-            t = torch.full((b,), 1.0 + i * dt, device=device)
-            x = x + dt * self.velocity(prefix, mask, state, batch["embodiment"], x, t).float()
+            t = torch.full((x.shape[0],), 1.0 + i * dt, device=device)
+            x = x + dt * self.velocity(prefix, mask, state, embodiment, x, t).float()
         return self.unnormalize_action(x)
 
     # -- checkpoints ----------------------------------------------------------------------------------

@@ -6,8 +6,16 @@ observations (refusing missing or stale ones), samples an action chunk every ``q
 every chunk that covers the tick with ACT's temporal ensembling (weights exp(-m * i), the oldest chunk
 i = 0), and turns the blend into a 14-joint command clamped to the bench's position limits
 (agentchemist.workcell.robot) and to the URDF's velocity limits from the previous command. A non-finite chunk,
-or one beyond a limit by more than a margin (garbage model output), aborts the subtask; the caller then
-holds the arms where they are. The subtask is done when the command has settled and the measured joints
+or one beyond a limit by more than a margin (rad for the arm joints, m for the gripper openings: garbage
+model output), aborts the subtask; the caller then holds the arms where they are.
+
+Why a query samples several chunks and keeps the medoid: a flow-matching sampler is a monotone transport
+from noise to actions, so zero noise gives the target's *median*, not its mode. Where the demonstrations
+are bimodal (at the bottle, a half-closed gripper is followed by "squeeze" in half the frames and "release"
+in the other half) the median is a chunk between the two, a gripper that neither squeezes nor releases.
+``samples`` chunks from fixed seeded noises land in the modes; the one with the least summed distance to
+the others (in the action's normalised units) lies in the most populated mode and is a whole chunk the
+flow produced, never an average. The subtask is done when the command has settled and the measured joints
 have reached it; it aborts when that does not happen within ``max_duration_s``.
 """
 from __future__ import annotations
@@ -93,6 +101,24 @@ class VLARunner:
         self.dt = 1.0 / self.config.control_rate_hz
         self.vmax = urdf_velocity_limits() if vmax is None else np.asarray(vmax, float)
         self.tasks = tuple(getattr(self.config, "tasks", ()) or ())
+        c = self.config
+        k = max(1, int(cfg.samples))
+        # Fixed noises (seeded) when deterministic: the same observation gives the same chunk; with one
+        # sample that is zero noise (the median; see the module's note).
+        self.noise = None
+        if cfg.deterministic:
+            gen = torch.Generator().manual_seed(0)
+            self.noise = torch.zeros(1, c.chunk_size, c.n_joints) if k == 1 else \
+                torch.randn(k, c.chunk_size, c.n_joints, generator=gen)
+
+    def sample(self, batch: dict) -> np.ndarray:
+        """One action chunk (chunk, 14) for a batch of one: ``samples`` candidates in one batch, the medoid."""
+        c = self.config
+        noise = self.noise if self.noise is not None else \
+            torch.randn(max(1, int(self.cfg.samples)), c.chunk_size, c.n_joints)
+        with torch.inference_mode():
+            chunks = self.model.sample_actions(batch, steps=self.cfg.ode_steps or None, noise=noise)
+        return medoid(chunks.numpy(), self.model.action_std.numpy())
 
     def instruction(self, primitive: str, parameters: dict | None) -> str:
         """The plan's subtask as its instruction (subtask_instruction), refused unless trained on."""
@@ -104,6 +130,16 @@ class VLARunner:
 
     def episode(self, instruction: str, now: float) -> "VLAEpisode":
         return VLAEpisode(self, instruction, now)
+
+
+def medoid(chunks: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The candidate (K, chunk, 14) with the least summed distance to the others, distances in units of
+    ``scale`` per joint (the action's std: metres of gripper and radians of arm weigh alike)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    flat = (chunks / np.maximum(np.asarray(scale, float), 1e-6)).reshape(len(chunks), -1)
+    d = np.sqrt(((flat[:, None] - flat[None]) ** 2).sum(-1))
+    return chunks[int(np.argmin(d.sum(1)))]
 
 
 class VLAEpisode:
@@ -138,7 +174,7 @@ class VLAEpisode:
     def _check_chunk(self, chunk: np.ndarray) -> None:
         if not np.isfinite(chunk).all():
             raise PolicyAbort("the VLA model's output is not finite (NaN/inf): the arms hold")
-        m = self.r.cfg.output_margin
+        m = np.where(GRIPPERS, self.r.cfg.output_margin_gripper_m, self.r.cfg.output_margin)
         beyond = (chunk < LOWER - m) | (chunk > UPPER + m)
         if beyond.any():
             k, j = np.argwhere(beyond)[0]
@@ -153,11 +189,7 @@ class VLAEpisode:
         if self.tick % self.r.cfg.query_every == 0 or not self.chunks:
             batch = self._inputs(obs, now)
             try:
-                with torch.inference_mode():
-                    noise = torch.zeros(1, self.r.config.chunk_size, self.r.config.n_joints) \
-                        if self.r.cfg.deterministic else None
-                    chunk = self.r.model.sample_actions(batch, steps=self.r.cfg.ode_steps or None,
-                                                        noise=noise)[0].numpy()
+                chunk = self.r.sample(batch)
             except VLAInputError as exc:
                 raise PolicyAbort(f"bad observation: {exc}") from None
             self._check_chunk(chunk)

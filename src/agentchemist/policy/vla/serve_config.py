@@ -29,7 +29,12 @@ class VLAServeConfig:
                                description="Measured joints this close to the settled command: done")
     observation_max_age_s: float = param(2.0, unit="s", low=0.0, high=60.0,
                                          description="Older observations are missing (the subtask aborts)")
-    deterministic: bool = param(True, description="Start the sampler from zero noise (the flow's mode) instead "
-                                "of random noise: the same observation gives the same chunk")
-    output_margin: float = param(0.5, low=0.0, high=3.0, description="A model output beyond a joint limit by "
-                                 "more than this (rad, or m for a gripper) is garbage: the subtask aborts")
+    deterministic: bool = param(True, description="Sample from fixed seeded noises (the same observation gives "
+                                "the same chunk) instead of fresh random noise")
+    samples: int = param(8, low=1, high=64, description="Chunks sampled per query (one batch, the observation "
+                         "encoded once); the medoid is kept: a chunk in the densest mode, never the average "
+                         "of two (1 = one chunk; from zero noise when deterministic)")
+    output_margin: float = param(0.5, unit="rad", low=0.0, high=3.0, description="An arm joint output beyond "
+                                 "its limit by more than this is garbage: the subtask aborts")
+    output_margin_gripper_m: float = param(0.01, unit="m", low=0.0, high=0.07, description="The same for a "
+                                           "gripper opening (its range is 0..0.07 m)")
