@@ -358,7 +358,8 @@ def analyze_titration(
     v, p = _clean(volume_ml, ph)
     flags = _check_flags(quality_flags)
     # written out of order, or the same volume read twice with different pH: flagged, never averaged silently
-    order_warnings, order_flags = volume_order_problems(np.asarray(volume_ml, float), np.asarray(ph, float))
+    order_warnings, order_flags = (volume_order_problems(np.asarray(volume_ml, float), np.asarray(ph, float))
+                                   if cfg.check_volume_order else ([], []))
     flags += [f for f in order_flags if f not in flags]
     c_t = _optional_positive("titrant_m", titrant_m)
     v_a = _optional_positive("analyte_volume_ml", analyte_volume_ml)

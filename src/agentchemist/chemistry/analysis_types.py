@@ -187,6 +187,10 @@ class AnalysisConfig:
     # The first reading further than this from the pH of the named analyte (at the concentration from
     # V_eq) is flagged, and with a calibrated scale it blocks pKa statements read off that scale.
     initial_ph_tolerance: float = 0.3
+    # Flag volumes written out of order and repeated volumes whose pH disagree (a file typed by hand). A robot's
+    # record pairs each settled reading with the dispenser's volume: a re-reading at the same volume is a
+    # reading, not a slip, and the recorder flags its own doubts (the report turns this off for its runs).
+    check_volume_order: bool = True
 
     def __post_init__(self) -> None:
         ints = {

@@ -205,9 +205,27 @@ def _interruption(run: RunData) -> dict:
             "status": run.experiment.get("status"), "text": ", ".join(parts)}
 
 
+def _robot_config(opts: dict) -> dict:
+    """A robot's or the twin's run: each settled reading is paired with the dispenser's volume, so a repeated
+    volume is a re-reading, not a typing slip (AnalysisConfig.check_volume_order off); a file's curve keeps it."""
+    if opts.get("imported"):
+        return opts
+    import dataclasses
+
+    from agentchemist.chemistry.analysis_types import AnalysisConfig
+    config = opts.get("config")
+    if config is None:
+        opts["config"] = {"check_volume_order": False}
+    elif isinstance(config, Mapping):
+        opts["config"] = {"check_volume_order": False, **config}
+    elif isinstance(config, AnalysisConfig):
+        opts["config"] = dataclasses.replace(config, check_volume_order=False)
+    return opts
+
+
 def compute_results(run: RunData, options: Mapping | None = None) -> ResultsContext:
     """Run the analysis for the run's family; never raises on bad *data* (it is reported instead)."""
-    opts = dict(options or {})
+    opts = _robot_config(dict(options or {}))
     setup = titration_setup(run, opts)
     part = results_of(setup.family)
     titrant = part.TITRANT if part is not None else True
