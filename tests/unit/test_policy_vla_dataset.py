@@ -77,3 +77,47 @@ def test_teleop_streams_sample_at_the_control_rate(tmp_path):
     w.add_episode(frames, "grasp pipette")
     w.finalize()
     assert Dataset(tmp_path / "t").episodes[0]["source"] == "teleop"
+
+
+def _tiny_dataset(root, tasks=("grasp pipette", "draw", "grasp pipette")):
+    w = DatasetWriter(root, 10, {k: (8, 8, 3) for k in IMAGE_KEYS}, 4)
+    rng = np.random.default_rng(0)
+    for n, task in zip((3, 2, 4), tasks):
+        w.add_episode([{**{k: rng.integers(0, 255, (8, 8, 3), dtype=np.uint8) for k in IMAGE_KEYS},
+                        STATE: rng.normal(size=14), ACTION: rng.normal(size=14), AUDIO: rng.normal(size=4) * 0.1}
+                       for _ in range(n)], task)
+    return w.finalize()
+
+
+def test_layout_follows_lerobots_v3_reader(tmp_path):
+    """Issue 42, what LeRobot 0.4's reader and dataset tools need (facts from lerobot's datasets/io_utils.py,
+    dataset_tools.py, aggregate.py): the tasks table is indexed by the task string (pandas metadata), so
+    tasks.iloc[task_index].name is the instruction, not "0"; meta/episodes/* has the bookkeeping columns
+    delete_episodes / aggregate_datasets read (meta/episodes/chunk_index and file_index, per-episode
+    stats/<feature>/<stat>); image stats are channel-first (3, 1, 1)."""
+    root = _tiny_dataset(tmp_path / "d")
+    tasks = pq.read_table(root / "meta" / "tasks.parquet")
+    pandas_meta = json.loads(tasks.schema.metadata[b"pandas"])
+    assert pandas_meta["index_columns"] == ["task"]
+    assert tasks.column("task").to_pylist() == ["grasp pipette", "draw"]
+    assert tasks.column("task_index").to_pylist() == [0, 1]
+    eps = pq.read_table(root / "meta" / "episodes" / "chunk-000" / "file-000.parquet").to_pylist()
+    assert [e["tasks"] for e in eps] == [["grasp pipette"], ["draw"], ["grasp pipette"]]
+    for e in eps:
+        for col in ("meta/episodes/chunk_index", "meta/episodes/file_index", "data/chunk_index", "data/file_index",
+                    "dataset_from_index", "dataset_to_index", "length", "episode_index"):
+            assert col in e, col
+        assert e["dataset_to_index"] - e["dataset_from_index"] == e["length"]
+        assert np.asarray(e[f"stats/{STATE}/mean"]).shape == (14,)
+        assert e[f"stats/{STATE}/count"] == [e["length"]]
+        assert np.asarray(e[f"stats/{IMAGE_KEYS[0]}/mean"]).shape == (3, 1, 1)
+        assert e["stats/task_index/min"] == [0 if e["tasks"] == ["grasp pipette"] else 1]
+    data = pq.read_table(root / "data" / "chunk-000" / "file-000.parquet").to_pylist()
+    assert [r["task_index"] for r in data] == [0, 0, 0, 1, 1, 0, 0, 0, 0]
+    stats = json.loads((root / "meta" / "stats.json").read_text())
+    for key in IMAGE_KEYS:
+        for stat in ("mean", "std", "min", "max"):
+            assert np.asarray(stats[key][stat]).shape == (3, 1, 1)
+    assert np.asarray(stats[STATE]["mean"]).shape == (14,)
+    ds = Dataset(root)
+    assert [ds.frame(i, images=False)["task"] for i in (0, 3, 5)] == ["grasp pipette", "draw", "grasp pipette"]

@@ -11,6 +11,14 @@ layout, so lerobot's reader can take them where it is installed:
     meta/episodes/chunk-000/file-000.parquet        one row per episode: length, tasks, where its rows are
     data/chunk-000/file-000.parquet                 one row per frame, many episodes per file
 
+What LeRobot's own reader and dataset tools need (facts from lerobot's datasets/io_utils.py,
+dataset_tools.py and aggregate.py; issue 42 found each missing with lerobot 0.4.4): the tasks table is a
+pandas frame *indexed by the task string* (a sample's ``task`` is ``tasks.iloc[task_index].name``; with the
+string as a plain column it came back as "0", "1"), so tasks.parquet carries pandas' metadata naming
+``task`` as the index; each row of meta/episodes/* has ``meta/episodes/chunk_index``/``file_index`` and the
+episode's own statistics as ``stats/<feature>/<stat>`` columns (delete_episodes and aggregate_datasets
+read and re-aggregate them); image statistics are channel-first, shape (3, 1, 1).
+
 Images are ``dtype: image`` features (PNG bytes in a {bytes, path} struct, as Hugging Face datasets store
 images) rather than mp4 videos: no video codec is needed to write or read them. Contact audio is our
 extension (LeRobot v3 has no audio feature): ``observation.audio`` holds the microphone samples of each frame
@@ -35,6 +43,7 @@ EPISODES_PATH = "meta/episodes/chunk-000/file-000.parquet"
 CAMERAS = ("front", "left_wrist", "right_wrist")
 IMAGE_KEYS = tuple(f"observation.images.{c}" for c in CAMERAS)
 STATE, ACTION, AUDIO = "observation.state", "action", "observation.audio"
+SCALARS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
 class DatasetError(ValueError):
@@ -76,11 +85,56 @@ class _Running:
             self.lo, self.hi = np.minimum(self.lo, x.min(0)), np.maximum(self.hi, x.max(0))
         self.n += len(x)
 
-    def result(self) -> dict:
+    def result(self, shape: tuple[int, ...] | None = None) -> dict:
+        """mean / std / min / max (reshaped to ``shape`` when given: (3, 1, 1) for images) and count."""
         mean = self.s / self.n
         std = np.sqrt(np.maximum(self.ss / self.n - mean * mean, 0.0))
-        return {"mean": mean.tolist(), "std": std.tolist(), "min": self.lo.tolist(), "max": self.hi.tolist(),
+        out = {"mean": mean, "std": std, "min": self.lo, "max": self.hi}
+        return {**{k: (v if shape is None else v.reshape(shape)).tolist() for k, v in out.items()},
                 "count": [self.n]}
+
+
+def _stats_of(cols: dict, frames: list[dict]) -> dict[str, _Running]:
+    """Running statistics of one episode's columns (images: per channel in [0, 1], from up to 8 frames)."""
+    n = len(frames)
+    out = {key: _Running() for key in (STATE, ACTION, *IMAGE_KEYS, AUDIO, *SCALARS)}
+    for key in (STATE, ACTION):
+        out[key].add(np.asarray(cols[key], np.float32))
+    out[AUDIO].add(np.asarray(cols[AUDIO], np.float32).reshape(-1, 1))
+    for key in SCALARS:
+        out[key].add(np.asarray(cols[key], np.float64).reshape(-1, 1))
+    for key in IMAGE_KEYS:  # per-channel, in [0, 1], as LeRobot's image stats
+        out[key].add(np.stack([np.asarray(f[key]) for f in frames[:: max(1, n // 8)]]).reshape(-1, 3) / 255.0)
+    return out
+
+
+def _merge(into: dict[str, _Running], part: dict[str, _Running]) -> None:
+    for key, r in part.items():
+        m = into.setdefault(key, _Running())
+        if m.s is None:
+            m.n, m.s, m.ss, m.lo, m.hi = r.n, r.s.copy(), r.ss.copy(), r.lo.copy(), r.hi.copy()
+        else:
+            m.n, m.s, m.ss = m.n + r.n, m.s + r.s, m.ss + r.ss
+            m.lo, m.hi = np.minimum(m.lo, r.lo), np.maximum(m.hi, r.hi)
+
+
+def _stat_shape(key: str) -> tuple[int, ...] | None:
+    return (3, 1, 1) if key in IMAGE_KEYS else None
+
+
+def _tasks_table(tasks: dict[str, int]) -> pa.Table:
+    """meta/tasks.parquet: task_index with the task string as the pandas index (pandas' own parquet
+    metadata, which pandas.read_parquet turns back into the index; pandas itself is not needed to write)."""
+    table = pa.table({"task_index": pa.array(list(tasks.values()), pa.int64()), "task": list(tasks)})
+    meta = {"index_columns": ["task"], "column_indexes": [{"name": None, "field_name": None,
+                                                             "pandas_type": "unicode", "numpy_type": "object",
+                                                             "metadata": {"encoding": "UTF-8"}}],
+            "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64",
+                         "numpy_type": "int64", "metadata": None},
+                        {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object",
+                         "metadata": None}],
+            "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": "2.2.3"}
+    return table.replace_schema_metadata({b"pandas": json.dumps(meta).encode()})
 
 
 @dataclass
@@ -152,15 +206,15 @@ class DatasetWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(path, table.schema)
         self._writer.write_table(table)
-        for key in (STATE, ACTION):
-            self._stats.setdefault(key, _Running()).add(np.asarray(cols[key], np.float32))
-        self._stats.setdefault(AUDIO, _Running()).add(np.asarray(cols[AUDIO], np.float32).reshape(-1, 1))
-        for key in IMAGE_KEYS:  # per-channel, in [0, 1], as LeRobot's image stats
-            px = np.stack([np.asarray(f[key]) for f in frames[:: max(1, n // 8)]]).reshape(-1, 3) / 255.0
-            self._stats.setdefault(key, _Running()).add(px)
-        self.episodes.append({"episode_index": ep, "tasks": [task], "length": n, "data/chunk_index": 0,
-                              "data/file_index": 0, "dataset_from_index": start, "dataset_to_index": start + n,
-                              "source": self.source})
+        ep_stats = _stats_of(cols, frames)
+        _merge(self._stats, ep_stats)
+        row = {"episode_index": ep, "tasks": [task], "length": n, "data/chunk_index": 0, "data/file_index": 0,
+               "dataset_from_index": start, "dataset_to_index": start + n, "meta/episodes/chunk_index": 0,
+               "meta/episodes/file_index": 0, "source": self.source}
+        for key, r in ep_stats.items():
+            for stat, value in r.result(_stat_shape(key)).items():
+                row[f"stats/{key}/{stat}"] = value
+        self.episodes.append(row)
         self._frames += n
         return ep
 
@@ -180,10 +234,9 @@ class DatasetWriter:
         self._writer = None
         meta = self.root / "meta"
         (meta / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"task": list(self.tasks), "task_index": list(self.tasks.values())}),
-                       meta / "tasks.parquet")
+        pq.write_table(_tasks_table(self.tasks), meta / "tasks.parquet")
         pq.write_table(pa.Table.from_pylist(self.episodes), self.root / EPISODES_PATH)
-        stats = {k: r.result() for k, r in self._stats.items()}
+        stats = {k: r.result(_stat_shape(k)) for k, r in self._stats.items()}
         (meta / "stats.json").write_text(json.dumps(stats, indent=1))
         info = {"codebase_version": CODEBASE_VERSION, "robot_type": self.robot_type,
                 "total_episodes": len(self.episodes), "total_frames": self._frames, "total_tasks": len(self.tasks),
