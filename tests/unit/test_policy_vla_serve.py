@@ -151,3 +151,41 @@ def test_medoid_keeps_the_majority_mode():
     up, down = np.ones((10, 14)), -np.ones((10, 14))
     chunks = np.stack([up, up + 0.01, down, up - 0.02, down + 0.01])
     assert np.all(np.abs(medoid(chunks, np.ones(14)) - up) <= 0.021)
+
+
+def test_a_draw_ends_on_its_squeeze_and_release_not_on_the_first_pause(tmp_path):
+    """Issue 42: a draw pauses at the bottle before it squeezes; the settle rule alone ended it there with
+    the pipette empty. Now it ends only after the measured right gripper squeezed and released."""
+    torch.manual_seed(0)
+    model = VLAPolicy(tiny_config(tasks=("draw titrant", "grasp pipette")))
+    model.set_stats({"observation.state": {"mean": HOME.tolist(), "std": [0.5] * 14},
+                     "action": {"mean": HOME.tolist(), "std": [0.01] * 14}})
+    model.save_pretrained(tmp_path)
+    r = VLARunner(VLAServeConfig(checkpoint=str(tmp_path), settle_s=0.3))
+    plan = {0.0: 0.06, 2.0: 0.012, 3.0: 0.06}          # hold (the pause), squeeze at 2 s, release at 3 s
+    current = {"g": 0.06}
+
+    def chunk(b, steps=None, noise=None):
+        target = HOME.copy()
+        target[13] = current["g"]
+        return torch.tensor(target, dtype=torch.float32).repeat(1, 10, 1)
+
+    r.model.sample_actions = chunk
+    ep, state, t = r.episode("draw titrant", 0.0), HOME.copy(), 0.0
+    ended = None
+    while t < 6.0:
+        current["g"] = [g for start, g in plan.items() if t >= start - 1e-9][-1]
+        cmd = ep.step(obs(t, state), t)
+        state = cmd.copy()
+        if ep.done:
+            ended = t
+            break
+        t = round(t + r.dt, 6)
+    assert ended is not None and ended > 3.0, ended    # not at the pause before the squeeze (0.3 s)
+    assert ep.report(t, True)["condition"] == "released"
+    pose = r.episode("grasp pipette", 0.0)              # a pose subtask still ends when the pose is held
+    state, t = HOME.copy(), 0.0
+    while not pose.done and t < 2.0:
+        state = pose.step(obs(t, state), t).copy()
+        t = round(t + r.dt, 6)
+    assert pose.done and t < 1.0

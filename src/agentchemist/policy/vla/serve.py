@@ -34,6 +34,7 @@ from agentchemist.policy.primitives import ALIASES, _grasp_object
 from agentchemist.policy.vla.configuration_vla import VLAConfigError
 from agentchemist.policy.vla.modeling_vla import VLAInputError, VLAPolicy
 from agentchemist.policy.vla.processor_vla import ObservationError, VLAProcessor, instruction_text
+from agentchemist.policy.vla.success import condition_for
 
 LOWER = np.array([*(lo for lo, _ in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[0]] * 2)
 UPPER = np.array([*(hi for _, hi in ARM_JOINT_LIMITS_RAD), GRIPPER_RANGE_M[1]] * 2)
@@ -152,6 +153,7 @@ class VLAEpisode:
         self.queries = 0
         self.max_clamp = 0.0
         self.done = False
+        self.condition = condition_for(instruction, runner.cfg)
 
     def _inputs(self, obs: Observation, now: float) -> dict:
         c = self.r.config
@@ -186,6 +188,7 @@ class VLAEpisode:
         if now - self.start > self.r.cfg.max_duration_s:
             raise PolicyAbort(f"the VLA policy did not complete '{self.text}' within {self.r.cfg.max_duration_s:.0f} s")
         state = None if obs.state is None else np.asarray(obs.state, float)
+        self.condition.update(state)
         if self.tick % self.r.cfg.query_every == 0 or not self.chunks:
             batch = self._inputs(obs, now)
             try:
@@ -214,7 +217,7 @@ class VLAEpisode:
         settle = np.where(GRIPPERS, cfg.settle_m, cfg.settle_rad)
         reached = np.where(GRIPPERS, 2 * cfg.settle_m, cfg.reached_rad)
         still = all(np.all(np.abs(c - clamped) <= settle) for _, c in self.recent)
-        if (span >= cfg.settle_s - 1e-9 and still and state is not None
+        if (self.condition.met and span >= cfg.settle_s - 1e-9 and still and state is not None
                 and np.all(np.abs(state - clamped) <= reached)):
             self.done = True
         return clamped
@@ -222,4 +225,5 @@ class VLAEpisode:
     def report(self, now: float, success: bool) -> dict:
         return {"success": bool(success), "duration_s": round(now - self.start, 3), "instruction": self.text,
                 "ticks": self.tick, "chunks": self.queries, "ode_steps": self.r.cfg.ode_steps or self.r.config.ode_steps,
-                "control_rate_hz": self.r.config.control_rate_hz, "max_clamp": round(self.max_clamp, 4)}
+                "control_rate_hz": self.r.config.control_rate_hz, "max_clamp": round(self.max_clamp, 4),
+                "condition": self.condition.progress()}

@@ -25,6 +25,11 @@ class VLAServeConfig:
                               description="Settled: every command of the last settle_s within this of the latest")
     settle_m: float = param(0.001, unit="m", low=0.0, high=0.07,
                             description="The same as settle_rad for the gripper openings")
+    draw_squeeze_below_m: float = param(0.017, unit="m", low=0.0, high=0.07, description="A draw is done only "
+                                        "after the measured right gripper closed below this (the squeeze; "
+                                        "poses.yaml draw_squeeze_mm 12 + 5 mm)")
+    draw_release_above_m: float = param(0.0595, unit="m", low=0.0, high=0.07, description="... and opened "
+                                        "again above this (the release that draws; grasp_mm 60 - 0.5 mm)")
     reached_rad: float = param(0.05, unit="rad", low=0.0, high=0.5,
                                description="Measured joints this close to the settled command: done")
     observation_max_age_s: float = param(2.0, unit="s", low=0.0, high=60.0,
