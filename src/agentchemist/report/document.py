@@ -467,7 +467,9 @@ def _quantities(s: dict) -> list:
                          fmt(r["ph_confidence"], 2), fmt(r["temperature_c"], 1) if _finite(r["temperature_c"]) else "-",
                          ", ".join(r["flags"]) or ""])
         called = s.get("increments_called") or "drops"
-        caption = (f"Per-drop table ({len(rows)} settled pH readings)" if called == "drops"
+        caption = (f"Per-drop table ({len(rows)} drops from the meter's trace, the reading's lags taken out)"
+                   if called == "drops" and s.get("curve_source") == "meter trace"
+                   else f"Per-drop table ({len(rows)} settled pH readings)" if called == "drops"
                    else f"Per-addition table ({len(rows)} readings, one per {called[:-1]})")
         csv_headers = ["reading", "t_s", called, "volume_ml", "d_volume_ml", "ph", "d_ph"]
         for c in channel_names:

@@ -269,6 +269,7 @@ def _quantities(run: RunData, ctx: ResultsContext, t0: float | None) -> dict:
                          "mean_confidence": float(np.mean(audio_conf)) if audio_conf else None},
         "per_drop": rows,
         "increments_called": ctx.results.get("increments_called") or "drops",
+        "curve_source": ctx.results.get("curve_source"),   # settled readings, or the meter trace (report.curve_rows)
     }
 
 
@@ -304,6 +305,10 @@ def _reconcile_counts(run: RunData, ctx: ResultsContext) -> list[str]:
         out.append(text)
     usable = sum(1 for r in ctx.rows if r.usable)
     if ctx.rows:
+        if ctx.results.get("curve_source") == "meter trace":
+            out.append(f"{len(ctx.rows)} per-drop rows from the meter's trace (one per drop the readings resolve, the "
+                       f"reading's lags taken out), {usable} usable")
+            return out
         text = f"{len(ctx.rows)} per-drop rows (settled pH readings), {usable} usable"
         if len(ctx.rows) != n_drops:
             text += (" (a reading settles after one or more drops: rows count settled readings, drops count drops)"
