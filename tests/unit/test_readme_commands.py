@@ -36,7 +36,7 @@ NOT_HERE = [
     (r"^agentchemist scenario run\b", "the whole graph for minutes per run (tests/graph/test_scenario_runner.py)"),
     (r"^python bench/mujoco_library\.py\b", "the whole graph with MuJoCo for tens of minutes (a benchmark; "
                                            "tests/unit/test_arm_backends.py covers the backend)"),
-    (r"^agentchemist report runs/<experiment_id>", "needs a stored run (tests/unit/test_report_newcomer.py)"),
+    (r"^agentchemist report \S*<experiment_id>", "needs a stored run (tests/unit/test_report_newcomer.py)"),
     (r"^agentchemist bag (record|info|play)\b", "needs a running graph or the bag it records (tests/graph, tests/replay)"),
     (r"^agentchemist ph-calibrate ", "writes the user's electrode store (tests/unit/test_electrode_calibration.py "
                                      "and the pty procedure in tests/unit/test_serial_instruments.py run its code)"),
@@ -98,3 +98,15 @@ def test_readme_is_a_users_document():
     for doc in [README, *USER_DOCS, REPO / "docs" / "index.md", REPO / "docs" / "reference" / "cli.md"]:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
             assert (doc.parent / target).exists(), f"{doc.relative_to(REPO)} links to missing {target}"
+
+
+def test_readme_benchmarks_are_the_measured_ones():
+    """The README's goal/now table quotes docs/benchmarks.md, which `make bench` writes from bench/results:
+    a figure that is not (or no longer) there fails here, so the README never keeps a stale number."""
+    text = README.read_text()
+    section = text[text.index("## Benchmarks"):text.index("## Where to go next")]
+    rows = [r.split("|")[1:-1] for r in section.splitlines() if r.startswith("| [")]
+    assert len(rows) >= 4
+    measured = (REPO / "docs" / "benchmarks.md").read_text()
+    for _name, _goal, now in rows:
+        assert now.strip() in measured, f"README benchmark figure not in docs/benchmarks.md: {now.strip()}"
