@@ -11,7 +11,7 @@ CORE = ROOT / "src" / "agentchemist"
 NODES = ROOT / "ros2_ws" / "src" / "agentchemist_ros" / "agentchemist_ros"
 PIPER_DRIVER = CORE / "hardware" / "piper" / "driver.py"
 #: the piper driver's events that are logged only, never published (docs/anomalies.md, piper_driver)
-PIPER_LOGGED_ONLY = {"holding", "tracking"}
+PIPER_LOGGED_ONLY = {"holding", "tracking", "gripper_uncommanded"}
 
 # Where a kind is written as a literal: the first argument of the typed reports (Report, Abort, Notice,
 # LinkEvent, ControllerAnomaly after its stamp), of a node's or a frame watch's report call, the kind after
