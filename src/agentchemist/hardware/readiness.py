@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from agentchemist import exit_codes
 from agentchemist.hardware.instruments.electrode import Acceptance, CalibrationError, CalibrationStore
 from agentchemist.paths import config_dir
 
@@ -221,12 +222,10 @@ def diagnostic_checks(statuses: dict[str, tuple[int, str]]) -> list[Check]:
 
 
 def exit_code(checks: list[Check], strict: bool = False) -> int:
-    """0: ready; 1: a check failed; 2 (strict only): warnings."""
-    if any(c.status == FAIL for c in checks):
-        return 1
-    if strict and any(c.status == WARN for c in checks):
-        return 2
-    return 0
+    """0: ready; 1: not ready, a check failed (or, strict, warned): the one exit-code table's (exit_codes)."""
+    if any(c.status == FAIL for c in checks) or (strict and any(c.status == WARN for c in checks)):
+        return exit_codes.NO
+    return exit_codes.OK
 
 
 def render(checks: list[Check], console, title: str = "agentchemist doctor") -> None:

@@ -128,7 +128,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="robot", help="expectations from config/doctor.yaml (robot | twin)")
     p.add_argument("--seconds", type=float, default=5.0, help="how long to listen to the topics")
     p.add_argument("--calibration-file", default=None, help="electrode calibration store (default: the user's)")
-    p.add_argument("--strict", action="store_true", help="exit 2 on warnings")
+    p.add_argument("--strict", action="store_true", help="warnings count as not ready too (exit 1)")
     return p
 
 
