@@ -39,6 +39,12 @@ def test_what_is_missing_carries_the_reports_own_reason():
     assert missing == [(PKA, "pKa1 (curve fit) is not stated: the data barely constrain this pKa")]
 
 
+def test_a_strong_acid_has_no_pka_to_ask_for():
+    hcl = plan(12.5, outputs=("report", "pka"))
+    hcl["parsed_instruction"]["entities"]["reagents"][0]["name"] = "hcl"
+    assert PKA not in asked_for(hcl, results())
+
+
 def test_families_without_a_contract_or_runs_without_a_plan_ask_nothing():
     assert missing_results("nacl_weighing", plan(12.0), results()) == []
     assert missing_results("acid_base_titration", {}, results(curve_points=0)) == []

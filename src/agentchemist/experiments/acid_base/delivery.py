@@ -6,7 +6,9 @@ Asked, whatever the wording:
   indicator's colour, determines an unknown concentration, or its pH target lies past the equivalence pH the
   plan's reagents predict (a target before it, e.g. acetic acid to pH 8.2 where the equivalence is at 8.7,
   asks for the endpoint volume only, and the report says why no equivalence is stated);
-- the **pKa**, when the instruction asks for it (the plan's output ``pka``);
+- the **pKa**, when the instruction asks for it (the plan's output ``pka``) and the analyte has one: a strong
+  acid such as HCl has no measurable pKa (the paper's worked example asks for one), and the report says so
+  instead of stating a number;
 - the **analyte concentration**, for an unknown analyte (a determination).
 
 A result is delivered when the report states it as a finding (supported); otherwise its reason is the
@@ -18,6 +20,7 @@ import math
 from collections.abc import Mapping
 
 from agentchemist.chemistry.equilibrium import equivalence_volumes_ml, titration_curve
+from agentchemist.chemistry.reagents import default_library
 
 __all__ = ["CURVE", "EQUIVALENCE", "PKA", "CONCENTRATION", "asked_for", "lacking", "predicted_equivalence_ph"]
 
@@ -43,6 +46,17 @@ def predicted_equivalence_ph(setup: Mapping) -> float | None:
         return None
 
 
+def _has_pka(name: str | None) -> bool:
+    """Whether the analyte has a pKa a titration with the meter can measure (a weak step in 0-14); True
+    when the library does not know it (the report then says what it could not state)."""
+    if not name:
+        return True
+    try:
+        return any(0.0 < p < 14.0 for p in default_library().get(name).pka)
+    except (KeyError, ValueError, LookupError):
+        return True
+
+
 def asked_for(plan: Mapping, results: Mapping) -> tuple[str, ...]:
     """The results the run's instruction asked for (see the module docstring)."""
     pi = _parsed(plan)
@@ -62,7 +76,8 @@ def asked_for(plan: Mapping, results: Mapping) -> tuple[str, ...]:
             goes_to_equivalence = target_ph >= eq_ph if rising else target_ph <= eq_ph
     if goes_to_equivalence:
         asked.append(EQUIVALENCE)
-    if "pka" in outputs:
+    analyte = next((str(r.get("name")) for r in reagents if r.get("role") == "analyte"), None)
+    if "pka" in outputs and _has_pka(analyte):
         asked.append(PKA)
     if unknown_analyte:
         asked.append(CONCENTRATION)
