@@ -3,6 +3,8 @@
     agentchemist policy record --out DIR [--episodes N] [--seed S]     twin demonstrations (scripted expert)
         [--subtasks a,b,c] [--instruction SUBTASK=TEXT ...]
     agentchemist policy train --dataset DIR --out DIR [--config tiny|paper|FILE.json] [--steps N] [--resume]
+        [--augment] [--val-fraction F] [--log-every N]
+    agentchemist policy eval --checkpoint DIR --out DIR [--episodes N] [--seed S] [--subtasks a,b]
 """
 from __future__ import annotations
 
@@ -38,6 +40,17 @@ def main(argv: list[str]) -> int:
     t.add_argument("--device", default="auto")
     t.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoints/last")
+    t.add_argument("--augment", action="store_true", help="random image shifts and colour jitter while training")
+    t.add_argument("--val-fraction", type=float, default=0.1, help="share of the episodes held out for validation")
+    t.add_argument("--log-every", type=int, default=50, help="steps between lines of OUT/train_log.jsonl")
+    e = sub.add_parser("eval", help="score a checkpoint over randomised twin episodes per subtask")
+    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--out", required=True, help="directory for eval.json and failures/")
+    e.add_argument("--episodes", type=int, default=100, help="randomised episodes per subtask")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--subtasks", default="", help="comma-separated (default grasp_pipette,position_over_beaker,"
+                   "return_pipette)")
+    e.add_argument("--max-duration", type=float, default=20.0, help="s of twin time per episode before it fails")
     args = parser.parse_args(argv)
     console = Console()
     try:
@@ -51,6 +64,8 @@ def main(argv: list[str]) -> int:
             path = record_twin_demos(args.out, args.episodes, seed=args.seed, subtasks=subtasks, instructions=texts)
             console.print(f"demonstrations written to {escape(str(path))}")
             return 0
+        if args.command == "eval":
+            return _eval(args, console)
         from agentchemist.policy.vla.configuration_vla import VLAConfig
         from agentchemist.policy.vla.train import TrainOptions, train
         config = args.config
@@ -61,7 +76,8 @@ def main(argv: list[str]) -> int:
             config = VLAConfig.from_dict(json.loads(Path(config).read_text()))
         summary = train(args.dataset, args.out, config, TrainOptions(
             steps=args.steps, batch_size=args.batch_size, lr=args.lr, save_every=args.save_every,
-            device=args.device, threads=args.threads), resume=args.resume)
+            device=args.device, threads=args.threads, augment=args.augment, val_fraction=args.val_fraction,
+            log_every=args.log_every), resume=args.resume)
         console.print_json(json.dumps(summary))
         return 0
     except (ValueError, OSError, RuntimeError) as exc:
@@ -74,3 +90,20 @@ def _pair(text: str) -> tuple[str, str]:
     if not sep or not name.strip() or not value.strip():
         raise ValueError(f"--instruction wants SUBTASK=TEXT, got {text!r}")
     return name.strip(), value.strip()
+
+
+def _eval(args, console: Console) -> int:
+    from agentchemist.policy.vla.card import write_card
+    from agentchemist.sim.vla_eval import SUBTASKS, evaluate  # the twin: a tool, not robot code
+    subtasks = tuple(x for x in args.subtasks.split(",") if x) or SUBTASKS
+    console.print(f"evaluating {escape(args.checkpoint)}: {args.episodes} randomised twin episode(s) of "
+                  f"{', '.join(subtasks)} (minutes) ...")
+    result = evaluate(args.checkpoint, args.episodes, args.seed, subtasks, args.out, args.max_duration)
+    out = Path(args.out) / "eval.json"
+    out.write_text(json.dumps(result, indent=2))
+    write_card(args.checkpoint, evaluation=result)
+    for name, r in result["subtasks"].items():
+        lo, hi = r["wilson95"]
+        console.print(f"{name}: {r['successes']}/{r['episodes']} ({r['rate']:.0%}, Wilson 95 % {lo:.0%}..{hi:.0%})")
+    console.print(f"result in {escape(str(out))}; policy card in {escape(args.checkpoint)}")
+    return 0

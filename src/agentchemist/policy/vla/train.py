@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from agentchemist.policy.vla.augment import augment_batch
+from agentchemist.policy.vla.card import hardware, write_card
 from agentchemist.policy.vla.configuration_vla import VLAConfig, preset
 from agentchemist.policy.vla.dataset import ACTION, AUDIO, IMAGE_KEYS, STATE, Dataset
 from agentchemist.policy.vla.modeling_vla import VLAPolicy
@@ -217,4 +218,8 @@ def train(dataset_dir: str | Path, out_dir: str | Path, config: VLAConfig | str 
                "seconds": round(time.perf_counter() - t0, 1), "device": str(device), "bf16": bf16,
                "checkpoint": str(path), "config": config.name}
     (out / "train_summary.json").write_text(json.dumps(summary, indent=2))
+    training = {**summary, "dataset": str(dataset_dir), "tasks": list(config.tasks), "batch_size": opt.batch_size,
+                "lr": opt.lr, "hardware": hardware()}
+    for target in (last, out / "checkpoints" / f"step-{opt.steps:06d}"):
+        write_card(target, training=training)
     return summary
