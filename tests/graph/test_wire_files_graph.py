@@ -109,3 +109,42 @@ def test_a_runs_folder_that_cannot_be_written_is_one_named_halt_not_a_traceback(
     assert halt.severity == "halt" and halt.experiment_id == plan.experiment_id and "\n" not in halt.description
     assert "cannot record" in halt.description
     assert not [a for a in peer.anomalies if a.kind == "node_error"]
+
+
+def test_a_second_plan_is_recorded_only_when_the_supervisor_runs_it_and_the_first_gets_its_stop_record(tmp_path):
+    """One experiment at a time in the record: a plan for B while A's record is open waits (a forged plan is
+    never run, so never recorded); when the supervisor runs B (its first state), A's record is closed with
+    its stop record (aborted, saying why) before B's opens."""
+    from agentchemist_interfaces.msg import FsmState
+    from agentchemist_ros.common.qos import FSM
+
+    ensure_init()
+    runs = tmp_path / "runs"
+    plan = planned(SCENARIO)
+    other = plan.model_copy(update={"experiment_id": "exp-second"})
+    recorder = RecorderNode(parameter_overrides=[Parameter("runs_dir", value=str(runs))])
+    peer = Injector()
+    fsm_pub = peer.create_publisher(FsmState, topics.FSM_STATE, FSM)
+
+    def state(experiment_id, name):
+        fsm_pub.publish(FsmState(stamp=to_msg(node_now(peer)), experiment_id=experiment_id, state=name,
+                                 previous_state="initial" if name != "initial" else "", symbol="start"))
+    with spinning((recorder, peer), threads=2):
+        assert wait_for(lambda: peer.plan_pub.get_subscription_count() >= 1, 10.0)
+        peer.plan_pub.publish(ExperimentPlan(experiment_id=plan.experiment_id, plan_json=plan.model_dump_json()))
+        assert wait_for(lambda: recorder.recording is not None, 10.0)
+        state(plan.experiment_id, "check_scene")
+        assert wait_for(lambda: recorder.fsm_experiment == plan.experiment_id, 10.0)
+        peer.plan_pub.publish(ExperimentPlan(experiment_id=other.experiment_id, plan_json=other.model_dump_json()))
+        assert wait_for(lambda: recorder.pending is not None, 10.0)
+        assert recorder.recording.experiment_id == plan.experiment_id and not (runs / "exp-second").exists()
+        state("exp-second", "initial")  # the supervisor runs it
+        assert wait_for(lambda: recorder.recording is not None and recorder.recording.experiment_id == "exp-second",
+                        10.0)
+    recorder.destroy_node()
+    peer.destroy_node()
+    import sqlite3
+    with sqlite3.connect(f"file:{runs / plan.experiment_id / 'records.db'}?mode=ro", uri=True) as db:
+        status, reason, finished = db.execute("SELECT status, reason, finished FROM experiments").fetchone()
+    assert status == "aborted" and "experiment exp-second started" in reason and finished is not None
+    assert (runs / "exp-second" / "records.db").exists()
