@@ -36,7 +36,7 @@ class VLAServeConfig:
                                          description="Older observations are missing (the subtask aborts)")
     deterministic: bool = param(True, description="Sample from fixed seeded noises (the same observation gives "
                                 "the same chunk) instead of fresh random noise")
-    samples: int = param(8, low=1, high=64, description="Chunks sampled per query (one batch, the observation "
+    samples: int = param(4, low=1, high=64, description="Chunks sampled per query (one batch, the observation "
                          "encoded once); the medoid is kept: a chunk in the densest mode, never the average "
                          "of two (1 = one chunk; from zero noise when deterministic)")
     output_margin: float = param(0.5, unit="rad", low=0.0, high=3.0, description="An arm joint output beyond "
