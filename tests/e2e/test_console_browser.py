@@ -135,7 +135,8 @@ def test_a_titration_watched_paused_and_emergency_stopped_in_the_browser(console
         page.click("#planbtn")
         page.wait_for_function("document.getElementById('plan').textContent.startsWith('plan: acid-base titration')",
                                timeout=120_000)
-        assert "titrating" in page.inner_text("#steps")  # the plan's states, before anything started
+        # the plan's states, before anything started
+        page.wait_for_function("document.getElementById('steps').textContent.includes('titrating')", timeout=10_000)
         assert "Titrate" in page.inner_text("#instruction") or page.input_value("#instruction") == INSTRUCTION
         page.screenshot(path=str(shots / "console_plan.png"))
 
