@@ -23,8 +23,10 @@ def test_notes_keep_the_old_wire_text():
     assert codec.encode_note(RecordClosed("runs/e/records.db", "completed", "completed", "experiment completed")) == \
         json.dumps({"store": "runs/e/records.db", "status": "completed", "outcome": "completed",
                     "message": "experiment completed"})
-    assert codec.encode_note(ReportWritten("/r.md", "/r.html", "/r.json", "aborted")) == \
-        json.dumps({"report": "/r.md", "html": "/r.html", "json": "/r.json", "status": "aborted"})
+    assert codec.encode_note(ReportWritten("/r.md", "/r.html", "/r.json", "completed", "completed_without_result",
+                                           "completed without equivalence point")) == \
+        json.dumps({"report": "/r.md", "html": "/r.html", "json": "/r.json", "status": "completed",
+                    "outcome": "completed_without_result", "message": "completed without equivalence point"})
 
 
 def test_an_effect_payload_is_checked_and_written_as_given():
