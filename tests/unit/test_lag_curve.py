@@ -94,6 +94,9 @@ def test_the_equivalence_inside_the_last_drop_is_stated_only_for_a_jump():
     cut5 = int(np.argmax(ph5 > 9.0)) + 1
     found5 = bracketed_equivalence(v5[:cut5], ph5[:cut5], expected_ph=7.0)
     assert found5 is not None and found5.low_ml < 5.0 <= found5.high_ml
+    # the run went one drop on past the jump (its target lay above the drop that crossed it)
+    found6 = bracketed_equivalence(v5[:cut5 + 1], ph5[:cut5 + 1], expected_ph=7.0)
+    assert found6 == found5
 
 
 def _run_data(settles: bool):

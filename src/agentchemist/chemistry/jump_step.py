@@ -1,8 +1,8 @@
-"""An equivalence point bracketed by one addition: the run stopped on the drop that jumped.
+"""An equivalence point bracketed by one addition: the run stopped on (or a drop or two past) the drop that jumped.
 
 A strong acid titrated to a pH past its equivalence stops on the first drop past the target, and on the
 jump one drop moves the pH by several units: the data then end with that drop, and the derivative methods
-see no peak (nothing after it). The inflection lies inside that last addition all the same: the equivalence
+see no peak (nothing after it). The inflection lies inside that addition all the same: the equivalence
 volume is its middle, with a rectangular uncertainty of half its width (u = dV / (2 sqrt 3), GUM 4.3.7).
 
 It is stated only when the last step is a jump beyond doubt, at least ``min_jump_ph`` pH, and the inflection
@@ -22,7 +22,7 @@ __all__ = ["BracketedEquivalence", "bracketed_equivalence"]
 
 @dataclass(frozen=True)
 class BracketedEquivalence:
-    volume_ml: float        #: the last addition's middle
+    volume_ml: float        #: the addition's middle
     low_ml: float           #: the volume before it
     high_ml: float          #: the volume after it
     jump_ph: float          #: the pH change across it
@@ -37,16 +37,18 @@ def bracketed_equivalence(volumes_ml, ph, *, expected_ph: float | None = None, m
     if v.size < context + 2 or v.size != y.size or not (np.all(np.isfinite(v)) and np.all(np.isfinite(y))):
         return None
     dv, dy = np.diff(v), np.diff(y)
-    if dv[-1] <= 0:
-        return None
-    jump = abs(dy[-1])
-    if jump < min_jump_ph:
-        return None
+    def bracket(i: int) -> BracketedEquivalence:
+        return BracketedEquivalence(float((v[i] + v[i + 1]) / 2.0), float(v[i]), float(v[i + 1]), float(abs(dy[i])),
+                                    float(dv[i] / (2.0 * math.sqrt(3.0))))
+
     if expected_ph is not None and math.isfinite(expected_ph):
-        low, high = sorted((y[-2], y[-1]))
-        if not low < expected_ph < high:
-            return None
-    elif jump < min_ratio * float(np.abs(dy[-1 - context:-1]).max()):
+        # the addition that crossed the predicted equivalence pH, among the last few (a run that went on past the
+        # jump by a drop or two has too few points after it for the derivatives as well)
+        for i in range(dy.size - 1, max(dy.size - 1 - context, -1), -1):
+            low, high = sorted((y[i], y[i + 1]))
+            if dv[i] > 0 and abs(dy[i]) >= min_jump_ph and low < expected_ph < high:
+                return bracket(i)
         return None
-    return BracketedEquivalence(float((v[-2] + v[-1]) / 2.0), float(v[-2]), float(v[-1]), float(jump),
-                                float(dv[-1] / (2.0 * math.sqrt(3.0))))
+    if dv[-1] <= 0 or abs(dy[-1]) < min_jump_ph or abs(dy[-1]) < min_ratio * float(np.abs(dy[-1 - context:-1]).max()):
+        return None
+    return bracket(dy.size - 1)

@@ -182,7 +182,7 @@ def _stop(usable, out: dict, ctx: ResultsContext) -> None:
 
 
 def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: dict, ctx: ResultsContext) -> None:
-    """The run stopped on the drop that jumped (chemistry.jump_step): the equivalence is inside that drop."""
+    """The run stopped on (or just past) the drop that jumped (chemistry.jump_step): the equivalence is inside it."""
     expected = predicted_equivalence_ph(out.get("setup") or {})
     found = bracketed_equivalence([r.volume_ml for r in usable], [r.ph for r in usable], expected_ph=expected)
     if found is None:
@@ -191,10 +191,10 @@ def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: di
     budget = equivalence_budget(1, found.volume_ml, found.u_bracket_ml, drop_ml, inputs)
     u = budget.combined
     out["equivalence_points"] = [{
-        "index": 1, "volume_ml": found.volume_ml, "ph": None, "uncertainty_ml": u, "method": "bracketed_by_last_drop",
+        "index": 1, "volume_ml": found.volume_ml, "ph": None, "uncertainty_ml": u, "method": "bracketed_by_one_drop",
         "supported": True, "reason": "", "d1_peak_ml": None, "jump_region_ml": [found.low_ml, found.high_ml],
         "window_points": 2, "points_before": len(usable) - 1, "points_after": 1, "budget": budget.as_dict()}]
-    ctx.concluded.append(f"equivalence point 1 at {found.volume_ml:.3f} ± {u:.2g} mL: inside the last drop "
+    ctx.concluded.append(f"equivalence point 1 at {found.volume_ml:.3f} ± {u:.2g} mL: inside the drop "
                          f"({found.low_ml:.3f}-{found.high_ml:.3f} mL), across which the pH jumped {found.jump_ph:.1f}"
                          + interval_text(budget.as_dict()))
     ctx.not_concluded[:] = [line for line in ctx.not_concluded
