@@ -195,7 +195,10 @@ def _answer(results: dict) -> list[tuple[str, str]]:
         rows.append((f"Equivalence point {e['index']}",
                      f"{gum_text(e['volume_ml'], u, 'mL')}"
                      + (f" (theory {fmt(v['reference'], 3)} mL)" if v else "")
-                     + f", pH {fmt(e['ph'], 2)}" + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
+                     + (f", pH {fmt(e['ph'], 2)}" if e.get("ph") is not None else
+                        ", inside one drop ({} to {} mL)".format(*(fmt(x, 3) for x in e.get("jump_region_ml") or
+                                                                    (None, None))))
+                     + (f" (theory {fmt(p['reference'], 2)})" if p else "")))
     conc, titrant = results.get("concentration"), results.get("titrant_concentration")
     if titrant and titrant.get("supported") and titrant.get("titrant_m") is not None:
         # A standardisation: the standard's amount is known and the titrant is the result. The analysis's
