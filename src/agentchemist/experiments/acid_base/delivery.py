@@ -69,7 +69,9 @@ def asked_for(plan: Mapping, results: Mapping) -> tuple[str, ...]:
     target_ph = target.get("target_ph")
     if not goes_to_equivalence and isinstance(target_ph, (int, float)) and math.isfinite(target_ph):
         setup = results.get("setup") if isinstance(results.get("setup"), Mapping) else {}
-        eq_ph = predicted_equivalence_ph(setup)
+        # the family's results computed it once; a results dict without it (no curve rows) computes it here
+        eq_ph = (results["equivalence_ph_predicted"] if "equivalence_ph_predicted" in results
+                 else predicted_equivalence_ph(setup))
         start = results.get("initial_ph_measured")
         if eq_ph is not None and isinstance(start, (int, float)) and math.isfinite(start):
             rising = target_ph > start

@@ -48,6 +48,8 @@ def compute(run: RunData, setup: TitrationSetup, opts: Mapping, out: dict, ctx: 
     unusable = len(rows) - len(usable)
     out["per_drop_rows"] = len(rows)
     out["curve_points"] = len({round(r.volume_ml, 6) for r in usable})
+    # once per report: the stop check, the bracketed equivalence and the result contract all read it
+    out["equivalence_ph_predicted"] = predicted_equivalence_ph(out.get("setup") or {})
     if unusable:
         ctx.not_concluded.append(f"{unusable} pH reading(s) had no finite pH or volume and were left out of the analysis")
     if not usable:
@@ -172,18 +174,17 @@ def _stop(usable, out: dict, ctx: ResultsContext) -> None:
                                  f"drop beyond the target pH {target:g} ({at.ph:.2f} at {at.volume_ml:.3f} mL), ending "
                                  f"at pH {usable[-1].ph:.2f}: not within the endpoint goals")
     # a target before the equivalence: no equivalence point is asked for, and the report says why there is none
-    eq_ph = predicted_equivalence_ph(out.get("setup") or {})
+    eq_ph = out.get("equivalence_ph_predicted")
     found = any(e.get("supported") for e in out.get("equivalence_points") or ())
     if not found and eq_ph is not None and (target < eq_ph if rising else target > eq_ph):
-        ctx.not_concluded[:] = [line for line in ctx.not_concluded if not str(line).startswith(
-            ("no equivalence point", "the pH is still changing steeply"))]
+        _drop_no_equivalence_lines(ctx)
         ctx.not_concluded.append(f"no equivalence point: the titration stopped at its target pH {target:g}, before the "
                                  f"equivalence (pH {eq_ph:.2f} predicted for these reagents), as the instruction asked")
 
 
 def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: dict, ctx: ResultsContext) -> None:
     """The run stopped on (or just past) the drop that jumped (chemistry.jump_step): the equivalence is inside it."""
-    expected = predicted_equivalence_ph(out.get("setup") or {})
+    expected = out.get("equivalence_ph_predicted")
     found = bracketed_equivalence([r.volume_ml for r in usable], [r.ph for r in usable], expected_ph=expected)
     if found is None:
         return
@@ -197,6 +198,11 @@ def _bracketed(usable, setup: TitrationSetup, inputs: UncertaintyInputs, out: di
     ctx.concluded.append(f"equivalence point 1 at {found.volume_ml:.3f} ± {u:.2g} mL: inside the drop "
                          f"({found.low_ml:.3f}-{found.high_ml:.3f} mL), across which the pH jumped {found.jump_ph:.1f}"
                          + interval_text(budget.as_dict()))
+    _drop_no_equivalence_lines(ctx)
+
+
+def _drop_no_equivalence_lines(ctx: ResultsContext) -> None:
+    """The analysis's own 'no equivalence point' lines, once the family has said better why (or found one)."""
     ctx.not_concluded[:] = [line for line in ctx.not_concluded
                             if not str(line).startswith(("no equivalence point", "the pH is still changing steeply"))]
 
