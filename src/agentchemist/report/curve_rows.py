@@ -70,13 +70,14 @@ def curve_rows(run: RunData, options: Mapping | None = None) -> list[DropRow]:
     drops = [r for r in run.fused("titrant_volume") if _finite(r.get("value"))]
     points = drop_resolved_curve([r["stamp"] for r in readings], [r["value"] for r in readings],
                                  [r["stamp"] for r in drops], [r["value"] for r in drops], lags)
-    temperatures = run.fused("temperature")
+    temperatures = [t for t in run.fused("temperature") if _finite(t.get("value"))]
+    temperature_stamps = [t["stamp"] for t in temperatures]
     stamps = [r["stamp"] for r in readings]
     rows: list[DropRow] = []
     prev_v = prev_ph = math.nan
     for p in points:
         volume_rec = drops[p.drops - 1] if p.drops else None
-        temperature = [t for t in temperatures if t["stamp"] <= p.stamp]
+        before = bisect.bisect_right(temperature_stamps, p.stamp)   # the latest temperature at the point
         flags = tuple(f"volume:{f}" for f in ((volume_rec or {}).get("quality_flags") or ()))
         at = bisect.bisect_right(stamps, p.stamp) - 1
         state = str(readings[at].get("fsm_state") or "") if at >= 0 else ""
@@ -86,7 +87,7 @@ def curve_rows(run: RunData, options: Mapping | None = None) -> list[DropRow]:
             ph_confidence=1.0 if p.n_readings >= 3 else p.n_readings / 3.0,
             volume_confidence=float(volume_rec["confidence"]) if volume_rec and _finite(volume_rec.get("confidence"))
             else math.nan,
-            volume_channels={}, temperature_c=float(temperature[-1]["value"]) if temperature else math.nan,
+            volume_channels={}, temperature_c=float(temperatures[before - 1]["value"]) if before else math.nan,
             flags=flags, fsm_state=state, usable=True))
         prev_v, prev_ph = p.volume_ml, p.ph
     return rows

@@ -152,6 +152,8 @@ class PhEndpoint(Procedure):
     def _trace_course(self, stamp: float, ph: float) -> list:
         """A stable reading while the run dispenses without settling each drop, to the course check at the
         volume it shows; an Abort when the course is one the plan's reagents cannot give."""
+        if self.course is None:
+            return []
         sup = self.sup
         # the supervisor's settle test restarts at every drop (on_transition), so while drops keep falling it
         # never passes: steady here is the readings of the last TRACE_STEADY_S within TRACE_STEADY_PH
@@ -160,7 +162,7 @@ class PhEndpoint(Procedure):
             self._recent.popleft()
         values = [p for _, p in self._recent]
         steady = len(values) >= 5 and max(values) - min(values) <= TRACE_STEADY_PH
-        if self.course is None or not steady or sup.pauses - {ENDPOINT_HOLD}:
+        if not steady or sup.pauses - {ENDPOINT_HOLD}:
             return []
         shown = bisect.bisect_right(self.drop_stamps, stamp - READING_LAG_S)
         if shown < self._traced_at + TRACE_CHECK_DROPS:
